@@ -1,0 +1,1 @@
+"""Kafka serving daemon for river_pa learners."""

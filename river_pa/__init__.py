@@ -1,0 +1,1 @@
+"""Passive-Aggressive and parameter-free online learners as River estimators."""
