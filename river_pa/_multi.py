@@ -1,0 +1,177 @@
+"""State and event handling shared by the multi-prototype linear learners.
+
+A `MultiPrototype` keeps one weight row per label in a float64 matrix (label rows x feature
+positions) and one intercept per label, addressed through a `river_pa._features.FeatureIndex`
+exactly as `SparseLinear` addresses its weight vector (position 0 is the sink of unseen keys).
+Labels map to rows through a plain dict, in order of first appearance; the matrix grows
+amortised (doubling) in both directions. The intercept of a label is the weight of a constant
+feature of value 1, so it counts in ||x||^2, as in `PAClassifier`.
+
+Like `SparseLinear`, it caches the positions of the last key tuple and the scores of the last
+event, so that ``predict_one(x)`` followed by ``learn_one(x, y)`` scores ``x`` once, and it
+validates an event completely before changing anything.
+
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from river_pa import _multikernels
+from river_pa._features import merge_duplicates, make_index, to_values
+from river_pa._linear import SparseLinear, check_positive, check_variant, frame_arrays
+
+_CACHE = ("_keys", "_pos", "_dups", "_vals", "_epos", "_val", "_sq", "_scores",
+          "_version_seen")
+
+
+def softmax(s: np.ndarray) -> np.ndarray:
+    """exp(s - max s), normalised (float64, same shape)."""
+    e = np.exp(s - s.max())
+    return e / e.sum()
+
+
+def check_weights(w, rows: int) -> np.ndarray:
+    """Per-row sample weights of a batch (ones when None), validated."""
+    if w is None:
+        return np.ones(rows)
+    sw = np.asarray(w, dtype=np.float64)
+    if len(sw) != rows or not (np.isfinite(sw).all() and (sw >= 0).all()):
+        raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
+    return sw
+
+
+class MultiPrototype:
+    """Weight rows per label over dict features. Subclasses call `_setup` in `__init__`."""
+
+    _INITIAL_CAPACITY = 64
+    _INITIAL_LABELS = 4
+
+    # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
+    _positions = SparseLinear._positions
+
+    def _setup(self, variant, C, learn_intercept, n_features):
+        self._variant = check_variant(variant)
+        check_positive("C", C)
+        self._index = make_index(n_features)
+        size = self._index.size if n_features else self._INITIAL_CAPACITY
+        self._W = np.zeros((self._INITIAL_LABELS, size))
+        self._b = np.zeros(self._INITIAL_LABELS)
+        self._labels: dict = {}
+        self._classes: list = []
+        self._intercept_norm = 1.0 if learn_intercept else 0.0
+        self._version = 0
+        self._clear_cache()
+
+    def _clear_cache(self):
+        self._keys = self._vals = None
+        self._pos = self._epos = self._val = self._scores = None
+        self._dups = False
+        self._sq = 0.0
+        self._version_seen = -1
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for name in _CACHE:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._clear_cache()
+
+    @property
+    def _n(self) -> int:
+        return len(self._labels)
+
+    # -- growth ----------------------------------------------------------------------------
+
+    def _add_label(self, label) -> int:
+        """The row of `label`, giving it a fresh (zero) prototype first if it is new."""
+        row = self._labels.get(label)
+        if row is not None:
+            return row
+        hash(label)  # an unhashable label raises TypeError here, before any change
+        row = self._n
+        if row == len(self._b):
+            self._W = np.vstack([self._W, np.zeros_like(self._W)])
+            self._b = np.concatenate([self._b, np.zeros_like(self._b)])
+        self._labels[label] = row
+        self._classes.append(label)
+        self._version += 1
+        return row
+
+    def _grow(self):
+        size = self._index.size
+        cols = self._W.shape[1]
+        if size > cols:
+            W = np.zeros((self._W.shape[0], max(size, 2 * cols)))
+            W[:, :cols] = self._W
+            self._W = W
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _event(self, x: dict, learn: bool = False):
+        """(positions, values, ||x||^2, scores of the n labels) of `x`, validated.
+
+        With `learn`, keys never seen get positions (after validation). The scores are cached
+        until the model changes.
+
+        """
+        pos = self._positions(tuple(x))
+        vals = tuple(x.values())
+        if vals != self._vals or self._version_seen != self._version:
+            val = to_values(x)
+            if self._dups:
+                pos, val = merge_duplicates(pos, val)
+            s = np.empty(self._n)
+            self._sq = _multikernels.scores(self._W, self._b, self._n, pos, val, s)
+            self._vals, self._epos, self._val, self._scores = vals, pos, val, s
+            self._version_seen = self._version
+        if learn and not self._index.known(self._pos):
+            self._pos = self._epos = self._index.insert(self._keys)
+            self._grow()
+        return self._epos, self._val, self._sq, self._scores
+
+    def _scores_one(self, x: dict) -> np.ndarray:
+        return self._event(x)[3]
+
+    def _scores_many(self, X: pd.DataFrame) -> np.ndarray:
+        pos, values = frame_arrays(X, self._index, learn=False)
+        return _multikernels.scores_dense(self._W, self._b, self._n, pos, values)
+
+    def _batch(self, X: pd.DataFrame, n_targets: int, w):
+        """Validated (positions, values, sample weights) of a batch, keys inserted."""
+        if n_targets != len(X):
+            raise ValueError(f"X has {len(X)} rows but y has {n_targets}")
+        sw = check_weights(w, len(X))
+        pos, values = frame_arrays(X, self._index, learn=True)
+        self._grow()
+        return pos, values, sw
+
+    # -- inspection ------------------------------------------------------------------------
+
+    @property
+    def classes(self) -> list:
+        """Labels seen so far, in row order."""
+        return list(self._classes)
+
+    @property
+    def weights(self) -> dict:
+        """The non-zero weights, {label: {feature key (position when hashing): weight}}."""
+        keys = getattr(self._index, "positions", None)
+        out = {}
+        for label, row in self._labels.items():
+            w = self._W[row]
+            if keys is None:
+                out[label] = {int(i): float(w[i]) for i in np.flatnonzero(w)}
+            else:
+                out[label] = {k: float(w[i]) for k, i in keys.items() if w[i] != 0.0}
+        return out
+
+    @property
+    def intercepts(self) -> dict:
+        """{label: intercept}."""
+        return {label: float(self._b[row]) for label, row in self._labels.items()}
+
