@@ -42,27 +42,27 @@ def check_weights(w, rows: int) -> np.ndarray:
     return sw
 
 
-class MultiPrototype:
-    """Weight rows per label over dict features. Subclasses call `_setup` in `__init__`."""
+class ScoringClassifier:
+    """A label set with one score per label, and the event cache around the scores.
 
-    _INITIAL_CAPACITY = 64
+    Subclasses create `_index` and call `_setup_labels` and `_clear_cache` in their setup, and
+    define `_grow_labels(capacity)` (room for that many label rows), `_grow()` (room for every
+    feature position), `_score_event(pos, val)` -> (||x||^2, scores of the n labels) and
+    `_scores_many(X)` (rows x n). Prediction then follows from the scores: the label of highest
+    score (the first seen wins a tie), and probabilities softmax(scores).
+
+    """
+
     _INITIAL_LABELS = 4
 
     # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
     _positions = SparseLinear._positions
 
-    def _setup(self, variant, C, learn_intercept, n_features):
-        self._variant = check_variant(variant)
-        check_positive("C", C)
-        self._index = make_index(n_features)
-        size = self._index.size if n_features else self._INITIAL_CAPACITY
-        self._W = np.zeros((self._INITIAL_LABELS, size))
-        self._b = np.zeros(self._INITIAL_LABELS)
+    def _setup_labels(self):
         self._labels: dict = {}
         self._classes: list = []
-        self._intercept_norm = 1.0 if learn_intercept else 0.0
+        self._label_capacity = self._INITIAL_LABELS
         self._version = 0
-        self._clear_cache()
 
     def _clear_cache(self):
         self._keys = self._vals = None
@@ -83,34 +83,22 @@ class MultiPrototype:
 
     @property
     def _n(self) -> int:
-        return len(self._labels)
-
-    # -- growth ----------------------------------------------------------------------------
+        return len(self._classes)
 
     def _add_label(self, label) -> int:
-        """The row of `label`, giving it a fresh (zero) prototype first if it is new."""
+        """The row of `label`, giving it a fresh (zero) row first if it is new."""
         row = self._labels.get(label)
         if row is not None:
             return row
         hash(label)  # an unhashable label raises TypeError here, before any change
         row = self._n
-        if row == len(self._b):
-            self._W = np.vstack([self._W, np.zeros_like(self._W)])
-            self._b = np.concatenate([self._b, np.zeros_like(self._b)])
+        if row == self._label_capacity:
+            self._label_capacity *= 2
+            self._grow_labels(self._label_capacity)
         self._labels[label] = row
         self._classes.append(label)
         self._version += 1
         return row
-
-    def _grow(self):
-        size = self._index.size
-        cols = self._W.shape[1]
-        if size > cols:
-            W = np.zeros((self._W.shape[0], max(size, 2 * cols)))
-            W[:, :cols] = self._W
-            self._W = W
-
-    # -- events ----------------------------------------------------------------------------
 
     def _event(self, x: dict, learn: bool = False):
         """(positions, values, ||x||^2, scores of the n labels) of `x`, validated.
@@ -125,9 +113,8 @@ class MultiPrototype:
             val = to_values(x)
             if self._dups:
                 pos, val = merge_duplicates(pos, val)
-            s = np.empty(self._n)
-            self._sq = _multikernels.scores(self._W, self._b, self._n, pos, val, s)
-            self._vals, self._epos, self._val, self._scores = vals, pos, val, s
+            self._sq, self._scores = self._score_event(pos, val)
+            self._vals, self._epos, self._val = vals, pos, val
             self._version_seen = self._version
         if learn and not self._index.known(self._pos):
             self._pos = self._epos = self._index.insert(self._keys)
@@ -136,6 +123,79 @@ class MultiPrototype:
 
     def _scores_one(self, x: dict) -> np.ndarray:
         return self._event(x)[3]
+
+    @property
+    def classes(self) -> list:
+        """Labels seen so far, in row order."""
+        return list(self._classes)
+
+    # -- prediction ------------------------------------------------------------------------
+
+    def decision_function_one(self, x: dict) -> dict:
+        """{label: score} for every label seen."""
+        return dict(zip(self._classes, self._scores_one(x).tolist()))
+
+    def predict_proba_one(self, x: dict) -> dict:
+        s = self._scores_one(x)
+        if not len(s):
+            return {}
+        return dict(zip(self._classes, softmax(s).tolist()))
+
+    def predict_one(self, x: dict):
+        s = self._scores_one(x)
+        if not len(s):
+            return None
+        return self._classes[_multikernels.argmax(s, len(s))]
+
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        S = self._scores_many(X)
+        if S.shape[1]:
+            S = np.exp(S - S.max(axis=1, keepdims=True))
+            S /= S.sum(axis=1, keepdims=True)
+        return pd.DataFrame(S, index=X.index, columns=self.classes)
+
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        S = self._scores_many(X)
+        if not S.shape[1]:
+            return pd.Series([None] * len(X), index=X.index, dtype=object)
+        classes = np.empty(self._n, dtype=object)
+        classes[:] = self._classes
+        return pd.Series(classes[S.argmax(axis=1)], index=X.index)
+
+
+class MultiPrototype(ScoringClassifier):
+    """Weight rows per label over dict features. Subclasses call `_setup` in `__init__`."""
+
+    _INITIAL_CAPACITY = 64
+
+    def _setup(self, variant, C, learn_intercept, n_features):
+        self._variant = check_variant(variant)
+        check_positive("C", C)
+        self._index = make_index(n_features)
+        size = self._index.size if n_features else self._INITIAL_CAPACITY
+        self._W = np.zeros((self._INITIAL_LABELS, size))
+        self._b = np.zeros(self._INITIAL_LABELS)
+        self._intercept_norm = 1.0 if learn_intercept else 0.0
+        self._setup_labels()
+        self._clear_cache()
+
+    def _grow_labels(self, capacity: int) -> None:
+        W = np.zeros((capacity, self._W.shape[1]))
+        W[: len(self._W)] = self._W
+        self._W = W
+        self._b = np.concatenate([self._b, np.zeros(capacity - len(self._b))])
+
+    def _grow(self):
+        size = self._index.size
+        cols = self._W.shape[1]
+        if size > cols:
+            W = np.zeros((self._W.shape[0], max(size, 2 * cols)))
+            W[:, :cols] = self._W
+            self._W = W
+
+    def _score_event(self, pos, val):
+        s = np.empty(self._n)
+        return _multikernels.scores(self._W, self._b, self._n, pos, val, s), s
 
     def _scores_many(self, X: pd.DataFrame) -> np.ndarray:
         pos, values = frame_arrays(X, self._index, learn=False)
@@ -151,11 +211,6 @@ class MultiPrototype:
         return pos, values, sw
 
     # -- inspection ------------------------------------------------------------------------
-
-    @property
-    def classes(self) -> list:
-        """Labels seen so far, in row order."""
-        return list(self._classes)
 
     @property
     def weights(self) -> dict:

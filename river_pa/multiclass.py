@@ -37,6 +37,12 @@ class MarginClassifier(MultiPrototype, base.MiniBatchClassifier):
     def _setup_margins(self):
         self._M = np.zeros((self._INITIAL_LABELS, self._INITIAL_LABELS))
 
+    def _grow_labels(self, capacity: int) -> None:
+        super()._grow_labels(capacity)
+        M = np.zeros((capacity, capacity))
+        M[: len(self._M), : len(self._M)] = self._M
+        self._M = M
+
     def _add_label(self, label) -> int:
         row = self._labels.get(label)
         if row is not None:
@@ -45,10 +51,6 @@ class MarginClassifier(MultiPrototype, base.MiniBatchClassifier):
         out = [self._pair_margin(label, r) for r in self._classes]
         into = [self._pair_margin(r, label) for r in self._classes]
         row = super()._add_label(label)
-        if row == len(self._M):
-            M = np.zeros((2 * row, 2 * row))
-            M[:row, :row] = self._M
-            self._M = M
         self._M[row, :row] = out
         self._M[:row, row] = into
         return row
@@ -83,40 +85,6 @@ class MarginClassifier(MultiPrototype, base.MiniBatchClassifier):
             n_at, self._M, self._rule, sw
         )
         self._version += 1
-
-    # -- prediction ------------------------------------------------------------------------
-
-    def decision_function_one(self, x: dict) -> dict:
-        """{label: score w_label . x + b_label} for every label seen."""
-        s = self._scores_one(x)
-        return dict(zip(self._classes, s.tolist()))
-
-    def predict_proba_one(self, x: dict) -> dict:
-        s = self._scores_one(x)
-        if not len(s):
-            return {}
-        return dict(zip(self._classes, softmax(s).tolist()))
-
-    def predict_one(self, x: dict):
-        s = self._scores_one(x)
-        if not len(s):
-            return None
-        return self._classes[_multikernels.argmax(s, len(s))]
-
-    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
-        S = self._scores_many(X)
-        if S.shape[1]:
-            S = np.exp(S - S.max(axis=1, keepdims=True))
-            S /= S.sum(axis=1, keepdims=True)
-        return pd.DataFrame(S, index=X.index, columns=self.classes)
-
-    def predict_many(self, X: pd.DataFrame) -> pd.Series:
-        S = self._scores_many(X)
-        if not S.shape[1]:
-            return pd.Series([None] * len(X), index=X.index, dtype=object)
-        classes = np.empty(len(self._classes), dtype=object)
-        classes[:] = self._classes
-        return pd.Series(classes[S.argmax(axis=1)], index=X.index)
 
 
 class PAMultiClassifier(MarginClassifier):
