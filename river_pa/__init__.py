@@ -6,8 +6,15 @@ arrays, with Numba kernels for the inner loops.
 """
 
 from river_pa.cost_sensitive import PACostSensitiveClassifier
+from river_pa.kernel_pa import KernelPAClassifier
 from river_pa.multiclass import PAMultiClassifier
 from river_pa.pa import PAClassifier, PARegressor
 
-__all__ = ["PAClassifier", "PACostSensitiveClassifier", "PAMultiClassifier", "PARegressor"]
+__all__ = [
+    "KernelPAClassifier",
+    "PAClassifier",
+    "PACostSensitiveClassifier",
+    "PAMultiClassifier",
+    "PARegressor",
+]
 __version__ = "0.1.0"

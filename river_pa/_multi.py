@@ -54,6 +54,7 @@ class ScoringClassifier:
     """
 
     _INITIAL_LABELS = 4
+    _cache_attrs = _CACHE
 
     # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
     _positions = SparseLinear._positions
@@ -73,7 +74,7 @@ class ScoringClassifier:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for name in _CACHE:
+        for name in self._cache_attrs:
             state.pop(name, None)
         return state
 
@@ -123,6 +124,15 @@ class ScoringClassifier:
 
     def _scores_one(self, x: dict) -> np.ndarray:
         return self._event(x)[3]
+
+    def _batch(self, X: pd.DataFrame, n_targets: int, w):
+        """Validated (positions, values, sample weights) of a batch, keys inserted."""
+        if n_targets != len(X):
+            raise ValueError(f"X has {len(X)} rows but y has {n_targets}")
+        sw = check_weights(w, len(X))
+        pos, values = frame_arrays(X, self._index, learn=True)
+        self._grow()
+        return pos, values, sw
 
     @property
     def classes(self) -> list:
@@ -200,15 +210,6 @@ class MultiPrototype(ScoringClassifier):
     def _scores_many(self, X: pd.DataFrame) -> np.ndarray:
         pos, values = frame_arrays(X, self._index, learn=False)
         return _multikernels.scores_dense(self._W, self._b, self._n, pos, values)
-
-    def _batch(self, X: pd.DataFrame, n_targets: int, w):
-        """Validated (positions, values, sample weights) of a batch, keys inserted."""
-        if n_targets != len(X):
-            raise ValueError(f"X has {len(X)} rows but y has {n_targets}")
-        sw = check_weights(w, len(X))
-        pos, values = frame_arrays(X, self._index, learn=True)
-        self._grow()
-        return pos, values, sw
 
     # -- inspection ------------------------------------------------------------------------
 
