@@ -8,6 +8,7 @@ arrays, with Numba kernels for the inner loops.
 from river_pa.cost_sensitive import PACostSensitiveClassifier
 from river_pa.kernel_pa import KernelPAClassifier
 from river_pa.multiclass import PAMultiClassifier
+from river_pa.multilabel import PAMultiLabelClassifier
 from river_pa.pa import PAClassifier, PARegressor
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "PAClassifier",
     "PACostSensitiveClassifier",
     "PAMultiClassifier",
+    "PAMultiLabelClassifier",
     "PARegressor",
 ]
 __version__ = "0.1.0"

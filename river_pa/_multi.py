@@ -48,13 +48,13 @@ class ScoringClassifier:
     Subclasses create `_index` and call `_setup_labels` and `_clear_cache` in their setup, and
     define `_grow_labels(capacity)` (room for that many label rows), `_grow()` (room for every
     feature position), `_score_event(pos, val)` -> (||x||^2, scores of the n labels) and
-    `_scores_many(X)` (rows x n). Prediction then follows from the scores: the label of highest
-    score (the first seen wins a tie), and probabilities softmax(scores).
+    `_scores_many(X)` (rows x n).
 
     """
 
     _INITIAL_LABELS = 4
     _cache_attrs = _CACHE
+    _reserved_rows = 0  # rows before the first label's (e.g. a threshold label)
 
     # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
     _positions = SparseLinear._positions
@@ -84,7 +84,8 @@ class ScoringClassifier:
 
     @property
     def _n(self) -> int:
-        return len(self._classes)
+        """Rows in use: the reserved ones and one per label."""
+        return self._reserved_rows + len(self._classes)
 
     def _add_label(self, label) -> int:
         """The row of `label`, giving it a fresh (zero) row first if it is new."""
@@ -139,7 +140,11 @@ class ScoringClassifier:
         """Labels seen so far, in row order."""
         return list(self._classes)
 
-    # -- prediction ------------------------------------------------------------------------
+
+class ArgmaxPrediction:
+    """Single-label prediction from the scores of a `ScoringClassifier`: the label of highest
+    score (the first seen wins a tie); probabilities softmax(scores) over every label seen;
+    None and {} before any label."""
 
     def decision_function_one(self, x: dict) -> dict:
         """{label: score} for every label seen."""

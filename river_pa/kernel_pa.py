@@ -16,7 +16,7 @@ from river import base
 from river_pa import _svkernels
 from river_pa._features import Vocabulary
 from river_pa._linear import check_positive, check_sample_weight, check_variant, frame_arrays
-from river_pa._multi import _CACHE, ScoringClassifier
+from river_pa._multi import _CACHE, ArgmaxPrediction, ScoringClassifier
 
 __all__ = ["KernelPAClassifier"]
 
@@ -30,7 +30,7 @@ def _grown(a: np.ndarray, shape: tuple) -> np.ndarray:
     return out
 
 
-class KernelPAClassifier(ScoringClassifier, base.MiniBatchClassifier):
+class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClassifier):
     """Kernel multiclass Passive-Aggressive classifier (PA, PA-I, PA-II), optionally on a budget.
 
     The score of label r is f_r(x) = sum_i a_ir K(v_i, x) over the support vectors v_i; the

@@ -15,12 +15,12 @@ from river import base
 
 from river_pa import _multikernels
 from river_pa._linear import check_sample_weight
-from river_pa._multi import MultiPrototype, softmax
+from river_pa._multi import ArgmaxPrediction, MultiPrototype
 
 __all__ = ["MarginClassifier", "PAMultiClassifier"]
 
 
-class MarginClassifier(MultiPrototype, base.MiniBatchClassifier):
+class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifier):
     """Multi-prototype classifier whose label y must beat label r by a margin M[y, r].
 
     Subclasses give `_rule` (a `_multikernels` update rule) and `_pair_margin(y, r)`, the
