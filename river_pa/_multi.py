@@ -54,7 +54,6 @@ class ScoringClassifier:
 
     _INITIAL_LABELS = 4
     _cache_attrs = _CACHE
-    _reserved_rows = 0  # rows before the first label's (e.g. a threshold label)
 
     # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
     _positions = SparseLinear._positions
@@ -84,8 +83,7 @@ class ScoringClassifier:
 
     @property
     def _n(self) -> int:
-        """Rows in use: the reserved ones and one per label."""
-        return self._reserved_rows + len(self._classes)
+        return len(self._classes)
 
     def _add_label(self, label) -> int:
         """The row of `label`, giving it a fresh (zero) row first if it is new."""

@@ -14,7 +14,7 @@ loss is s_q - s_y + M[y, q] and the step w_y += tau x, w_q -= tau x with
 ||Phi(x, y) - Phi(x, q)||^2 = 2 (||x||^2 + ic).
 
 The multilabel ranking update works on label sets (`rel[r]` is 1 for a relevant label, 0 for an
-irrelevant one) with row 0 a threshold label between them (see `multilabel_pair`).
+irrelevant one) with a threshold of score 0 between them (see `multilabel_pair`).
 
 Every batch kernel runs its rows through the same row function as the per-event path, in the
 same order, so `learn_many` gives bit-for-bit the weights of a `learn_one` loop.
@@ -75,13 +75,18 @@ def most_violated(s, n, y, m, rule):
 
 
 @njit(cache=True)
-def move(W, b, ic, idx, val, r, s, tau):
-    """w_r += tau x, w_s -= tau x (intercepts by tau ic)."""
+def shift(W, b, ic, idx, val, r, tau):
+    """w_r += tau x (intercept by tau ic)."""
     for j in range(idx.shape[0]):
         W[r, idx[j]] += tau * val[j]
-        W[s, idx[j]] -= tau * val[j]
     b[r] += tau * ic
-    b[s] -= tau * ic
+
+
+@njit(cache=True)
+def move(W, b, ic, idx, val, r, s, tau):
+    """w_r += tau x, w_s -= tau x (intercepts by tau ic)."""
+    shift(W, b, ic, idx, val, r, tau)
+    shift(W, b, ic, idx, val, s, -tau)
 
 
 @njit(cache=True)
@@ -124,44 +129,54 @@ def scores_dense(W, b, n, cols, X):
 
 @njit(cache=True)
 def multilabel_pair(s, n, rel):
-    """(r, q, loss) of the most violated ranking constraint s_r - s_q >= 1; r = -1 when none.
+    """(r, q, loss) of the most violated ranking constraint s_r - s_q >= 1.
 
-    Row 0 is the threshold label: every relevant label must score 1 above it, it 1 above every
-    irrelevant label, and relevant labels 1 above irrelevant ones. With lo the lowest-scoring
-    relevant label and hi the highest-scoring irrelevant one, the candidates are (lo, hi),
-    (lo, threshold) and (threshold, hi); the one with the largest s_q - s_r wins (first on ties).
+    A label index of -1 stands for the threshold, whose score is fixed at 0: every relevant
+    label must score >= 1, every irrelevant one <= -1, and relevant labels 1 above irrelevant
+    ones. With lo the lowest-scoring relevant label and hi the highest-scoring irrelevant one,
+    the candidates are (lo, hi), (lo, threshold) and (threshold, hi); the one of largest
+    s_q - s_r wins (in that order on ties). Returns (-1, -1, 0.0) when there is no label.
 
     """
     lo = -1
     hi = -1
-    for k in range(1, n):
+    for k in range(n):
         if rel[k] == 1:
             if lo < 0 or s[k] < s[lo]:
                 lo = k
         elif hi < 0 or s[k] > s[hi]:
             hi = k
-    r = -1
-    q = -1
-    if lo >= 0 and hi >= 0:
-        r, q = lo, hi
-    if lo >= 0 and (r < 0 or s[0] - s[lo] > s[q] - s[r]):
-        r, q = lo, 0
-    if hi >= 0 and (r < 0 or s[hi] - s[0] > s[q] - s[r]):
-        r, q = 0, hi
-    if r < 0:
+    if lo < 0 and hi < 0:
         return -1, -1, 0.0
-    return r, q, 1.0 - (s[r] - s[q])
+    best = -np.inf
+    r = q = -1
+    if lo >= 0 and hi >= 0:
+        r, q, best = lo, hi, s[hi] - s[lo]
+    if lo >= 0 and -s[lo] > best:
+        r, q, best = lo, -1, -s[lo]
+    if hi >= 0 and s[hi] > best:
+        r, q, best = -1, hi, s[hi]
+    return r, q, 1.0 + best
 
 
 @njit(cache=True)
 def multilabel_step(variant, c, W, b, ic, idx, val, sq, s, n, rel):
-    """One multilabel ranking PA update given the event's scores; returns tau."""
+    """One multilabel ranking PA update given the event's scores; returns tau.
+
+    ||Phi(x, r) - Phi(x, q)||^2 is 2 (||x||^2 + ic) for two labels and ||x||^2 + ic against
+    the threshold (whose prototype is fixed at 0).
+
+    """
     r, q, loss = multilabel_pair(s, n, rel)
-    if r < 0:
+    moving = (r >= 0) + (q >= 0)
+    if moving == 0:
         return 0.0
-    tau = step_size(variant, loss, 2.0 * (sq + ic), c)
+    tau = step_size(variant, loss, moving * (sq + ic), c)
     if tau != 0.0:
-        move(W, b, ic, idx, val, r, q, tau)
+        if r >= 0:
+            shift(W, b, ic, idx, val, r, tau)
+        if q >= 0:
+            shift(W, b, ic, idx, val, q, -tau)
     return tau
 
 
