@@ -20,7 +20,13 @@ import pandas as pd
 
 from river_pa import _multikernels
 from river_pa._features import merge_duplicates, make_index, to_values
-from river_pa._linear import SparseLinear, check_positive, check_variant, frame_arrays
+from river_pa._linear import (
+    SparseLinear,
+    check_positive,
+    check_sample_weight,
+    check_variant,
+    frame_arrays,
+)
 
 _CACHE = ("_keys", "_pos", "_dups", "_vals", "_epos", "_val", "_sq", "_scores",
           "_version_seen")
@@ -124,6 +130,17 @@ class ScoringClassifier:
     def _scores_one(self, x: dict) -> np.ndarray:
         return self._event(x)[3]
 
+    def _labelled_event(self, x: dict, y, w):
+        """(label row, positions, values, ||x||^2, scores) of a training event, or None when
+        the sample weight is 0. `x` is validated before the label can change the model; a new
+        label gets its row (with w = 0 too) and new keys their positions."""
+        w = check_sample_weight(w)
+        self._event(x)
+        row = self._add_label(y)
+        if w == 0.0:
+            return None
+        return (row, *self._event(x, learn=True))
+
     def _batch(self, X: pd.DataFrame, n_targets: int, w):
         """Validated (positions, values, sample weights) of a batch, keys inserted."""
         if n_targets != len(X):
@@ -177,9 +194,28 @@ class ArgmaxPrediction:
 
 
 class MultiPrototype(ScoringClassifier):
-    """Weight rows per label over dict features. Subclasses call `_setup` in `__init__`."""
+    """Weight rows per label over dict features, with the constructor of the linear learners."""
 
     _INITIAL_CAPACITY = 64
+
+    def __init__(
+        self,
+        variant: str = "PA-I",
+        C: float = 1.0,
+        learn_intercept: bool = True,
+        n_features: int | None = None,
+    ):
+        self.variant = variant
+        self.C = C
+        self.learn_intercept = learn_intercept
+        self.n_features = n_features
+        self._setup(variant, C, learn_intercept, n_features)
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"variant": "PA-I", "C": 0.1}
+        yield {"variant": "PA"}
+        yield {"variant": "PA-II", "C": 0.5, "learn_intercept": False, "n_features": 2**12}
 
     def _setup(self, variant, C, learn_intercept, n_features):
         self._variant = check_variant(variant)

@@ -114,7 +114,6 @@ class PACostSensitiveClassifier(MarginClassifier):
                 f"cost must be None, a mapping {{y: {{r: cost}}}} or a callable, got {cost!r}"
             )
         self._setup(variant, C, learn_intercept, n_features)
-        self._setup_margins()
 
     @property
     def _rule(self) -> int:

@@ -15,7 +15,7 @@ from river import base
 
 from river_pa import _svkernels
 from river_pa._features import Vocabulary
-from river_pa._linear import check_positive, check_sample_weight, check_variant, frame_arrays
+from river_pa._linear import check_positive, check_variant, frame_arrays
 from river_pa._multi import _CACHE, ArgmaxPrediction, ScoringClassifier
 
 __all__ = ["KernelPAClassifier"]
@@ -222,13 +222,10 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
             self._version += 1
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-        w = check_sample_weight(w)
-        self._event(x)  # validates x before the label changes the model
-        row = self._add_label(y)
-        if w == 0.0:
-            return
-        pos, val, qx, s = self._event(x, learn=True)
-        self._step(pos, val, qx, self._krow, s, row, w)
+        event = self._labelled_event(x, y, w)
+        if event is not None:
+            row, pos, val, qx, s = event
+            self._step(pos, val, qx, self._krow, s, row, float(w))
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""

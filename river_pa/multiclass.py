@@ -14,7 +14,6 @@ import pandas as pd
 from river import base
 
 from river_pa import _multikernels
-from river_pa._linear import check_sample_weight
 from river_pa._multi import ArgmaxPrediction, MultiPrototype
 
 __all__ = ["MarginClassifier", "PAMultiClassifier"]
@@ -34,7 +33,8 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
     def _pair_margin(self, y, r) -> float:
         raise AttributeError("subclasses define _pair_margin")
 
-    def _setup_margins(self):
+    def _setup(self, variant, C, learn_intercept, n_features):
+        super()._setup(variant, C, learn_intercept, n_features)
         self._M = np.zeros((self._INITIAL_LABELS, self._INITIAL_LABELS))
 
     def _grow_labels(self, capacity: int) -> None:
@@ -58,12 +58,10 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
     # -- learning --------------------------------------------------------------------------
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-        w = check_sample_weight(w)
-        self._event(x)  # validates x before the label changes the model
-        row = self._add_label(y)
-        if w == 0.0:
+        event = self._labelled_event(x, y, w)
+        if event is None:
             return
-        pos, val, sq, s = self._event(x, learn=True)
+        row, pos, val, sq, s = event
         tau = _multikernels.multiclass_step(
             self._variant, self.C * w, self._W, self._b, self._intercept_norm, pos, val, sq, s,
             self._n, row, self._M[row], self._rule
@@ -148,26 +146,6 @@ class PAMultiClassifier(MarginClassifier):
     'dog'
 
     """
-
-    def __init__(
-        self,
-        variant: str = "PA-I",
-        C: float = 1.0,
-        learn_intercept: bool = True,
-        n_features: int | None = None,
-    ):
-        self.variant = variant
-        self.C = C
-        self.learn_intercept = learn_intercept
-        self.n_features = n_features
-        self._setup(variant, C, learn_intercept, n_features)
-        self._setup_margins()
-
-    @classmethod
-    def _unit_test_params(cls):
-        yield {"variant": "PA-I", "C": 0.1}
-        yield {"variant": "PA"}
-        yield {"variant": "PA-II", "C": 0.5, "learn_intercept": False, "n_features": 2**12}
 
     def _pair_margin(self, y, r) -> float:
         return 1.0

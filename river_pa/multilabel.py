@@ -83,25 +83,6 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
 
     """
 
-    def __init__(
-        self,
-        variant: str = "PA-I",
-        C: float = 1.0,
-        learn_intercept: bool = True,
-        n_features: int | None = None,
-    ):
-        self.variant = variant
-        self.C = C
-        self.learn_intercept = learn_intercept
-        self.n_features = n_features
-        self._setup(variant, C, learn_intercept, n_features)
-
-    @classmethod
-    def _unit_test_params(cls):
-        yield {"variant": "PA-I", "C": 0.1}
-        yield {"variant": "PA"}
-        yield {"variant": "PA-II", "C": 0.5, "learn_intercept": False, "n_features": 2**12}
-
     def _check_targets(self, y) -> list:
         """The labels of `y` in order, every value checked."""
         if not isinstance(y, dict):
