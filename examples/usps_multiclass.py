@@ -120,9 +120,9 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, (mistakes, _, _) in results.items():
-        rounds = np.arange(1, len(mistakes) + 1)
-        ax.plot(rounds, 100 * np.cumsum(mistakes) / rounds, label=name)
+    for (name, (mistakes, _, _)), style in zip(results.items(), ["-", "--", ":", "-."]):
+        rounds = np.arange(1, len(mistakes) + 1)  # PA, PA-I, PA-II overlap: dashes show them
+        ax.plot(rounds, 100 * np.cumsum(mistakes) / rounds, style, label=name)
     ax.set(xlabel="round", ylabel="cumulative online error (%)", ylim=(0, 20),
            title="USPS, kernel (x.v)^3, C = 100, one pass")
     ax.legend()
