@@ -5,7 +5,18 @@ arrays, with Numba kernels for the inner loops.
 
 """
 
+from river_pa.cost_sensitive import PACostSensitiveClassifier
+from river_pa.kernel_pa import KernelPAClassifier
+from river_pa.multiclass import PAMultiClassifier
+from river_pa.multilabel import PAMultiLabelClassifier
 from river_pa.pa import PAClassifier, PARegressor
 
-__all__ = ["PAClassifier", "PARegressor"]
+__all__ = [
+    "KernelPAClassifier",
+    "PAClassifier",
+    "PACostSensitiveClassifier",
+    "PAMultiClassifier",
+    "PAMultiLabelClassifier",
+    "PARegressor",
+]
 __version__ = "0.1.0"
