@@ -6,6 +6,7 @@ arrays, with Numba kernels for the inner loops.
 """
 
 from river_pa.pa import PAClassifier, PARegressor
+from river_pa.uniclass import PAUniclass
 
-__all__ = ["PAClassifier", "PARegressor"]
+__all__ = ["PAClassifier", "PARegressor", "PAUniclass"]
 __version__ = "0.1.0"
