@@ -98,15 +98,15 @@ class PAUniclass(base.AnomalyDetector):
     >>> auc
     ROCAUC: 96.47%
 
-    A learned radius starts at 0, grows and stays below B:
+    A learned radius starts at 0 and grows (never beyond B); {'a': 0.2} falls inside the ball:
 
     >>> model = PAUniclass(variant="PA-I", C=0.1, epsilon=None, B=1.0)
     >>> for x in [{"a": 0.5}, {"a": 0.7}, {"a": 0.2}]:
     ...     model.learn_one(x)
     ...     print(round(model.radius, 4))
-    0.0806
-    0.1484
-    0.2016
+    0.4134
+    0.5587
+    0.5587
 
     """
 
