@@ -6,7 +6,8 @@ arrays, with Numba kernels for the inner loops.
 """
 
 from river_pa.pa import PAClassifier, PARegressor
+from river_pa.sequence import PASequenceTagger
 from river_pa.uniclass import PAUniclass
 
-__all__ = ["PAClassifier", "PARegressor", "PAUniclass"]
+__all__ = ["PAClassifier", "PARegressor", "PASequenceTagger", "PAUniclass"]
 __version__ = "0.1.0"
