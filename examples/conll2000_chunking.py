@@ -22,9 +22,12 @@ import time
 import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-DATA = ROOT.parent.parent / "shared" / "data" / "conll2000" / "conll2000.zip"
-if not DATA.exists():
-    DATA = pathlib.Path("/work/shared/data/conll2000/conll2000.zip")
+# ../shared/data from the project root (main checkout), or two levels up from a worktree.
+DATA = next(
+    (p for base in (ROOT.parent, ROOT.parent.parent)
+     if (p := base / "shared" / "data" / "conll2000" / "conll2000.zip").exists()),
+    ROOT.parent / "shared" / "data" / "conll2000" / "conll2000.zip",
+)
 
 
 def load(split: str, path=DATA) -> list[tuple[list[str], list[str], list[str]]]:

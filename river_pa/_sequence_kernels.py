@@ -26,22 +26,12 @@ from river_pa._kernels import step_size
 
 
 @njit(cache=True)
-def emission_scores(E, indptr, idx, val):
-    """S (m, k) with S[i, t] = sum over token i's features of val * E[p, t]."""
-    m = indptr.shape[0] - 1
-    k = E.shape[1]
-    S = np.zeros((m, k))
-    for i in range(m):
-        for j in range(indptr[i], indptr[i + 1]):
-            p, v = idx[j], val[j]
-            for t in range(k):
-                S[i, t] += v * E[p, t]
-    return S
+def emission_scores(E, U, inv_n, indptr, idx, val):
+    """S (m, k) with S[i, t] = sum over token i's features of val * (E - U inv_n)[p, t].
 
+    The averaged weights E - U / n without forming them; pass U = E and inv_n = 0 for E.
 
-@njit(cache=True)
-def averaged_emission_scores(E, U, inv_n, indptr, idx, val):
-    """`emission_scores` of the averaged weights E - U / n, without forming them."""
+    """
     m = indptr.shape[0] - 1
     k = E.shape[1]
     S = np.zeros((m, k))
@@ -165,7 +155,7 @@ def learn(variant, c, E, T, UE, UT, average, n_before, indptr, idx, val, y):
 
     """
     k = E.shape[1]
-    S = emission_scores(E, indptr, idx, val)
+    S = emission_scores(E, E, 0.0, indptr, idx, val)
     z, z_score = viterbi(S, T)
     rho = 0
     for i in range(y.shape[0]):

@@ -199,9 +199,9 @@ class PASequenceTagger(base.Estimator):
         idx = self._index.lookup(keys)
         if self.average and self._n > 0:
             inv = 1.0 / self._n
-            S = kernels.averaged_emission_scores(self._E, self._UE, inv, indptr, idx, val)
+            S = kernels.emission_scores(self._E, self._UE, inv, indptr, idx, val)
             return S, self._T - self._UT * inv
-        return kernels.emission_scores(self._E, indptr, idx, val), self._T
+        return kernels.emission_scores(self._E, self._E, 0.0, indptr, idx, val), self._T
 
     # -- learning and prediction -------------------------------------------------------------
 
