@@ -234,3 +234,30 @@ def test_river_estimator_checks(params):
     names = [check.__name__ for check in river.checks.yield_checks(model)]
     assert "check_pickling_supports_roundtrip" in names and "check_learn_one" not in names
     river.checks.check_estimator(model)
+
+
+def test_kernel_step_is_pa_i_with_the_hamming_margin():
+    """kernels.learn returns (z, rho, l, tau) with l = w.Phi(z) - w.Phi(y) + sqrt(rho) and
+    tau = min(C, l / ||Phi(y) - Phi(z)||^2) <= C, on random weights and sentences."""
+    rng = np.random.default_rng(7)
+    for C in (1e-3, 0.5, 10.0):
+        for _ in range(30):
+            m, k, F = int(rng.integers(1, 6)), 3, 10
+            E, T = rng.normal(size=(F, k)), rng.normal(size=(k + 1, k))
+            E0, T0 = E.copy(), T.copy()
+            indptr = np.arange(m + 1, dtype=np.int64) * 2
+            idx = rng.integers(1, F, size=2 * m).astype(np.int64)
+            val = rng.normal(size=2 * m)
+            y = rng.integers(0, k, size=m).astype(np.int64)
+            z, rho, loss, tau = kernels.learn(1, C, E, T, E, T, False, 0, indptr, idx, val, y)
+            S0 = kernels.emission_scores(E0, E0, 0.0, indptr, idx, val)
+            assert rho == int((z != y).sum())
+            if rho:
+                expected = (kernels.sequence_score(S0, T0, z) - kernels.sequence_score(S0, T0, y)
+                            + math.sqrt(rho))
+                assert loss == pytest.approx(expected, abs=1e-12)
+                sq = ((E - E0) ** 2).sum() / tau**2 + ((T - T0) ** 2).sum() / tau**2
+                assert tau == pytest.approx(min(C, loss / sq), rel=1e-9)
+                assert tau <= C
+            else:
+                assert tau == 0.0 and (E == E0).all()
