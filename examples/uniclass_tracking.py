@@ -14,6 +14,12 @@ Then ROC-AUC on River's bundled Shuttle data (49,097 events, 7.2% anomalies), bo
 behind a MinMaxScaler, scoring each event before learning it: PAUniclass beside River's
 HalfSpaceTrees, reported as it is (a centre with a radius is a baseline detector).
 
+Measured here (20,000 events): total loss PA 46,869, PA-I (C = 0.3) 24,781, PA-II (C = 0.03)
+30,501, Mean 118,254, EWMean (fading 0.02) 24,430: a tuned PA-I tracks about as well as the
+best exponentially weighted mean (1.4% more loss), PA-II and hard PA chase the outliers, and
+the running mean cannot follow the drift. Shuttle ROC-AUC: PAUniclass fixed radius 97.13%,
+learned radius 72.48%, HalfSpaceTrees 95.81%.
+
     python examples/uniclass_tracking.py [--quick] [--out out/uniclass_tracking.png]
 
 """
