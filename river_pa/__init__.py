@@ -10,6 +10,8 @@ from river_pa.kernel_pa import KernelPAClassifier
 from river_pa.multiclass import PAMultiClassifier
 from river_pa.multilabel import PAMultiLabelClassifier
 from river_pa.pa import PAClassifier, PARegressor
+from river_pa.sequence import PASequenceTagger
+from river_pa.uniclass import PAUniclass
 
 __all__ = [
     "KernelPAClassifier",
@@ -18,5 +20,7 @@ __all__ = [
     "PAMultiClassifier",
     "PAMultiLabelClassifier",
     "PARegressor",
+    "PASequenceTagger",
+    "PAUniclass",
 ]
 __version__ = "0.1.0"
