@@ -1,6 +1,6 @@
 """River's binary and regression metrics over arrays of margins, in compiled code.
 
-`MarginMetrics(names, task, use_proba)` follows River's metric objects to the bit: the same
+`MarginMetrics(names, task)` follows River's metric objects to the bit: the same
 running statistics updated in the same order with the same floating-point operations
 (`stats.Mean`'s incremental mean for LogLoss, MAE, MSE and RMSE; `stats.Var` and a residual
 sum for R2; confusion counts for Accuracy, Precision, Recall and F1), and the same formulas
@@ -20,14 +20,17 @@ import math
 
 import numpy as np
 from numba import njit
-from river.utils.math import sigmoid
 
 __all__ = ["MarginMetrics", "RiverMarginMetrics", "SUPPORTED"]
 
+# The compiled metrics; for classification, whether River's metric object needs labels
+# (River calls predict_one when every metric does, predict_proba_one otherwise).
 SUPPORTED = {
-    "binary": ("Accuracy", "Precision", "Recall", "F1", "LogLoss"),
-    "regression": ("MAE", "MSE", "RMSE", "R2"),
+    "binary": {"Accuracy": True, "Precision": True, "Recall": True, "F1": True,
+               "LogLoss": False},
+    "regression": {"MAE": None, "MSE": None, "RMSE": None, "R2": None},
 }
+
 
 # State slots.
 _TP, _FP, _FN, _TN, _LOG_N, _LOG_MEAN = range(6)
@@ -109,19 +112,22 @@ class MarginMetrics:
     """Running River metrics over margins, updated a batch at a time.
 
     >>> import numpy as np
-    >>> m = MarginMetrics(["Accuracy", "LogLoss"], "binary", use_proba=True)
+    >>> m = MarginMetrics(["Accuracy", "LogLoss"], "binary")
     >>> m.update(np.array([1.0, -1.0, 1.0]), np.array([0.5, 0.2, -1.0]))
     >>> {k: round(v, 6) for k, v in m.values().items()}
     {'Accuracy': 0.333333, 'LogLoss': 0.861826}
 
     """
 
-    def __init__(self, names: list[str], task: str, use_proba: bool = True):
-        unknown = [n for n in names if n not in SUPPORTED.get(task, ())]
+    def __init__(self, names: list[str], task: str, use_proba: bool | None = None):
+        table = SUPPORTED.get(task, {})
+        unknown = [n for n in names if n not in table]
         if unknown:
             raise ValueError(f"no compiled {task} metric {unknown[0]!r}")
         self.names = list(names)
         self.task = task
+        if use_proba is None:  # as River decides
+            use_proba = task == "binary" and not all(table[n] for n in names)
         self.use_proba = use_proba
         self._state = np.zeros(6 if task == "binary" else 8)
 
@@ -147,12 +153,16 @@ class RiverMarginMetrics:
 
     """
 
-    def __init__(self, metrics: list, task: str, use_proba: bool = True):
+    def __init__(self, metrics: list, task: str, use_proba: bool | None = None):
         self.metrics = metrics
         self.task = task
+        if use_proba is None:  # as River decides
+            use_proba = task == "binary" and not all(m.requires_labels for m in metrics)
         self.use_proba = use_proba
 
     def update(self, y: np.ndarray, margins: np.ndarray) -> None:
+        from river.utils.math import sigmoid
+
         if self.task == "regression":
             for t, p in zip(y.tolist(), margins.tolist()):
                 for m in self.metrics:

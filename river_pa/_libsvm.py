@@ -55,6 +55,7 @@ _ERRORS = {
     4: "feature index repeated on the line",
     5: "multi-label and qid lines are not supported",
     6: "value is not finite",
+    7: "a line must start with its label",
 }
 
 
@@ -73,137 +74,13 @@ def _two_prod_err(a, b):
 
 
 @njit(cache=True)
-def _scale(m, exp10, pow10_hi, pow10_lo):
-    """m * 10^exp10 for an integer mantissa 0 <= m < 10^18, rounded to nearest (see module).
-
-    Exact operands take one correctly rounded operation; otherwise m and 10^exp10 are
-    double-doubles and their product is rounded once from about 100 correct bits.
-
-    """
-    k = exp10 + _POW10_OFFSET
-    if k < 0 or k >= pow10_hi.shape[0]:
-        return float(m) * 10.0**exp10
+def _scale_hard(m, exp10, ph, pl):
+    """m * 10^exp10 from m < 10^18 and 10^exp10 = ph + pl (a double-double), rounded once
+    from about 100 correct bits. Scalars only: array arguments make a call cost ~30 ns."""
     hi = float(m)
-    if m < _TWO53 and -22 <= exp10 <= 22:  # both exact: one correctly rounded operation
-        return hi / pow10_hi[_POW10_OFFSET - exp10] if exp10 < 0 else hi * pow10_hi[k]
     lo = float(m - np.int64(hi))  # exact: m < 10^18 and |m - hi| < 2^7
-    ph, pl = pow10_hi[k], pow10_lo[k]
     p = hi * ph
     return p + (_two_prod_err(hi, ph) + (hi * pl + lo * ph))
-
-
-@njit(cache=True)
-def _number(buf, i, n, pow10_hi, pow10_lo):
-    """Parse a decimal number at buf[i:]; returns (value, next position, ok).
-
-    One loop over the bytes, no calls on the common path: Numba does not inline across
-    functions, and a call per byte costs more than the parsing.
-
-    """
-    c = np.int64(buf[i]) if i < n else -1
-    neg = c == 45  # -
-    if c == 43 or c == 45:  # + -
-        i += 1
-    m = np.int64(0)
-    count = 0  # significant digits kept in m
-    exp10 = 0
-    seen = False
-    fraction = False
-    exponent = False
-    e = 0
-    eneg = False
-    while i < n:
-        c = np.int64(buf[i])
-        d = c - 48
-        if 0 <= d <= 9:
-            if exponent:
-                e = min(e * 10 + d, 100000)
-            else:
-                seen = True
-                if count < _MAX_DIGITS:
-                    if m > 0 or d > 0:
-                        count += 1
-                    m = m * 10 + d
-                    if fraction:
-                        exp10 -= 1
-                elif not fraction:
-                    exp10 += 1
-        elif c == 46 and not fraction and not exponent:  # .
-            fraction = True
-        elif (c == 101 or c == 69) and seen and not exponent:  # e E
-            exponent = True
-            i += 1
-            c = np.int64(buf[i]) if i < n else -1
-            eneg = c == 45
-            if c != 43 and c != 45:
-                continue
-            i += 1
-            if i >= n or not 48 <= np.int64(buf[i]) <= 57:
-                return 0.0, i, False
-            continue
-        else:
-            break
-        i += 1
-    if not seen or (exponent and not 48 <= np.int64(buf[i - 1]) <= 57):
-        return 0.0, i, False
-    exp10 += -e if eneg else e
-    value = 0.0 if m == 0 else _scale(m, exp10, pow10_hi, pow10_lo)
-    return (-value if neg else value), i, True
-
-
-@njit(cache=True)
-def _at(buf, i, n):
-    """The byte at i as int64 (comparing uint8 with int64 is slow in Numba), -1 past the end."""
-    return np.int64(buf[i]) if i < n else np.int64(-1)
-
-
-@njit(cache=True)
-def _is_space(c):
-    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
-
-
-@njit(cache=True)
-def _ends_line(c):
-    """End of data on a line: end of input, newline or a comment."""
-    return c == -1 or c == 10 or c == 35
-
-
-@njit(cache=True)
-def _skip_spaces(buf, i, n):
-    while i < n:
-        c = np.int64(buf[i])
-        if not (c == 32 or c == 9 or c == 13 or c == 11 or c == 12):
-            break
-        i += 1
-    return i
-
-
-@njit(cache=True)
-def _feature(buf, i, n, pow10_hi, pow10_lo):
-    """Parse 'index:value' at buf[i:]; returns (index, value, next position, error code)."""
-    c = _at(buf, i, n)
-    if c == 45:
-        return 0, 0.0, i, 3
-    if not 48 <= c <= 57:
-        return 0, 0.0, i, 5 if c == 113 else 2  # q of qid
-    index = np.int64(0)
-    digits = 0
-    while i < n:
-        d = np.int64(buf[i]) - 48
-        if not 0 <= d <= 9:
-            break
-        index = index * 10 + d
-        digits += 1
-        i += 1
-    if digits > 18 or _at(buf, i, n) != 58:  # :
-        return 0, 0.0, i, 2
-    value, i, ok = _number(buf, i + 1, n, pow10_hi, pow10_lo)
-    c = _at(buf, i, n)
-    if not ok or not (_is_space(c) or _ends_line(c)):
-        return 0, 0.0, i, 2
-    if abs(value) == np.inf:
-        return 0, 0.0, i, 6
-    return index, value, i, 0
 
 
 @njit(cache=True)
@@ -213,6 +90,11 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
     `max_rows` and `max_nnz` bound the output sizes (newlines + 1 and colons). `lines` holds
     each row's 1-based line number. On a bad line, `error` is an `_ERRORS` code and the arrays
     are partial.
+
+    One loop with the number parser written once, inline: Numba does not inline across
+    functions, and a call per token costs more than parsing it. A token is a number (the
+    label, first on a line) or ``index:number``. Bytes are read as int64 (comparing uint8 with
+    int64 literals is slow in Numba).
 
     """
     labels = np.empty(max_rows)
@@ -229,19 +111,101 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
     error = 0
     while i < n and error == 0:
         line += 1
-        i = _skip_spaces(buf, i, n)
-        if not _ends_line(_at(buf, i, n)):
-            label, i, ok = _number(buf, i, n, pow10_hi, pow10_lo)
-            c = _at(buf, i, n)
-            if c == 44 or c == 58:  # , or : after the label
-                error = 5
-            elif not ok or not (_is_space(c) or _ends_line(c)) or abs(label) == np.inf:
-                error = 1
-            i = _skip_spaces(buf, i, n)
-            while error == 0 and not _ends_line(_at(buf, i, n)):
-                index, value, i, error = _feature(buf, i, n, pow10_hi, pow10_lo)
-                if error:
+        token = 0  # tokens read on this line
+        label = 0.0
+        while error == 0:
+            c = np.int64(buf[i]) if i < n else -1
+            while c == 32 or c == 9 or c == 13 or c == 11 or c == 12:  # spaces
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+            if c == -1 or c == 10 or c == 35:  # end of the line's data
+                break
+            index = np.int64(0)
+            if token > 0:  # index:
+                if c == 45:
+                    error = 3
                     break
+                digits = 0
+                while 48 <= c <= 57:
+                    index = index * 10 + (c - 48)
+                    digits += 1
+                    i += 1
+                    c = np.int64(buf[i]) if i < n else -1
+                if digits == 0:
+                    error = 5 if c == 113 else 2  # q of qid
+                    break
+                if digits > 18 or c != 58:
+                    error = 2
+                    break
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+            # a decimal number: sign, digits, fraction, exponent
+            neg = c == 45
+            if c == 43 or c == 45:
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+            m = np.int64(0)
+            kept = 0  # significant digits in m
+            exp10 = 0
+            seen = False
+            while 48 <= c <= 57:
+                seen = True
+                if kept < _MAX_DIGITS:
+                    kept += m > 0 or c > 48
+                    m = m * 10 + (c - 48)
+                else:
+                    exp10 += 1
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+            if c == 46:  # .
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+                while 48 <= c <= 57:
+                    seen = True
+                    if kept < _MAX_DIGITS:
+                        kept += m > 0 or c > 48
+                        m = m * 10 + (c - 48)
+                        exp10 -= 1
+                    i += 1
+                    c = np.int64(buf[i]) if i < n else -1
+            if seen and (c == 101 or c == 69):  # e E
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+                eneg = c == 45
+                if c == 43 or c == 45:
+                    i += 1
+                    c = np.int64(buf[i]) if i < n else -1
+                seen = 48 <= c <= 57
+                e = 0
+                while 48 <= c <= 57:
+                    e = min(e * 10 + (c - 48), 100000)
+                    i += 1
+                    c = np.int64(buf[i]) if i < n else -1
+                exp10 += -e if eneg else e
+            ends = c == 32 or c == 9 or c == 13 or c == 11 or c == 12 or c == -1 or c == 10
+            if not seen or not (ends or c == 35):
+                error = (5 if c == 44 else 7 if c == 58 else 1) if token == 0 else 2
+                break
+            value = 0.0
+            if m != 0:
+                k = exp10 + _POW10_OFFSET
+                if m < _TWO53 and -22 <= exp10 <= 22:  # exact operands: one rounding
+                    if exp10 < 0:
+                        value = float(m) / pow10_hi[_POW10_OFFSET - exp10]
+                    else:
+                        value = float(m) * pow10_hi[k]
+                elif 0 <= k < pow10_hi.shape[0]:
+                    value = _scale_hard(m, exp10, pow10_hi[k], pow10_lo[k])
+                else:
+                    value = float(m) * 10.0**exp10
+            if neg:
+                value = -value
+            if abs(value) == np.inf:
+                error = 6 if token else 1
+                break
+            if token == 0:
+                label = value
+            else:
                 if index >= last_row.shape[0]:
                     grown = np.full(max(2 * last_row.shape[0], index + 1), -1, np.int64)
                     grown[: last_row.shape[0]] = last_row
@@ -253,18 +217,33 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
                 indices[nnz] = index
                 data[nnz] = value
                 nnz += 1
-                i = _skip_spaces(buf, i, n)
-            if error == 0:
-                labels[row] = label
-                lines[row] = line
-                row += 1
-                indptr[row] = nnz
-        while i < n and _at(buf, i, n) != 10:  # the rest of the line: a comment
+            token += 1
+        if error == 0 and token > 0:
+            labels[row] = label
+            lines[row] = line
+            row += 1
+            indptr[row] = nnz
+        while i < n and buf[i] != 10:  # the rest of the line: a comment
             i += 1
         i += 1
     if error == 0:
         line = 0
     return labels[:row], indptr[: row + 1], indices[:nnz], data[:nnz], lines[:row], error, line
+
+
+@njit(cache=True)
+def _first_appearance(indices, size):
+    """The distinct values of `indices` (all in 0..size-1) in order of first appearance."""
+    seen = np.zeros(size, np.bool_)
+    order = np.empty(size, np.int64)
+    count = 0
+    for j in range(indices.shape[0]):
+        c = indices[j]
+        if not seen[c]:
+            seen[c] = True
+            order[count] = c
+            count += 1
+    return order[:count].copy()
 
 
 class CSR:
@@ -293,8 +272,18 @@ class CSR:
         return CSR(self.indptr[: n + 1], self.indices[:end], self.data[:end], self.y[:n],
                    self.keys, lines)
 
-    def key(self, column: int):
-        return int(column) if self.keys is None else self.keys[column]
+    def columns(self) -> np.ndarray:
+        """The column ids used, in order of first appearance (the order in which a
+        `learn_one` loop meets their features)."""
+        if len(self.indices) == 0:
+            return np.zeros(0, np.int64)
+        return _first_appearance(self.indices, int(self.indices.max()) + 1)
+
+    def column_keys(self, columns: np.ndarray) -> tuple:
+        """The feature keys of column ids."""
+        if self.keys is None:
+            return tuple(columns.tolist())
+        return tuple(self.keys[c] for c in columns.tolist())
 
     def rows(self):
         """The rows as feature dicts, in order."""
@@ -319,8 +308,7 @@ def parse_libsvm(raw: bytes, name: str = "<bytes>") -> CSR:
 
     """
     buf = np.frombuffer(raw, dtype=np.uint8)
-    max_rows = int(np.count_nonzero(buf == 10)) + 1
-    max_nnz = int(np.count_nonzero(buf == 58))
+    max_rows, max_nnz = raw.count(b"\n") + 1, raw.count(b":")
     labels, indptr, indices, data, lines, error, line = _parse(buf, max_rows, max_nnz, _POW10_HI, _POW10_LO)
     if error:
         raise ValueError(f"{name}:{line}: {_ERRORS[error]}")

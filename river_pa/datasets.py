@@ -20,7 +20,7 @@ Targets: a binary task maps its two labels to bool, the larger one (in sort orde
 True, so -1/+1, 0/1 and mushrooms' 1/2 all become False/True. Multiclass labels stay as they
 are (integral numbers as int). Regression targets are floats. The task comes from `task` if
 given, else from the data set, else from the labels (two distinct labels: binary; numbers:
-regression; anything else: multiclass).
+regression; anything else: multiclass). A single label of -1, 0 or +1 counts as binary.
 
 """
 
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import bz2
 import csv
-import dataclasses
 import gzip
 import json
 import os
@@ -73,20 +72,27 @@ def names() -> list[str]:
     return sorted(RIVER) + sorted(SHARED)
 
 
-@dataclasses.dataclass
 class Data:
     """Events of one data set: `x` feature dicts and `y` targets (lists, in order).
 
     `csr` holds the same events as CSR arrays with `csr.y` the targets as float64 (binary:
-    +1/-1), or None when a feature is not numeric.
+    +1/-1), or None when a feature is not numeric. With `csr`, the dicts `x` are built on
+    first use (the compiled path never needs them).
 
     """
 
-    name: str
-    task: str
-    x: list
-    y: list
-    csr: CSR | None = None
+    def __init__(self, name: str, task: str, y: list, x: list | None = None,
+                 csr: CSR | None = None):
+        if x is None and csr is None:
+            raise ValueError("Data needs feature dicts x or CSR arrays")
+        self.name, self.task, self.y, self.csr = name, task, y, csr
+        self._x = x
+
+    @property
+    def x(self) -> list:
+        if self._x is None:
+            self._x = list(self.csr.rows())
+        return self._x
 
     def __len__(self) -> int:
         return len(self.y)
@@ -97,7 +103,12 @@ class Data:
     def head(self, n: int) -> Data:
         """The first `n` events."""
         csr = None if self.csr is None else self.csr.head(n)
-        return Data(self.name, self.task, self.x[:n], self.y[:n], csr)
+        x = None if self._x is None else self._x[:n]
+        return Data(self.name, self.task, self.y[:n], x, csr)
+
+    def without_csr(self) -> Data:
+        """The same events as dicts only (the generic path)."""
+        return Data(self.name, self.task, self.y, self.x)
 
 
 def shared_folder() -> pathlib.Path:
@@ -134,7 +145,7 @@ def _base_extension(path: str) -> str:
 
 def _infer_task(labels: list) -> str:
     distinct = set(labels)
-    if len(distinct) == 2:
+    if len(distinct) == 2 or (distinct and distinct <= {-1, 1} or distinct <= {0, 1}):
         return "binary"
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in distinct):
         return "regression"
@@ -179,7 +190,7 @@ def _finish(name, task, x, labels, csr, where):
     y = _convert_targets(labels, task, where)
     if csr is not None:
         csr.y = _csr_targets(y, task)
-    return Data(name, task, x, y, csr)
+    return Data(name, task, y, x, csr)
 
 
 # -- readers ---------------------------------------------------------------------------------
@@ -187,8 +198,7 @@ def _finish(name, task, x, labels, csr, where):
 
 def _from_libsvm(path: str, name: str, task: str | None) -> Data:
     csr = read_libsvm(path)
-    labels = [int(v) if v.is_integer() else v for v in csr.y.tolist()]
-    return _finish(name, task, list(csr.rows()), labels, csr, path)
+    return _finish(name, task, None, csr.y.tolist(), csr, path)
 
 
 def _number(text: str):

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from river_pa import datasets
+from river_pa import _fastmetrics, datasets
 
 __all__ = ["main", "evaluate", "Result"]
 
@@ -219,15 +219,12 @@ def _compiled_columns(csr, model):
     appearance (as a `learn_one` loop would); None if hashing merges two columns."""
     from river_pa._features import Hashing
 
-    if len(csr.indices) == 0:
-        return np.zeros(0, dtype=np.int64)
-    uniq, first = np.unique(csr.indices, return_index=True)
-    order = uniq[np.argsort(first, kind="stable")]
-    positions = model._index.insert(tuple(csr.key(c) for c in order.tolist()))
+    order = csr.columns()
+    positions = model._index.insert(csr.column_keys(order))
     if isinstance(model._index, Hashing) and len(np.unique(positions)) < len(positions):
         return None
     model._grow()
-    lut = np.zeros(int(uniq[-1]) + 1, dtype=np.int64)
+    lut = np.zeros(int(order.max(initial=0)) + 1, dtype=np.int64)
     lut[order] = positions
     return lut[csr.indices]
 
@@ -239,20 +236,23 @@ def _compiled_applies(data, model, delay: int) -> bool:
     return data.csr is not None and delay == 0 and kind == data.task
 
 
-def _run_compiled(data, model, metrics: list, every: int, clock: _Clock) -> str | None:
+def _margin_tracker(names: list[str], model, task: str):
+    """Metrics fed from margins: compiled when every name has a compiled twin (River's
+    metric module, which imports scipy.stats, is then never imported), else River's."""
+    if all(n in _fastmetrics.SUPPORTED[task] for n in names):
+        return _fastmetrics.MarginMetrics(names, task)
+    return _fastmetrics.RiverMarginMetrics(build_metrics(names, model), task)
+
+
+def _run_compiled(data, model, names: list[str], every: int, clock: _Clock) -> str | None:
     """Progressive validation in compiled blocks of `every` events; None if not applicable."""
-    from river_pa import _fastmetrics, _kernels
+    from river_pa import _kernels
 
     csr = data.csr
     indices = _compiled_columns(csr, model)
     if indices is None:
         return None
-    names = [type(m).__name__ for m in metrics]
-    use_proba = data.task == "binary" and not all(m.requires_labels for m in metrics)
-    try:
-        tracker = _fastmetrics.MarginMetrics(names, data.task, use_proba)
-    except ValueError:
-        tracker = _fastmetrics.RiverMarginMetrics(metrics, data.task, use_proba)
+    tracker = _margin_tracker(names, model, data.task)
     sw = np.ones(len(csr))
     b = model.intercept
     for lo in range(0, len(csr), every):
@@ -270,10 +270,11 @@ def _run_compiled(data, model, metrics: list, every: int, clock: _Clock) -> str 
     return "compiled (learn_csr)"
 
 
-def _run_river(data, model, metrics: list, delay: int, every: int, clock: _Clock) -> str:
+def _run_river(data, model, names: list[str], delay: int, every: int, clock: _Clock) -> str:
     from river import evaluate as river_evaluate
     from river import metrics as river_metrics
 
+    metrics = build_metrics(names, model)
     bundle = river_metrics.base.Metrics(metrics)
     steps = river_evaluate.iter_progressive_val_score(
         iter(data), model, bundle, delay=delay or None, step=every
@@ -285,16 +286,16 @@ def _run_river(data, model, metrics: list, delay: int, every: int, clock: _Clock
     return "River iter_progressive_val_score" + (f" (delay {delay})" if delay else "")
 
 
-def evaluate(data, model, metrics: list, delay: int = 0, every: int = 1000,
+def evaluate(data, model, metrics: list[str], delay: int = 0, every: int = 1000,
              on_row=None) -> Result:
-    """Progressive validation of `model` on `data` (a `datasets.Data`), updating `metrics`.
+    """Progressive validation of `model` on `data` (a `datasets.Data`) with the River
+    metrics named in `metrics`.
 
     Uses the compiled path when it applies (see the module docstring). `on_row(row)` is
     called at every checkpoint (every `every` events and at the end).
 
     >>> from river_pa import PAClassifier, datasets
-    >>> from river import metrics
-    >>> result = evaluate(datasets.load("phishing"), PAClassifier(C=0.1), [metrics.Accuracy()])
+    >>> result = evaluate(datasets.load("phishing"), PAClassifier(C=0.1), ["Accuracy"])
     >>> result.values, result.events
     ({'Accuracy': 0.8752}, 1250)
 
@@ -309,9 +310,7 @@ def evaluate(data, model, metrics: list, delay: int = 0, every: int = 1000,
         path = _run_compiled(data, model, metrics, every, clock)
     if path is None:
         path = _run_river(data, model, metrics, delay, every, clock)
-    values = clock.rows[-1].values if clock.rows else {type(m).__name__: m.get()
-                                                         for m in metrics}
-    return Result(clock.rows, values, clock.seconds, path)
+    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path)
 
 
 # -- output --------------------------------------------------------------------------------
@@ -408,8 +407,10 @@ def _setup(args):
         data = data.head(args.limit)
     params = parse_params(args.param, args.params)
     model = build_model(args.model, params, data.task)
-    metrics = build_metrics(metric_names(args.metric, data.task), model)
-    return data, model, metrics
+    names = metric_names(args.metric, data.task)
+    if not all(n in _fastmetrics.SUPPORTED.get(data.task, {}) for n in names):
+        build_metrics(names, model)  # validate the names now: a usage error, status 2
+    return data, model, names
 
 
 def main(argv: list[str] | None = None) -> int:

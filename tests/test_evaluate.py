@@ -4,7 +4,6 @@ the generic one, the libsvm reader equal to scikit-learn's, and clean usage erro
 from __future__ import annotations
 
 import csv
-import dataclasses
 import itertools
 import json
 import os
@@ -19,7 +18,7 @@ from river import metrics
 from river.utils.math import sigmoid
 
 from river_pa import PAClassifier, PARegressor, datasets
-from river_pa._fastmetrics import MarginMetrics, RiverMarginMetrics
+from river_pa._fastmetrics import SUPPORTED, MarginMetrics, RiverMarginMetrics
 from river_pa._libsvm import parse_libsvm, read_libsvm
 from river_pa.evaluate import evaluate, main
 
@@ -95,9 +94,8 @@ def test_delay_one_is_no_delay(tmp_path):
 
 def both_paths(data, make_model, names):
     fast_model, slow_model = make_model(), make_model()
-    fast = evaluate(data, fast_model, [getattr(metrics, n)() for n in names], every=4096)
-    slow = evaluate(dataclasses.replace(data, csr=None), slow_model,
-                    [getattr(metrics, n)() for n in names], every=4096)
+    fast = evaluate(data, fast_model, names, every=4096)
+    slow = evaluate(data.without_csr(), slow_model, names, every=4096)
     assert fast.path.startswith("compiled") and slow.path.startswith("River")
     return fast, slow, fast_model, slow_model
 
@@ -140,8 +138,8 @@ def test_compiled_path_on_a_libsvm_file_equals_river_on_the_dicts(tmp_path):
 def test_only_label_metrics_use_predict_one():
     """With no probability metric River calls predict_one; the compiled path follows."""
     data = datasets.load("phishing")
-    csv_like = dataclasses.replace(data, csr=_dense_csr(data))
-    fast = evaluate(csv_like, PAClassifier(C=0.1), [metrics.Accuracy(), metrics.Recall()])
+    csv_like = datasets.Data(data.name, data.task, data.y, data.x, _dense_csr(data))
+    fast = evaluate(csv_like, PAClassifier(C=0.1), ["Accuracy", "Recall"])
     assert fast.path.startswith("compiled")
     assert fast.values == river_score(river_datasets.Phishing(), PAClassifier(C=0.1),
                                       ["Accuracy", "Recall"])
@@ -155,6 +153,22 @@ def _dense_csr(data):
     values = np.array([[x[k] for k in keys] for x in data.x], dtype=np.float64)
     y = np.where(np.array(data.y, dtype=bool), 1.0, -1.0)
     return CSR(np.arange(n + 1) * d, np.tile(np.arange(d), n), values.ravel(), y, keys=keys)
+
+
+def test_compiled_metric_table_matches_river():
+    for name, requires_labels in SUPPORTED["binary"].items():
+        assert getattr(metrics, name)().requires_labels is requires_labels
+    for name in SUPPORTED["regression"]:
+        assert isinstance(getattr(metrics, name)(), metrics.base.RegressionMetric)
+
+
+def test_unsupported_metric_on_the_compiled_path_uses_river_objects():
+    data = datasets.load("phishing")
+    csv_like = datasets.Data(data.name, data.task, data.y, data.x, _dense_csr(data))
+    names = ["BalancedAccuracy", "ROCAUC", "LogLoss"]
+    fast = evaluate(csv_like, PAClassifier(), names)
+    assert fast.path.startswith("compiled")
+    assert fast.values == river_score(river_datasets.Phishing(), PAClassifier(), names)
 
 
 def test_margin_metrics_equal_river_metric_objects():
