@@ -84,6 +84,18 @@ def _scale_hard(m, exp10, ph, pl):
 
 
 @njit(cache=True)
+def _count_lines_and_colons(buf):
+    """(newlines, colons) in `buf`: bounds on the rows and features `_parse` will find."""
+    newlines = 0
+    colons = 0
+    for j in range(buf.shape[0]):
+        c = np.int64(buf[j])
+        newlines += c == 10
+        colons += c == 58
+    return newlines, colons
+
+
+@njit(cache=True)
 def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
     """Parse libsvm bytes into (labels, indptr, indices, data, lines, error, error line).
 
@@ -308,11 +320,12 @@ def parse_libsvm(raw: bytes, name: str = "<bytes>") -> CSR:
 
     """
     buf = np.frombuffer(raw, dtype=np.uint8)
-    max_rows, max_nnz = raw.count(b"\n") + 1, raw.count(b":")
-    labels, indptr, indices, data, lines, error, line = _parse(buf, max_rows, max_nnz, _POW10_HI, _POW10_LO)
+    newlines, colons = _count_lines_and_colons(buf)
+    labels, indptr, indices, data, lines, error, line = _parse(buf, newlines + 1, colons,
+                                                                _POW10_HI, _POW10_LO)
     if error:
         raise ValueError(f"{name}:{line}: {_ERRORS[error]}")
-    return CSR(indptr.copy(), indices.copy(), data.copy(), labels.copy(), lines=lines.copy())
+    return CSR(indptr, indices, data, labels, lines=lines)
 
 
 def read_libsvm(path) -> CSR:
