@@ -30,6 +30,7 @@ import bz2
 import csv
 import gzip
 import json
+import math
 import os
 import pathlib
 
@@ -145,7 +146,7 @@ def _base_extension(path: str) -> str:
 
 def _infer_task(labels: list) -> str:
     distinct = set(labels)
-    if len(distinct) == 2 or (distinct and distinct <= {-1, 1} or distinct <= {0, 1}):
+    if len(distinct) == 2 or distinct <= {-1, 1} or distinct <= {0, 1}:
         return "binary"
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in distinct):
         return "regression"
@@ -170,8 +171,10 @@ def _convert_targets(labels: list, task: str, where: str) -> list:
             try:
                 out.append(float(v))
             except (TypeError, ValueError):
+                out.append(math.nan)
+            if not math.isfinite(out[-1]):
                 raise ValueError(f"{where}: event {i + 1}: regression target {v!r} is not a "
-                                 "number") from None
+                                 "finite number")
         return out
     return [int(v) if isinstance(v, float) and v.is_integer() else v for v in labels]
 
@@ -185,6 +188,8 @@ def _csr_targets(y: list, task: str) -> np.ndarray:
 
 
 def _finish(name, task, x, labels, csr, where):
+    if not labels:
+        raise ValueError(f"{where}: no events")
     if task is None:
         task = _infer_task(labels)
     y = _convert_targets(labels, task, where)
@@ -229,7 +234,7 @@ def _from_csv(path: str, name: str, target, task: str | None) -> Data:
             raise ValueError(f"{path}:{line}: expected {len(header)} fields, found {len(row)}")
         values = [_number(v) for j, v in enumerate(row) if j != t]
         x.append({k: v for k, v in zip(keys, values) if v != ""})
-        numeric = numeric and all(isinstance(v, float) for v in values)
+        numeric = numeric and all(isinstance(v, float) and math.isfinite(v) for v in values)
         labels.append(_number(row[t]))
     csr = None
     if numeric and x:

@@ -119,6 +119,9 @@ def parse_params(pairs: list[str], text: str | None) -> dict:
 def build_model(name: str | None, params: dict, task: str):
     from river_pa import registry
 
+    if name is None and DEFAULT_MODELS[task] not in registry.learners():
+        raise UsageError(f"river_pa has no {DEFAULT_MODELS[task]} here for {task} data; give "
+                         "--model, e.g. river.linear_model:SoftmaxRegression")
     name = name or DEFAULT_MODELS[task]
     if name not in registry.learners() and ":" not in name:
         raise UsageError(
@@ -304,6 +307,8 @@ def evaluate(data, model, metrics: list[str], delay: int = 0, every: int = 1000,
         raise UsageError(f"--delay must be >= 0, got {delay}")
     if every < 1:
         raise UsageError(f"--every must be >= 1, got {every}")
+    if len(data) == 0:
+        raise UsageError(f"{data.name} has no events")
     clock = _Clock(on_row)
     path = None
     if _compiled_applies(data, model, delay):

@@ -279,6 +279,14 @@ def test_bad_csv_and_jsonl_lines(tmp_path, capsys):
     assert "needs --target COLUMN" in capsys.readouterr().err
     assert main([str(bad_jsonl), "--quiet"]) == 2
     assert f"{bad_jsonl}:2: expected a JSON object" in capsys.readouterr().err
+    empty = tmp_path / "empty.svm"
+    empty.write_text("# nothing\n")
+    assert main([str(empty), "--quiet"]) == 2
+    assert f"{empty}: no events" in capsys.readouterr().err
+    nan_csv = tmp_path / "nan.csv"
+    nan_csv.write_text("a,b,y\n1,2,0\nnan,1,1\n")  # not compiled: the model rejects it
+    assert main([str(nan_csv), "--target", "y", "--quiet"]) == 1
+    assert "event rejected: feature 'a' has a non-finite value nan" in capsys.readouterr().err
 
 
 # -- reports, plots, errors, the command --------------------------------------------------------
