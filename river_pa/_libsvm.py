@@ -160,26 +160,22 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
             kept = 0  # significant digits in m
             exp10 = 0
             seen = False
-            while 48 <= c <= 57:
-                seen = True
-                if kept < _MAX_DIGITS:
-                    kept += m > 0 or c > 48
-                    m = m * 10 + (c - 48)
-                else:
-                    exp10 += 1
-                i += 1
-                c = np.int64(buf[i]) if i < n else -1
-            if c == 46:  # .
-                i += 1
-                c = np.int64(buf[i]) if i < n else -1
-                while 48 <= c <= 57:
+            fraction = False  # after the decimal point
+            while True:
+                if 48 <= c <= 57:
                     seen = True
                     if kept < _MAX_DIGITS:
                         kept += m > 0 or c > 48
                         m = m * 10 + (c - 48)
-                        exp10 -= 1
-                    i += 1
-                    c = np.int64(buf[i]) if i < n else -1
+                        exp10 -= fraction
+                    elif not fraction:
+                        exp10 += 1
+                elif c == 46 and not fraction:  # .
+                    fraction = True
+                else:
+                    break
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
             if seen and (c == 101 or c == 69):  # e E
                 i += 1
                 c = np.int64(buf[i]) if i < n else -1
