@@ -57,7 +57,8 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="river-pa evaluate", description=__doc__.split("\n\n")[0])
     p.add_argument("data", nargs="?", default="phishing",
-                   help="data set name or file path (default: River's bundled phishing)")
+                   help=f"a data set ({', '.join(datasets.names())}) or a libsvm, CSV or JSONL "
+                   "file (default: River's bundled phishing)")
     p.add_argument("--target", help="target column of a CSV file")
     p.add_argument("--task", choices=datasets.TASKS, help="override the inferred task")
     p.add_argument("--model", help="river_pa class name or 'module:factory' "
@@ -66,12 +67,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="model parameter, repeatable; values parsed as JSON (numbers, "
                    "true/false/null), else strings")
     p.add_argument("--params", metavar="JSON", help="model parameters as a JSON object")
-    p.add_argument("--delay", type=int, default=0, help="labels arrive N events late")
+    p.add_argument("--delay", type=int, default=0, metavar="N",
+                   help="event i's label is learned just before event i+N is predicted "
+                   "(River's integer delay: 0 and 1 both mean no delay)")
     p.add_argument("--metric", action="append", default=[],
                    help="river.metrics class name, repeatable or comma-separated "
                    "(default: Accuracy, F1, LogLoss / MAE, RMSE, R2)")
-    p.add_argument("--limit", type=int, help="evaluate the first N events only")
-    p.add_argument("--every", type=int, default=1000, help="report a row every N events")
+    p.add_argument("--limit", type=int, metavar="N", help="evaluate the first N events only")
+    p.add_argument("--every", type=int, default=1000, metavar="N",
+                   help="a report row (and progress update) every N events (default 1000)")
     p.add_argument("--report", metavar="PATH", help="JSON summary; CSV rows next to it")
     p.add_argument("--plot", metavar="PATH.png", help="learning curves")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -427,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:  # UsageError and data/model errors: one line, status 2
         print(f"river-pa evaluate: {exc}", file=sys.stderr)
         return 2
+    except SystemExit as exc:  # --help
+        return exc.code or 0
     show = not args.quiet and sys.stderr.isatty()
     progress = _Progress(len(data), data.name) if show else None
     try:
