@@ -6,10 +6,13 @@ feature keys match the file); each index appears at most once a line. Labels and
 decimal numbers (``+1``, ``-0.5``, ``1e-3``). Multi-label (``1,2``) and ``qid:`` lines are
 rejected. A bad line raises ValueError naming the file and the line number.
 
-Numbers are read with correct rounding for up to 18 significant digits and decimal exponents
-within +-22 (every value `repr` writes for a float64 of magnitude 1e-22..1e22, and every
-value in the shared data sets); outside that range the value may be one unit in the last
-place off.
+Numbers: the first 18 significant digits are kept (`repr` writes at most 17). A mantissa
+below 2^53 with a decimal exponent within +-22 takes one correctly rounded operation; any
+other number is the double-double product of its mantissa and 10^exponent (from exact
+tables for 1e-300..1e290), rounded once from about 100 correct bits, which matches Python's
+`float` except for decimals within ~2^-100 of a halfway point between two floats. Tests
+compare with `float` on 10,000 numbers (random, 1e-40 to 1e40, three formats) and with scikit-learn's
+reader on the shared files.
 
 """
 
@@ -22,7 +25,7 @@ import os
 import numpy as np
 from numba import njit
 
-__all__ = ["CSR", "read_libsvm", "parse_libsvm"]
+__all__ = ["CSR", "open_data", "parse_libsvm", "read_libsvm"]
 
 _POW10_OFFSET = 300
 
@@ -97,11 +100,10 @@ def _count_lines_and_colons(buf):
 
 @njit(cache=True)
 def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
-    """Parse libsvm bytes into (labels, indptr, indices, data, lines, error, error line).
+    """Parse libsvm bytes into (labels, indptr, indices, data, error, error line).
 
-    `max_rows` and `max_nnz` bound the output sizes (newlines + 1 and colons). `lines` holds
-    each row's 1-based line number. On a bad line, `error` is an `_ERRORS` code and the arrays
-    are partial.
+    `max_rows` and `max_nnz` bound the output sizes (newlines + 1 and colons). On a bad line,
+    `error` is an `_ERRORS` code, the line is 1-based and the arrays are partial.
 
     One loop with the number parser written once, inline: Numba does not inline across
     functions, and a call per token costs more than parsing it. A token is a number (the
@@ -110,7 +112,6 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
 
     """
     labels = np.empty(max_rows)
-    lines = np.empty(max_rows, np.int64)
     indptr = np.zeros(max_rows + 1, np.int64)
     indices = np.empty(max_nnz, np.int64)
     data = np.empty(max_nnz)
@@ -228,7 +229,6 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
             token += 1
         if error == 0 and token > 0:
             labels[row] = label
-            lines[row] = line
             row += 1
             indptr[row] = nnz
         while i < n and buf[i] != 10:  # the rest of the line: a comment
@@ -236,7 +236,7 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
         i += 1
     if error == 0:
         line = 0
-    return labels[:row], indptr[: row + 1], indices[:nnz], data[:nnz], lines[:row], error, line
+    return labels[:row], indptr[: row + 1], indices[:nnz], data[:nnz], error, line
 
 
 @njit(cache=True)
@@ -259,14 +259,13 @@ class CSR:
     column ids) with values ``data[...]`` (float64) and target ``y[i]``.
 
     `keys` maps a column id to its feature key (None: the key is the id itself, an int, as in
-    a libsvm file); `lines` gives each row's line in its file (for messages), or None.
+    a libsvm file).
 
     """
 
-    def __init__(self, indptr, indices, data, y, keys=None, lines=None):
+    def __init__(self, indptr, indices, data, y, keys=None):
         self.indptr, self.indices, self.data, self.y = indptr, indices, data, y
         self.keys = keys
-        self.lines = lines
 
     def __len__(self) -> int:
         return len(self.indptr) - 1
@@ -276,9 +275,8 @@ class CSR:
         if n >= len(self):
             return self
         end = self.indptr[n]
-        lines = None if self.lines is None else self.lines[:n]
         return CSR(self.indptr[: n + 1], self.indices[:end], self.data[:end], self.y[:n],
-                   self.keys, lines)
+                   self.keys)
 
     def columns(self) -> np.ndarray:
         """The column ids used, in order of first appearance (the order in which a
@@ -317,17 +315,22 @@ def parse_libsvm(raw: bytes, name: str = "<bytes>") -> CSR:
     """
     buf = np.frombuffer(raw, dtype=np.uint8)
     newlines, colons = _count_lines_and_colons(buf)
-    labels, indptr, indices, data, lines, error, line = _parse(buf, newlines + 1, colons,
-                                                                _POW10_HI, _POW10_LO)
+    labels, indptr, indices, data, error, line = _parse(buf, newlines + 1, colons, _POW10_HI,
+                                                         _POW10_LO)
     if error:
         raise ValueError(f"{name}:{line}: {_ERRORS[error]}")
-    return CSR(indptr, indices, data, labels, lines=lines)
+    return CSR(indptr, indices, data, labels)
+
+
+def open_data(path: str, mode: str = "rb"):
+    """Open a file, decompressing ``.bz2`` and ``.gz`` on the fly."""
+    opener = {".bz2": bz2.open, ".gz": gzip.open}.get(os.path.splitext(path)[1], open)
+    return opener(path, mode)
 
 
 def read_libsvm(path) -> CSR:
     """Read a libsvm file (plain, ``.bz2`` or ``.gz``) into a `CSR`; see `parse_libsvm`."""
     path = os.fspath(path)
-    opener = {".bz2": bz2.open, ".gz": gzip.open}.get(os.path.splitext(path)[1], open)
-    with opener(path, "rb") as f:
+    with open_data(path, "rb") as f:
         raw = f.read()
     return parse_libsvm(raw, path)

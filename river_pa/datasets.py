@@ -26,9 +26,7 @@ regression; anything else: multiclass). A single label of -1, 0 or +1 counts as 
 
 from __future__ import annotations
 
-import bz2
 import csv
-import gzip
 import json
 import math
 import os
@@ -36,7 +34,7 @@ import pathlib
 
 import numpy as np
 
-from river_pa._libsvm import CSR, read_libsvm
+from river_pa._libsvm import CSR, open_data, read_libsvm
 
 __all__ = ["Data", "load", "names", "shared_folder", "TASKS"]
 
@@ -129,11 +127,6 @@ def shared_folder() -> pathlib.Path:
     return root.parent / "shared" / "data"
 
 
-def _open(path: str, mode: str = "rb"):
-    opener = {".bz2": bz2.open, ".gz": gzip.open}.get(os.path.splitext(path)[1], open)
-    return opener(path, mode)
-
-
 def _base_extension(path: str) -> str:
     stem, ext = os.path.splitext(path)
     if ext in (".bz2", ".gz"):
@@ -215,7 +208,7 @@ def _number(text: str):
 
 def _from_csv(path: str, name: str, target, task: str | None) -> Data:
     """Read a CSV file; `target` names the target column (an int: its position, no header)."""
-    with _open(path, "rt") as f:
+    with open_data(path, "rt") as f:
         rows = list(csv.reader(f))
     if isinstance(target, int):
         header = [str(j) for j in range(len(rows[0]))] if rows else []
@@ -247,7 +240,7 @@ def _from_csv(path: str, name: str, target, task: str | None) -> Data:
 
 def _from_jsonl(path: str, name: str, task: str | None) -> Data:
     x, labels = [], []
-    with _open(path, "rt") as f:
+    with open_data(path, "rt") as f:
         for line, text in enumerate(f, start=1):
             if not text.strip():
                 continue
