@@ -11,8 +11,8 @@ below 2^53 with a decimal exponent within +-22 takes one correctly rounded opera
 other number is the double-double product of its mantissa and 10^exponent (from exact
 tables for 1e-300..1e290), rounded once from about 100 correct bits, which matches Python's
 `float` except for decimals within ~2^-100 of a halfway point between two floats. Tests
-compare with `float` on 10,000 numbers (random, 1e-40 to 1e40, three formats) and with scikit-learn's
-reader on the shared files.
+compare with `float` on 10,000 numbers (random, 1e-40 to 1e40, three formats) and with
+scikit-learn's reader on the shared files.
 
 """
 

@@ -9,9 +9,9 @@ Names:
 * River's bundled sets (offline): phishing, bananas, trump-approval (or trumpapproval),
   chick-weights, image-segments, shuttle.
 * The shared sets (../shared/data from the repository root, or the folder in the
-  environment variable ``RIVER_PA_DATA``; see its SOURCES.md): a9a, a9a-test, phishing-full (the 11,055-event
-  LIBSVM phishing, not River's 1,250-event sample), mushrooms, abalone, cadata, elec2, usps,
-  usps-test, mnist-5k.
+  environment variable ``RIVER_PA_DATA``; see its SOURCES.md): a9a, a9a-test,
+  phishing-full (the 11,055-event LIBSVM phishing, not River's 1,250-event sample),
+  mushrooms, abalone, cadata, elec2, usps, usps-test, mnist-5k.
 * A file path: libsvm (any other extension, ``.bz2``/``.gz`` allowed), CSV (``.csv``, needs
   `target`, the name of the target column) or JSONL (``.jsonl``/``.ndjson``, one
   ``{"x": {...}, "y": ...}`` object a line).
@@ -288,10 +288,10 @@ def load(source: str, target: str | None = None, task: str | None = None) -> Dat
     >>> data = load("phishing")
     >>> len(data), data.task, data.y[0]
     (1250, 'binary', True)
-    >>> load("no-such-set")
+    >>> load("no-such-set")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: unknown data set 'no-such-set'; choose one of phishing, bananas, trump-approval, chick-weights, image-segments, shuttle, a9a, a9a-test, phishing-full, mushrooms, abalone, cadata, elec2, usps, usps-test, mnist-5k, or give a path to a libsvm, CSV (with --target) or JSONL file
+    ValueError: unknown data set 'no-such-set'; choose one of phishing, bananas, ...JSONL file
 
     """
     if task is not None and task not in TASKS:

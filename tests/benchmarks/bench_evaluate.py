@@ -85,8 +85,9 @@ def main(argv=None) -> None:
         tiny_svm, tiny_vw = os.path.join(tmp, "tiny.svm"), os.path.join(tmp, "tiny.vw")
         streams.to_libsvm(stream[:1], tiny_svm)
         to_vw(stream[:1], tiny_vw)
-        print(f"sparse stream: {len(stream):,} events, libsvm file "
-              f"{os.path.getsize(svm) / 2**20:.1f} MiB, VW file {os.path.getsize(vw) / 2**20:.1f} MiB")
+        mib = os.path.getsize(svm) / 2**20, os.path.getsize(vw) / 2**20
+        print(f"sparse stream: {len(stream):,} events, libsvm file {mib[0]:.1f} MiB, "
+              f"VW file {mib[1]:.1f} MiB")
         for command in (river_pa_command(svm), vw_command(vw)):  # warm-up: JIT cache, page cache
             timed(command)
         ours, theirs, ours_start, theirs_start = [], [], [], []
@@ -99,8 +100,9 @@ def main(argv=None) -> None:
     n = len(stream)
     med = statistics.median
     print(f"{'system':<42} {'seconds':>8} {'events/s':>12}")
-    print(f"{'river-pa evaluate (whole process, warm)':<42} {med(ours):>8.3f} {n / med(ours):>12,.0f}")
-    print(f"{'VW driver (whole process)':<42} {med(theirs):>8.3f} {n / med(theirs):>12,.0f}")
+    for label, times in (("river-pa evaluate (whole process, warm)", ours),
+                         ("VW driver (whole process)", theirs)):
+        print(f"{label:<42} {med(times):>8.3f} {n / med(times):>12,.0f}")
     print(f"process start (1-event file): river-pa {med(ours_start):.3f} s, "
           f"VW {med(theirs_start):.3f} s")
     print(f"river-pa in one process: read libsvm {read:.3f} s, evaluate {learn:.3f} s "
