@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import mmap
 import os
 
 import numpy as np
@@ -48,7 +49,7 @@ def _pow10_table():
 
 _POW10_HI, _POW10_LO = _pow10_table()
 _TWO53 = 2**53
-_MAX_DIGITS = 18
+_MANTISSA_LIMIT = 10**17  # m < 10^17 takes one more digit: m < 10^18 < 2^63
 
 # Error codes of `_parse`; the message templates name what was expected.
 _ERRORS = {
@@ -158,15 +159,13 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
                 i += 1
                 c = np.int64(buf[i]) if i < n else -1
             m = np.int64(0)
-            kept = 0  # significant digits in m
             exp10 = 0
             seen = False
             fraction = False  # after the decimal point
             while True:
                 if 48 <= c <= 57:
                     seen = True
-                    if kept < _MAX_DIGITS:
-                        kept += m > 0 or c > 48
+                    if m < _MANTISSA_LIMIT:  # keep 18 significant digits
                         m = m * 10 + (c - 48)
                         exp10 -= fraction
                     elif not fraction:
@@ -301,8 +300,17 @@ class CSR:
             yield dict(zip(ind[lo:hi], data[lo:hi]))
 
 
-def parse_libsvm(raw: bytes, name: str = "<bytes>") -> CSR:
-    """Parse libsvm text into a `CSR` whose `y` holds the labels as float64.
+def _parse_buffer(raw):
+    """`_parse` over a buffer's bytes; the view on `raw` is gone when this returns (a memory
+    map cannot close while a view on it lives, in a traceback say)."""
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    newlines, colons = _count_lines_and_colons(buf)
+    return _parse(buf, newlines + 1, colons, _POW10_HI, _POW10_LO)
+
+
+def parse_libsvm(raw, name: str = "<bytes>") -> CSR:
+    """Parse libsvm text (bytes or any buffer) into a `CSR` whose `y` holds the labels as
+    float64.
 
     >>> csr = parse_libsvm(b"+1 1:0.5 3:2\\n-1 2:1e-1 # a comment\\n")
     >>> csr.y, csr.indptr, csr.indices, csr.data
@@ -313,10 +321,7 @@ def parse_libsvm(raw: bytes, name: str = "<bytes>") -> CSR:
     ValueError: f.svm:2: expected 'index:value' (an integer index, a colon and a number)
 
     """
-    buf = np.frombuffer(raw, dtype=np.uint8)
-    newlines, colons = _count_lines_and_colons(buf)
-    labels, indptr, indices, data, error, line = _parse(buf, newlines + 1, colons, _POW10_HI,
-                                                         _POW10_LO)
+    labels, indptr, indices, data, error, line = _parse_buffer(raw)
     if error:
         raise ValueError(f"{name}:{line}: {_ERRORS[error]}")
     return CSR(indptr, indices, data, labels)
@@ -329,8 +334,14 @@ def open_data(path: str, mode: str = "rb"):
 
 
 def read_libsvm(path) -> CSR:
-    """Read a libsvm file (plain, ``.bz2`` or ``.gz``) into a `CSR`; see `parse_libsvm`."""
+    """Read a libsvm file (plain, ``.bz2`` or ``.gz``) into a `CSR`; see `parse_libsvm`.
+
+    A plain file is memory-mapped rather than read: no copy of its bytes.
+
+    """
     path = os.fspath(path)
-    with open_data(path, "rb") as f:
-        raw = f.read()
-    return parse_libsvm(raw, path)
+    if os.path.splitext(path)[1] in (".bz2", ".gz") or os.path.getsize(path) == 0:
+        with open_data(path, "rb") as f:
+            return parse_libsvm(f.read(), path)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        return parse_libsvm(mapped, path)
