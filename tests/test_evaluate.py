@@ -120,6 +120,16 @@ def test_compiled_path_equals_river_path(name, make_model):
     assert fast_model.predict_one(x) == slow_model.predict_one(x)
 
 
+@needs_shared
+def test_hash_collisions_fall_back_to_the_river_path():
+    """Two columns hashed to one position would need merging inside events: River's path."""
+    data = datasets.load("phishing-full").head(3000)
+    result = evaluate(data, PAClassifier(n_features=2**4), ["Accuracy", "LogLoss"])
+    assert result.path.startswith("River")
+    assert result.values == river_score(list(data), PAClassifier(n_features=2**4),
+                                        ["Accuracy", "LogLoss"])
+
+
 def test_compiled_path_on_a_libsvm_file_equals_river_on_the_dicts(tmp_path):
     stream = list(itertools.islice(river_datasets.Phishing(), 600))
     keys = list(stream[0][0])
