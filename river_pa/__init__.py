@@ -6,6 +6,23 @@ arrays, with Numba kernels for the inner loops.
 """
 
 from river_pa.pa import PAClassifier, PARegressor
+from river_pa.rescaledexp import RescaledExp, RescaledExpClassifier, RescaledExpRegressor
+from river_pa.scale_invariant import (
+    CoordinateScaleInvariantClassifier,
+    CoordinateScaleInvariantRegressor,
+    FullScaleInvariantClassifier,
+    FullScaleInvariantRegressor,
+)
 
-__all__ = ["PAClassifier", "PARegressor"]
+__all__ = [
+    "PAClassifier",
+    "PARegressor",
+    "RescaledExp",
+    "RescaledExpClassifier",
+    "RescaledExpRegressor",
+    "CoordinateScaleInvariantClassifier",
+    "CoordinateScaleInvariantRegressor",
+    "FullScaleInvariantClassifier",
+    "FullScaleInvariantRegressor",
+]
 __version__ = "0.1.0"
