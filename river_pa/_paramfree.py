@@ -20,9 +20,6 @@ from river_pa._features import Vocabulary, to_values
 from river_pa._linear import check_sample_weight
 from river_pa.pa import _check_target, encode_binary_label
 
-_CACHE = ("_keys", "_pos")
-
-
 class Intercept:
     """The key of the constant feature inside a learner's vocabulary (equal to every instance,
     so it survives pickling)."""
@@ -43,6 +40,7 @@ class ParamFreeLinear:
     _default_loss: optim.losses.Loss
     _loss_kind: type
     _INITIAL_CAPACITY = 64
+    _TRANSIENT = ("_keys", "_pos")  # caches and scratch: dropped on pickling, rebuilt after
 
     def _setup(self, loss, learn_intercept: bool):
         if loss is not None and not isinstance(loss, self._loss_kind):
@@ -60,7 +58,7 @@ class ParamFreeLinear:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for name in _CACHE:
+        for name in self._TRANSIENT:
             state.pop(name, None)
         return state
 

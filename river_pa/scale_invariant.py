@@ -114,6 +114,12 @@ class _Full(_ScaleInvariant):
 
     """
 
+    _TRANSIENT = (*ParamFreeLinear._TRANSIENT, "_scratch")
+
+    def _clear_cache(self):
+        super()._clear_cache()
+        self._scratch = np.zeros((3, getattr(self, "_capacity", 0)))
+
     def _allocate(self, capacity):
         old = getattr(self, "_P", np.zeros((0, 0)))
         n = len(old)
