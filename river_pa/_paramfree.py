@@ -6,8 +6,9 @@ intercept as a constant feature of value 1 at its own row (so it is learned by t
 the weights), validates every input before touching the model, and turns the loss (one of
 `river.optim.losses`) into the scalar gradient dl/dy_hat that every learner here consumes.
 
-Subclasses set `_default_loss` and implement `_raw(pos, val) -> y_hat` (never mutating) and
-`_update(pos, val, y_hat, y)` (one round, positions already inserted), plus `_grow()`.
+Subclasses set `_default_loss` and implement `_raw(pos, val) -> y_hat` (never mutating; keys
+never learned sit at position 0, the sink), `_update(pos, val, y_hat, g)` (one round given the
+loss gradient g = w dl/dy_hat, positions already inserted) and `_grow()`.
 
 """
 
@@ -40,7 +41,8 @@ class ParamFreeLinear:
     _default_loss: optim.losses.Loss
     _loss_kind: type
     _INITIAL_CAPACITY = 64
-    _TRANSIENT = ("_keys", "_pos")  # caches and scratch: dropped on pickling, rebuilt after
+    # caches and scratch: dropped on pickling, rebuilt after
+    _TRANSIENT = ("_keys", "_pos", "_n_unseen", "_vals", "_val", "_raw_cache", "_raw_at")
 
     def _setup(self, loss, learn_intercept: bool):
         if loss is not None and not isinstance(loss, self._loss_kind):
@@ -50,11 +52,14 @@ class ParamFreeLinear:
         self._loss = self._default_loss if loss is None else loss
         self._index = Vocabulary()
         self._bias = int(self._index.insert((Intercept(),))[0]) if learn_intercept else -1
+        self._version = 0
         self._clear_cache()
 
     def _clear_cache(self):
-        self._keys = None
-        self._pos = None
+        self._keys = self._pos = self._vals = self._val = None
+        self._n_unseen = 0
+        self._raw_cache = 0.0
+        self._raw_at = -1
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -71,28 +76,45 @@ class ParamFreeLinear:
         """Coordinates seen so far (the intercept included): the vocabulary without its sink."""
         return self._index.size - 1
 
-    def _event(self, x: dict, learn: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(positions, values) of `x`, validated first; `learn` gives new keys a position."""
-        val = to_values(x)
+    def _prepared(self, x: dict, learn: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
+        """(positions, values, y_hat) of `x`, validated before anything changes.
+
+        The positions of the last key tuple, the values of the last event and its prediction
+        (until the model next learns) are cached, so predict_one then learn_one on the same
+        event converts and predicts once. `learn` gives new keys a position; unseen keys
+        predict as fresh coordinates, so y_hat does not change when they get one.
+
+        """
         keys = tuple(x)
+        vals = tuple(x.values())
         if keys != self._keys:
             self._pos = self._index.lookup(keys)
             self._keys = keys
-        if learn and not self._index.known(self._pos):
+            self._n_unseen = int(np.count_nonzero(self._pos == 0))
+            self._vals = None
+        if vals != self._vals:
+            self._val = to_values(x)
+            self._vals = vals
+            self._raw_at = -1
+        if self._raw_at != self._version:
+            self._raw_cache = self._raw(self._pos, self._val)
+            self._raw_at = self._version
+        if learn and self._n_unseen:
             self._pos = self._index.insert(keys)
+            self._n_unseen = 0
             self._grow()
-        return self._pos, val
+        return self._pos, self._val, self._raw_cache
 
     def _raw_one(self, x: dict) -> float:
-        pos, val = self._event(x)
-        return self._raw(pos, val)
+        return self._prepared(x)[2]
 
     def _learn(self, x: dict, y, w) -> None:
         w = check_sample_weight(w)
         if w == 0.0:
             return
-        pos, val = self._event(x, learn=True)
-        self._update(pos, val, y, w)
+        pos, val, y_hat = self._prepared(x, learn=True)
+        self._update(pos, val, y_hat, self._gradient(y, y_hat, w))
+        self._version += 1
 
     def _gradient(self, y, y_hat: float, w: float) -> float:
         """w * dl(y, y_hat)/dy_hat, as a float."""

@@ -43,7 +43,7 @@ CENTER_NONE, CENTER_LAST, CENTER_BEFORE_LAST = 0, 1, 2
 
 K = math.sqrt(2.0)
 EXP_CAP = 0.5 * math.log(np.finfo(np.float64).max)
-RANK_TOL = 1e-12
+RANK_TOL = 1e-15
 
 
 @njit(cache=True)
@@ -166,11 +166,13 @@ def rescaledexp_full(st, sc, idx, val, gm, bias, center):
 
 
 @njit(cache=True)
-def dot(w, idx, val):
-    """w . x of a sparse event."""
+def rescaledexp_margin(st, idx, val, bias):
+    """y_hat = sum_j W[idx[j]] val[j] (+ W[bias] for the constant feature, bias >= 0)."""
     s = 0.0
     for j in range(idx.shape[0]):
-        s += w[idx[j]] * val[j]
+        s += st[idx[j], W] * val[j]
+    if bias >= 0:
+        s += st[bias, W]
     return s
 
 

@@ -191,12 +191,10 @@ class _RescaledExpLinear(_RescaledExpState, ParamFreeLinear):
         self._grow_rows(self._index.size)
 
     def _raw(self, pos, val):
-        y = K.dot(self._st[:, K.W], pos, val)
-        return y + self._st[self._bias, K.W] if self._bias >= 0 else y
+        return K.rescaledexp_margin(self._st, pos, val, self._bias)
 
-    def _update(self, pos, val, y, w):
-        gm = self._gradient(y, self._raw(pos, val), w)
-        self._apply(pos, val, gm, self._bias)
+    def _update(self, pos, val, y_hat, g):
+        self._apply(pos, val, g, self._bias)
 
     def _weight_vector(self):
         return self._st[:, K.W]
