@@ -246,7 +246,7 @@ def _matvec_sparse(A, idx, val, out):
 
 
 @njit(cache=True)
-def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph):
+def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor):
     """The quantities of S_t^+ = (S_{t-1} + x x^T)^+ needed at round t, without forming it.
 
     Fills k = P x, r = N x (the part of x outside the range of S_{t-1}) and Ph = P h, and returns
@@ -287,7 +287,7 @@ def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph):
         kh += k[i] * h[i]
         hPh += h[i] * Ph[i]
     beta = 1.0 + xk
-    if rr > RANK_TOL * xx and rr > 0.0:
+    if rr > RANK_TOL * xx and rr > floor:
         # h = -sum g_q x_q lies in range(S_{t-1}), orthogonal to r: r.h = 0 exactly (what is
         # computed is rounding noise, which would break the invariance of a zero prediction).
         return True, 0.0, hPh, 1.0
@@ -295,9 +295,12 @@ def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph):
 
 
 @njit(cache=True)
-def si_full_commit(P, N, h, k, r, idx, val, new, g):
-    """End round t: P <- S_t^+ (and N <- I - S_t S_t^+ when x added a direction), in O(d^2),
-    from the k, r filled by `si_full_round`; then h <- h - g x."""
+def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
+    """End round t: S <- S + x x^T, P <- S_t^+ (and N <- I - S_t S_t^+ when x added a
+    direction), in O(d^2), from the k, r filled by `si_full_round`; then h <- h - g x."""
+    for a in range(idx.shape[0]):
+        for b in range(idx.shape[0]):
+            S[idx[a], idx[b]] += val[a] * val[b]
     d = P.shape[0]
     xk = 0.0
     for j in range(idx.shape[0]):

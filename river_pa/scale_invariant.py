@@ -123,19 +123,32 @@ class _Full(_ScaleInvariant):
         self._last_round = None
 
     def _allocate(self, capacity):
-        old = getattr(self, "_P", np.zeros((0, 0)))
-        n = len(old)
-        P = np.zeros((capacity, capacity))
-        P[:n, :n] = old
-        N = np.eye(capacity)
-        if n:
-            N[:n, :n] = self._N
+        n = len(getattr(self, "_P", ()))
+        for name, fill in (("_S", 0.0), ("_P", 0.0), ("_N", 1.0)):
+            M = np.eye(capacity) * fill
+            if n:
+                M[:n, :n] = getattr(self, name)[:n, :n]
+            setattr(self, name, M)
         h = np.zeros(capacity)
         h[:n] = getattr(self, "_hv", np.zeros(0))
-        self._P, self._N, self._hv = P, N, h
-        self._gamma = getattr(self, "_gamma", 0.0)
+        self._hv = h
+        for name in ("_gamma", "_g2", "_trace"):
+            setattr(self, name, getattr(self, name, 0.0))
+        self._refreshes = getattr(self, "_refreshes", 0)
         self._capacity = capacity
         self._scratch = np.zeros((3, capacity))
+
+    def _refresh(self):
+        """Recompute S^+ and N from S by an eigendecomposition, with numpy's pseudo-inverse
+        cut-off (eigenvalues <= n eps lambda_max are null). O(d^3), run only when a computed
+        quantity leaves its exact range (see `_round`)."""
+        n = self._index.size
+        lam, V = np.linalg.eigh(self._S[:n, :n])
+        keep = lam > n * np.finfo(float).eps * max(lam.max(), 0.0)
+        U = V[:, keep]
+        self._P[:n, :n] = (U / lam[keep]) @ U.T
+        self._N[:n, :n] = np.eye(n) - U @ U.T
+        self._refreshes += 1
 
     def _with_bias(self, pos, val):
         if self._bias < 0:
@@ -143,11 +156,25 @@ class _Full(_ScaleInvariant):
         return np.append(pos, self._bias), np.append(val, 1.0)
 
     def _round(self, pos, val, extra_sq=0.0):
+        """(new direction?, y_hat, x^T S_t^+ x) of the event.
+
+        Exactly, 0 <= x^T S_t^+ x <= 1 and 0 <= h^T S_t^+ h <= sum_q g_q^2 (Cauchy-Schwarz).
+        On nearly singular S (e.g. image pixels) rounding in the rank-one updates can break
+        these; the round is then recomputed after `_refresh`.
+
+        """
         n = self._index.size
         k, r, Ph = self._scratch[:, :n]
-        new, xPh, hPh, xPx = K.si_full_round(
-            self._P[:n, :n], self._N[:n, :n], self._hv[:n], pos, val, extra_sq, k, r, Ph
-        )
+        floor = n * np.finfo(float).eps * (self._trace + float(val @ val) + extra_sq)
+        for attempt in range(2):
+            new, xPh, hPh, xPx = K.si_full_round(
+                self._P[:n, :n], self._N[:n, :n], self._hv[:n], pos, val, extra_sq, k, r, Ph,
+                floor,
+            )
+            tol = 1e-6 * (1.0 + self._g2)
+            if attempt or (-tol <= hPh <= self._g2 + tol and -1e-6 <= xPx <= 1.0 + 1e-6):
+                break
+            self._refresh()
         return new, K.si_full_eta(hPh, self._gamma, self.alpha) * xPh, xPx
 
     def _raw(self, pos, val):
@@ -169,8 +196,13 @@ class _Full(_ScaleInvariant):
             new, _, xPx = self._round(pos, val)
         n = self._index.size
         k, r, _ = self._scratch[:, :n]
-        K.si_full_commit(self._P[:n, :n], self._N[:n, :n], self._hv[:n], k, r, pos, val, new, g)
+        K.si_full_commit(
+            self._S[:n, :n], self._P[:n, :n], self._N[:n, :n], self._hv[:n], k, r, pos, val,
+            new, g,
+        )
+        self._trace += float(val @ val)
         self._gamma += g * g * xPx
+        self._g2 += g * g
 
     def _weight_vector(self):
         Ph = self._P @ self._hv

@@ -206,3 +206,16 @@ def test_bad_input_is_rejected_and_leaves_the_model_unchanged(cls):
 def test_exponent_cap_is_log_sqrt_dbl_max():
     assert K.EXP_CAP == pytest.approx(354.89, abs=0.01)
     assert math.isfinite(math.exp(K.EXP_CAP) ** 2)
+
+
+def test_refresh_from_s_reproduces_the_rank_one_state():
+    """`_refresh` (eigendecomposition of S) and the rank-one updates agree on S^+ and N."""
+    X, scores = stream(5, n=40, d=6)
+    model = river_pa.FullScaleInvariantClassifier()
+    for row, s in zip(X, scores):
+        model.learn_one(dict(enumerate(row)), s > 0)
+    P, N = model._P.copy(), model._N.copy()
+    model._refresh()
+    np.testing.assert_allclose(model._P, P, atol=1e-10)
+    np.testing.assert_allclose(model._N, N, atol=1e-10)
+
