@@ -38,7 +38,11 @@ from river_pa._paramfree import BinaryMixin, ParamFreeLinear, RegressionMixin
 
 __all__ = ["RescaledExp", "RescaledExpClassifier", "RescaledExpRegressor"]
 
-CENTERS = {None: K.CENTER_NONE, "last_play": K.CENTER_LAST, "play_before_last": K.CENTER_BEFORE_LAST}
+CENTERS = {
+    None: K.CENTER_NONE,
+    "last_play": K.CENTER_LAST,
+    "play_before_last": K.CENTER_BEFORE_LAST,
+}
 
 
 def check_center(center) -> int:

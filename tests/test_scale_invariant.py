@@ -132,8 +132,8 @@ def test_full_matches_a_pseudo_inverse_reference_through_a_rank_deficient_phase(
     extra direction, then full rank; the rank-one updates match pinv every round."""
     rng = np.random.default_rng(7)
     basis = rng.normal(size=(2, 4))
-    X = np.vstack([rng.normal(size=(40, 2)) @ basis, rng.normal(size=(1, 3)) @ rng.normal(size=(3, 4)),
-                   rng.normal(size=(80, 4))])
+    extra = rng.normal(size=(1, 3)) @ rng.normal(size=(3, 4))
+    X = np.vstack([rng.normal(size=(40, 2)) @ basis, extra, rng.normal(size=(80, 4))])
     y = X @ rng.normal(size=4) + 0.3 * rng.normal(size=len(X))
     loss = optim.losses.Absolute()
     expected = reference_full(X, y, 1.5, loss)

@@ -78,7 +78,8 @@ def main(argv=None):
     full = interleaved({"FullScaleInvariantClassifier": river_pa.FullScaleInvariantClassifier},
                        wide, args.rounds)["FullScaleInvariantClassifier"]
     verdict = "met" if full >= 5000 else "MISSED"
-    print(f"FullScaleInvariantClassifier, d = 100: {full:,.0f} events/s (target >= 5,000: {verdict})")
+    print(f"FullScaleInvariantClassifier, d = 100: {full:,.0f} events/s "
+          f"(target >= 5,000: {verdict})")
 
 
 if __name__ == "__main__":
