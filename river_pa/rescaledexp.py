@@ -183,7 +183,13 @@ class RescaledExp(_RescaledExpState, optim.base.Optimizer):
 class _RescaledExpLinear(_RescaledExpState, ParamFreeLinear):
     """A linear model trained by RescaledExp, intercept included."""
 
-    def _init(self, loss, coordinatewise, center, learn_intercept):
+    def __init__(
+        self,
+        loss: optim.losses.Loss | None = None,
+        coordinatewise: bool = True,
+        center: str | None = None,
+        learn_intercept: bool = True,
+    ):
         self.loss = loss
         self.coordinatewise = coordinatewise
         self.center = center
@@ -248,15 +254,6 @@ class RescaledExpClassifier(_RescaledExpLinear, BinaryMixin):
 
     """
 
-    def __init__(
-        self,
-        loss: optim.losses.BinaryLoss | None = None,
-        coordinatewise: bool = True,
-        center: str | None = None,
-        learn_intercept: bool = True,
-    ):
-        self._init(loss, coordinatewise, center, learn_intercept)
-
 
 class RescaledExpRegressor(_RescaledExpLinear, RegressionMixin):
     """A linear regressor trained by RescaledExp: nothing to tune, intercept included.
@@ -281,12 +278,3 @@ class RescaledExpRegressor(_RescaledExpLinear, RegressionMixin):
     """
 
     _default_loss = optim.losses.Squared()
-
-    def __init__(
-        self,
-        loss: optim.losses.RegressionLoss | None = None,
-        coordinatewise: bool = True,
-        center: str | None = None,
-        learn_intercept: bool = True,
-    ):
-        self._init(loss, coordinatewise, center, learn_intercept)
