@@ -123,27 +123,26 @@ def theorem2_bound(grads, u, m_max):
     a = np.abs(grads)
     L1, Lmax = a[0], a.max()
     n = math.log2(Lmax / L1) + 1
-    ratio = max((a[t] / a[:t].max()) ** 2 for t in range(1, len(a)))
+    ratio = float(np.max((a[1:] / np.maximum.accumulate(a)[:-1]) ** 2))  # max_t g_t^2 / L(t)^2
     expo = min(8 * ratio, math.sqrt(len(a) / 2))
     return (2 * psi(u) + 96) * n * math.sqrt(m_max + (a**2).sum()) + 8 * Lmax * n * math.exp(expo)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))
 def test_regret_within_theorem_2_on_random_linear_losses(seed):
-    """1-D linear losses g_t w with random gradients (a drift, so far comparators matter, and
-    scale changes, so epochs restart): R_T(u) = sum g_t (w_t - u) <= Theorem 2's bound."""
+    """1-D linear losses g_t w, g_t = +-s with P(+) = 0.35 (a drift, so far comparators gain
+    linearly) and a random scale s: R_T(u) = sum g_t (w_t - u) <= Theorem 2's bound for every
+    u tried. The bound has teeth here: a learner that never moves (w = 0) breaks it at u = 100."""
     rng = np.random.default_rng(seed)
-    T = 2000
-    scale = np.where(np.arange(T) < T // 2, 1.0, rng.uniform(1, 5))
-    grads = (rng.normal(-0.3 * rng.choice([-1, 1]), 1.0, size=T)) * scale
+    T = 20_000
+    grads = np.where(rng.random(T) < 0.35, 1.0, -1.0) * rng.uniform(0.1, 10.0)
     plays, m_max = run_1d(grads)
     assert np.isfinite(plays).all()
-    for u in (-1000.0, -30.0, -3.0, 0.0, 3.0, 30.0, 1000.0):
+    for u in (-1000.0, -100.0, -10.0, -1.0, 0.0, 1.0, 10.0, 100.0, 1000.0):
         regret = float(np.sum(grads * (plays - u)))
         assert regret <= theorem2_bound(grads, u, m_max)
-    # the learner follows the drift: it beats the best fixed u in [-3, 3] by the end
-    best_u = -np.sign(grads.sum()) * 3.0
-    assert float(np.sum(grads * (plays - best_u))) < 0.0
+    lazy_regret = float(np.sum(grads * (0.0 - 100.0)))
+    assert lazy_regret > theorem2_bound(grads, 100.0, m_max)
 
 
 def test_theorem_1_adversary_and_long_same_sign_runs_stay_finite():
