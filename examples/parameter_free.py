@@ -24,7 +24,8 @@ Elec2 (in its time order), USPS (digit < 5), MNIST-5k (even digit; pixels / 255,
 scaled copy). Every set but Elec2 is shuffled once with seed 0 (MNIST-5k is stored sorted by
 class). Zero feature values are dropped (sparse dicts, as LIBSVM files store them).
 
-Run: `python examples/parameter_free.py [--quick] [--limit N] [--out out/parameter_free.png]`.
+Run: `python examples/parameter_free.py [--quick] [--limit N] [--out out/parameter_free.png]`
+(the losses of every learner and setting go to the same path with a .json suffix).
 `--quick` keeps 600 events per set and the powers of ten 1e-3..1e1 only.
 
 """
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import bz2
 import gzip
+import json
 import math
 import os
 import time
@@ -265,11 +267,11 @@ def plot(all_results: dict, path: Path) -> None:
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows))
     for ax, (ds, results) in zip(np.ravel(axes), all_results.items()):
-        for name, r in results.items():
+        for i, (name, r) in enumerate(results.items()):
             if isinstance(r, dict):
-                ax.plot(list(r), list(r.values()), marker="o", ms=3, label=name)
+                ax.plot(list(r), list(r.values()), marker="o", ms=3, label=name, color=f"C{i}")
             else:
-                ax.axhline(r, ls="--", label=name)
+                ax.axhline(r, ls=("--", ":", "-.")[i % 3], lw=1.6, label=name, color=f"C{i}")
         ax.set_xscale("log")
         ax.set_title(ds)
         ax.set_xlabel("hyperparameter")
@@ -310,7 +312,11 @@ def main(argv=None):
     table = normalized(all_results)
     print(format_table(all_results, table))
     plot(all_results, args.out)
-    print(f"plot written to {args.out}")
+    losses = args.out.with_suffix(".json")
+    losses.write_text(json.dumps(
+        {ds: {name: {str(k): v for k, v in r.items()} if isinstance(r, dict) else r
+              for name, r in row.items()} for ds, row in all_results.items()}, indent=1))
+    print(f"plot written to {args.out}, losses to {losses}")
     return all_results
 
 
