@@ -20,10 +20,12 @@ cap (every realistic stream) the kernels compute the paper's expression exactly,
 
 Scale-invariant learners (Kotlowski 2017, coordinate-wise algorithm (5) and full algorithm)
 ------------------------------------------------------------------------------------------
-Coordinate-wise: `s2` and `h` (float64, positions). Full: `P` (the pseudo-inverse S^+, d x d),
-`N` (the orthogonal projector I - S S^+ onto the null space of S, d x d), `h` (d) and Gamma.
-A sparse event is `idx` (int64, n), `val` (float64, n). The same exponent cap applies to the
-unitless exponents of both algorithms, so scale invariance is kept.
+Coordinate-wise: `s2` and `h` (float64, positions). Full: `S` (d x d), `P` (the pseudo-inverse
+S^+, d x d), `N` (the orthogonal projector I - S S^+ onto the null space of S, d x d), `h` (d)
+and Gamma. A sparse event is `idx` (int64, n), `val` (float64, n). The same exponent cap applies
+to the unitless exponents of both algorithms, so scale invariance is kept. An event adds a
+direction when ||N x||^2 > max(RANK_TOL ||x||^2, floor), the floor (n eps trace(S), from the
+caller) being numpy's pseudo-inverse cut-off with trace(S) >= lambda_max.
 
 """
 
