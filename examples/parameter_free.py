@@ -24,6 +24,13 @@ Elec2 (in its time order), USPS (digit < 5), MNIST-5k (even digit; pixels / 255,
 scaled copy). Every set but Elec2 is shuffled once with seed 0 (MNIST-5k is stored sorted by
 class). Zero feature values are dropped (sparse dicts, as LIBSVM files store them).
 
+Measured (full run, every event of the six sets, 2 shared cores, about 4 to 10 minutes),
+average normalized loss: AdaGrad 1.049, PiSTOL 1.051, AdaDelta 1.225, Adam 1.261,
+RescaledExp 1.431, ScaleInvariant (full) 1.571, RescaledExp (full vector) 2.091,
+ScaleInvariant 2.134. Coordinate-wise RescaledExp loses most on the dense image sets (USPS
+1.53, MNIST-5k 2.17), where the full-vector variant is at 1.08 and 1.12 (Appendix C.2 warns
+that the coordinate-wise reduction can be much worse when gradients are not sparse).
+
 Run: `python examples/parameter_free.py [--quick] [--limit N] [--out out/parameter_free.png]`
 (the losses of every learner and setting go to the same path with a .json suffix).
 `--quick` keeps 600 events per set and the powers of ten 1e-3..1e1 only.
