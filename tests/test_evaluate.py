@@ -318,7 +318,7 @@ def test_report_rows_and_plot(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["no-such-set"], "unknown data set 'no-such-set'; choose one of phishing, bananas"),
-    (["--model", "Nope"], "unknown model 'Nope'; choose one of KernelPAClassifier, PAClassifier,"),
+    (["--model", "Nope"], "unknown model 'Nope'; choose one of CoordinateScaleInvariantClassifier,"),
     (["--param", "c=1"], "unknown parameter 'c' for PAClassifier; valid parameters: C,"),
     (["--metric", "Nope"], "unknown metric 'Nope'; choose one of Accuracy,"),
     (["--param", "variant=PA-III"], "variant must be one of ['PA', 'PA-I', 'PA-II']"),
