@@ -8,6 +8,9 @@ Passive-Aggressive Algorithms, JMLR 7: 551-585. Sections 3 (binary classificatio
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 import pandas as pd
 from river import base
@@ -239,10 +242,9 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
 
 
 def _check_target(y) -> float:
-    try:
-        value = float(y)
-    except (TypeError, ValueError):
-        raise TypeError(f"target y must be a real number, got {y!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
+    if isinstance(y, str) or not isinstance(y, numbers.Real | np.number):
+        raise TypeError(f"target y must be a real number, got {y!r}")
+    value = float(y)
+    if not math.isfinite(value):
         raise ValueError(f"target y must be finite, got {y!r}")
     return value
