@@ -56,7 +56,10 @@ def check_value(key, value) -> float:
         raise TypeError(
             f"feature {key!r} has a non-numeric value {value!r} of type {type(value).__name__}"
         )
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValueError(f"feature {key!r} has a value out of the float64 range") from None
     if not math.isfinite(value):
         raise ValueError(f"feature {key!r} has a non-finite value {value!r}")
     return value
