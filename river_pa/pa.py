@@ -151,7 +151,8 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         self._learn_batch(X, _encode_binary_labels(y), w)
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
-        p = 1.0 / (1.0 + np.exp(-self._margins_many(X)))
+        # River's scalar sigmoid, row by row: bit-for-bit the probabilities of predict_proba_one
+        p = np.fromiter(map(sigmoid, self._margins_many(X).tolist()), np.float64, len(X))
         return pd.DataFrame({False: 1.0 - p, True: p}, index=X.index, columns=[False, True])
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
