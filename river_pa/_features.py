@@ -25,9 +25,9 @@ from itertools import repeat
 
 import numpy as np
 
-__all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values", "check_value"]
+from river_pa._kernels import mask_positions
 
-_HASH_CACHE_LIMIT = 1 << 20
+__all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values", "check_value"]
 
 
 def check_value(key, value) -> float:
@@ -105,6 +105,10 @@ class FeatureIndex(abc.ABC):
         """Whether every position in `idx` belongs to a key seen by `insert`."""
         return True
 
+    def lookup_unique(self, keys: tuple) -> tuple[np.ndarray, bool]:
+        """`lookup(keys)` and whether two of the keys share a position (a hash collision)."""
+        return self.lookup(keys), False
+
 
 class Vocabulary(FeatureIndex):
     """A growable vocabulary: each new key gets the next position; position 0 is the sink.
@@ -164,7 +168,9 @@ class Hashing(FeatureIndex):
     """The hashing trick over `n_features` positions (a power of two).
 
     Two keys of one event may collide; callers merge them (see `merge_duplicates`) so that the
-    event is the hashed vector, whose squared norm is what the PA step uses.
+    event is the hashed vector, whose squared norm is what the PA step uses. Positions are
+    computed afresh for every key tuple: a CRC-32 of a short key costs less than a lookup in a
+    large cache dict (memory-bound), and keeps the object as small as its parameters.
 
     >>> h = Hashing(2**4)
     >>> h.lookup(("user=42",))
@@ -176,30 +182,22 @@ class Hashing(FeatureIndex):
         if n_features < 1 or n_features & (n_features - 1):
             raise ValueError(f"n_features must be a positive power of two, got {n_features!r}")
         self.n_features = n_features
-        self._cache: dict = {}
 
     @property
     def size(self) -> int:
         return self.n_features
 
-    def _position(self, key) -> int:
-        cache = self._cache
-        if len(cache) >= _HASH_CACHE_LIMIT:
-            cache.clear()
-        pos = cache[key] = stable_hash(key) & (self.n_features - 1)
-        return pos
+    def lookup_unique(self, keys):
+        try:  # all keys str (the common case): CRC-32 of the UTF-8 bytes, as stable_hash does
+            idx = np.fromiter(map(zlib.crc32, map(str.encode, keys)), np.int64, len(keys))
+        except TypeError:
+            idx = np.fromiter(map(stable_hash, keys), np.int64, len(keys))
+        return idx, mask_positions(idx, self.n_features - 1)
 
     def lookup(self, keys):
-        cache = self._cache
-        idx = list(map(cache.get, keys))
-        if None in idx:
-            idx = [self._position(k) if p is None else p for k, p in zip(keys, idx)]
-        return np.array(idx, dtype=np.int64)
+        return self.lookup_unique(keys)[0]
 
     insert = lookup
-
-    def __getstate__(self):
-        return {"n_features": self.n_features, "_cache": {}}
 
 
 def merge_duplicates(idx: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

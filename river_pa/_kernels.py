@@ -132,3 +132,22 @@ def margins_dense(w, b, cols, X):
         s, _ = dot_sq(w, cols, X[i])
         out[i] = b + s
     return out
+
+
+@njit(cache=True)
+def mask_positions(idx: np.ndarray, mask: int) -> bool:
+    """idx &= mask in place (hash -> position); returns whether two positions are equal."""
+    n = idx.shape[0]
+    for j in range(n):
+        idx[j] &= mask
+    if n > 64:
+        s = np.sort(idx)
+        for j in range(1, n):
+            if s[j] == s[j - 1]:
+                return True
+        return False
+    for j in range(n):
+        for k in range(j):
+            if idx[j] == idx[k]:
+                return True
+    return False

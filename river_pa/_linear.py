@@ -15,11 +15,12 @@ import pandas as pd
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from river_pa import _kernels
-from river_pa._features import Hashing, make_index, merge_duplicates, to_values
+from river_pa._features import make_index, merge_duplicates, to_values
 
 VARIANTS = {"PA": _kernels.PA, "PA-I": _kernels.PA_I, "PA-II": _kernels.PA_II}
 
-_CACHE = ("_keys", "_pos", "_dups", "_vals", "_epos", "_val", "_margin", "_sq", "_version_seen")
+_CACHE = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_margin", "_sq",
+          "_version_seen")
 
 
 def check_variant(variant: str) -> int:
@@ -69,7 +70,7 @@ class SparseLinear:
     def _clear_cache(self):
         self._keys = self._vals = None
         self._pos = self._epos = self._val = None
-        self._dups = False
+        self._dups = self._known = False
         self._margin = self._sq = 0.0
         self._version_seen = -1
 
@@ -88,11 +89,9 @@ class SparseLinear:
     def _positions(self, keys: tuple) -> np.ndarray:
         """Positions of `keys` for prediction, cached for the last key tuple."""
         if keys != self._keys:
-            self._pos = self._index.lookup(keys)
+            self._pos, self._dups = self._index.lookup_unique(keys)
+            self._known = self._index.known(self._pos)
             self._keys = keys
-            self._dups = isinstance(self._index, Hashing) and len(set(self._pos.tolist())) < len(
-                keys
-            )
             self._vals = None
         return self._pos
 
@@ -121,8 +120,9 @@ class SparseLinear:
             self._vals, self._epos, self._val = vals, pos, val
             self._margin, self._sq = self.intercept + s, q
             self._version_seen = self._version
-        if learn and not self._index.known(self._pos):
+        if learn and not self._known:
             self._pos = self._epos = self._index.insert(self._keys)
+            self._known = True
             self._grow()
         return self._epos, self._val, self._margin, self._sq
 
@@ -130,9 +130,10 @@ class SparseLinear:
         return self._event(x)[2]
 
     def _learn_event(self, x: dict, y: float, w: float):
-        w = check_sample_weight(w)
-        if w == 0.0:
-            return
+        if w.__class__ is not float or w != 1.0:
+            w = check_sample_weight(w)
+            if w == 0.0:
+                return
         pos, val, margin, sq = self._event(x, learn=True)
         b, step = _kernels.update(
             self._task, self._variant, self._w, self.intercept, self._intercept_norm, pos, val,

@@ -103,3 +103,12 @@ def test_hash_collisions_are_merged_into_one_hashed_feature():
     h.learn_one({"a": 1.0, "b": 2.0}, True)  # x = (3): tau = 1/9, w = 1/3
     assert h._w.tolist() == pytest.approx([1 / 3], abs=1e-16)
     assert h.decision_function_one({"a": 1.0, "b": 2.0}) == pytest.approx(1.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("n", [5, 100])  # the two code paths: pairwise and sorted
+def test_hashing_reports_collisions_within_an_event(n):
+    keys = tuple(f"k{j}" for j in range(n))
+    idx, dups = Hashing(2**30).lookup_unique(keys)
+    assert not dups and idx.tolist() == [zlib.crc32(k.encode()) % 2**30 for k in keys]
+    idx, dups = Hashing(2**2).lookup_unique(keys)
+    assert dups and idx.max() < 4
