@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import math
 import numbers
+import struct
 import zlib
 from itertools import repeat
 
@@ -28,6 +29,8 @@ import numpy as np
 from river_pa._kernels import mask_positions
 
 __all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values", "check_value"]
+
+_PACKERS: dict = {}
 
 
 def check_value(key, value) -> float:
@@ -65,22 +68,42 @@ def check_value(key, value) -> float:
     return value
 
 
-def to_values(x: dict) -> np.ndarray:
-    """The values of `x` as a float64 array, in the dict's order, validated.
+def _packer(n: int) -> struct.Struct:
+    """A cached `struct.Struct` packing n float64 values."""
+    packer = _PACKERS.get(n)
+    if packer is None:
+        if len(_PACKERS) >= 4096:
+            _PACKERS.clear()
+        packer = _PACKERS[n] = struct.Struct(f"{n}d")
+    return packer
+
+
+def values_array(x: dict, vals: tuple) -> np.ndarray:
+    """`to_values(x)` given ``vals = tuple(x.values())``; the array may be read-only.
 
     The fast path sums the values in C: a non-number raises there and a NaN or an infinity
     makes the sum non-finite. Only then is every value checked one by one, to name the culprit.
+    The values are converted by `struct` (several times faster than `np.fromiter` on wide
+    events, and exact: each becomes the float64 `float(value)`).
+
+    """
+    try:
+        if math.isfinite(sum(vals)):
+            return np.frombuffer(_packer(len(vals)).pack(*vals))
+    except (TypeError, OverflowError, struct.error):
+        pass
+    return np.array([check_value(k, v) for k, v in x.items()], dtype=np.float64)
+
+
+def to_values(x: dict) -> np.ndarray:
+    """The values of `x` as a (writable) float64 array, in the dict's order, validated.
 
     >>> to_values({"a": 1, "b": True, "c": 2.5})
     array([1. , 1. , 2.5])
 
     """
-    try:
-        if math.isfinite(sum(x.values())):
-            return np.fromiter(x.values(), np.float64, len(x))
-    except (TypeError, OverflowError):
-        pass
-    return np.array([check_value(k, v) for k, v in x.items()], dtype=np.float64)
+    val = values_array(x, tuple(x.values()))
+    return val if val.flags.writeable else val.copy()
 
 
 class FeatureIndex(abc.ABC):

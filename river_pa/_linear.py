@@ -15,7 +15,7 @@ import pandas as pd
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from river_pa import _kernels
-from river_pa._features import make_index, merge_duplicates, to_values
+from river_pa._features import make_index, merge_duplicates, values_array
 
 VARIANTS = {"PA": _kernels.PA, "PA-I": _kernels.PA_I, "PA-II": _kernels.PA_II}
 
@@ -113,7 +113,7 @@ class SparseLinear:
         pos = self._positions(tuple(x))
         vals = tuple(x.values())
         if vals != self._vals or self._version_seen != self._version:
-            val = to_values(x)
+            val = values_array(x, vals)
             if self._dups:
                 pos, val = merge_duplicates(pos, val)
             s, q = _kernels.dot_sq(self._w, pos, val)
