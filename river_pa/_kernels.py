@@ -135,6 +135,17 @@ def margins_dense(w, b, cols, X):
 
 
 @njit(cache=True)
+def margins_csr(w, b, indptr, indices, data):
+    """b + w . x for every row of a CSR batch (float64, rows)."""
+    out = np.empty(indptr.shape[0] - 1)
+    for i in range(out.shape[0]):
+        lo, hi = indptr[i], indptr[i + 1]
+        s, _ = dot_sq(w, indices[lo:hi], data[lo:hi])
+        out[i] = b + s
+    return out
+
+
+@njit(cache=True)
 def mask_positions(idx: np.ndarray, mask: int) -> bool:
     """idx &= mask in place (hash -> position); returns whether two positions are equal."""
     n = idx.shape[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from river_pa import _kernels
@@ -21,6 +22,33 @@ VARIANTS = {"PA": _kernels.PA, "PA-I": _kernels.PA_I, "PA-II": _kernels.PA_II}
 
 _CACHE = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_margin", "_sq",
           "_version_seen")
+
+
+def _sparse_csr(X: pd.DataFrame) -> sp.csr_matrix:
+    """The CSR matrix of a DataFrame of pandas sparse columns (fill value 0)."""
+    try:
+        return X.sparse.to_coo().tocsr()
+    except ValueError as e:
+        raise ValueError(f"sparse feature columns must have fill value 0 ({e})") from None
+
+
+def _csr_positions(csr: sp.csr_matrix, pos: np.ndarray, merge) -> tuple:
+    """(indptr, positions, data) of a CSR batch whose columns sit at `pos` after `merge`.
+
+    `merge` maps each column to its merged column (keys sharing a position), or is None.
+    Without merging, each row keeps the column order of its non-zero entries, which is the
+    dict order of that row's event. With hash collisions the merged row is ordered by the
+    batch's first column of each position, so a row's sum may differ from `learn_one` in the
+    last bits.
+
+    """
+    if merge is not None:
+        csr = sp.csr_matrix((csr.data, merge[csr.indices], csr.indptr),
+                            shape=(csr.shape[0], len(pos)))
+        csr.sum_duplicates()
+    csr.sort_indices()
+    return (csr.indptr.astype(np.int64), pos[csr.indices].astype(np.int64),
+            csr.data.astype(np.float64))
 
 
 def check_variant(variant: str) -> int:
@@ -146,13 +174,27 @@ class SparseLinear:
     # -- batches ---------------------------------------------------------------------------
 
     def _batch(self, X: pd.DataFrame, learn: bool):
-        """(positions, values) of a DataFrame's columns, validated; duplicates merged."""
-        for col in X.columns:
-            dtype = X[col].dtype
+        """(positions, batch) of a DataFrame, validated; positions shared by keys merged.
+
+        The batch is a dense float64 array (rows x positions) or, when every column is a pandas
+        sparse column (fill value 0), a CSR triple (indptr, indices, data) whose indices are
+        already weight positions. Each row's features keep the column order, as the dict of
+        `to_dict("records")` would: a batch is bit for bit a `learn_one` loop.
+
+        """
+        dtypes = X.dtypes
+        for dtype in set(dtypes):
             if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
+                col = X.columns[list(dtypes).index(dtype)]
                 raise TypeError(f"feature {col!r} has non-numeric dtype {dtype}")
-        values = X.to_numpy(dtype=np.float64)
-        finite = np.isfinite(values).all(axis=0)
+        sparse = len(dtypes) > 0 and all(isinstance(d, pd.SparseDtype) for d in dtypes)
+        if sparse:
+            values = _sparse_csr(X)
+            finite = np.ones(X.shape[1], dtype=bool)
+            finite[values.indices[~np.isfinite(values.data)]] = False
+        else:
+            values = X.to_numpy(dtype=np.float64)
+            finite = np.isfinite(values).all(axis=0)
         if not finite.all():
             col = X.columns[int(np.argmin(finite))]
             raise ValueError(f"feature {col!r} has non-finite values")
@@ -160,17 +202,24 @@ class SparseLinear:
         pos = self._index.insert(keys) if learn else self._index.lookup(keys)
         if learn:
             self._grow()
+        merge = None
         if len(set(pos.tolist())) < len(pos):
             uniq, first, inverse = np.unique(pos, return_index=True, return_inverse=True)
-            rank = np.argsort(np.argsort(first))
-            merged = np.zeros((len(values), len(uniq)))
-            for j in range(len(pos)):
-                merged[:, rank[inverse[j]]] += values[:, j]
-            pos, values = uniq[np.argsort(first)], merged
+            merge = np.argsort(np.argsort(first))[inverse]  # column -> merged column
+            pos = uniq[np.argsort(first)]
+        if sparse:
+            return pos, _csr_positions(values, pos, merge)
+        if merge is not None:
+            merged = np.zeros((len(values), len(pos)))
+            for j in range(len(merge)):
+                merged[:, merge[j]] += values[:, j]
+            values = merged
         return pos, np.ascontiguousarray(values)
 
     def _margins_many(self, X: pd.DataFrame) -> np.ndarray:
         pos, values = self._batch(X, learn=False)
+        if isinstance(values, tuple):
+            return _kernels.margins_csr(self._w, self.intercept, *values)
         return _kernels.margins_dense(self._w, self.intercept, pos, values)
 
     def _learn_batch(self, X: pd.DataFrame, y: np.ndarray, w) -> None:
@@ -183,10 +232,12 @@ class SparseLinear:
             if len(sw) != len(X) or not (np.isfinite(sw).all() and (sw >= 0).all()):
                 raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
         pos, values = self._batch(X, learn=True)
-        _, self.intercept = _kernels.learn_dense(
-            self._task, self._variant, self.C, self._epsilon, self._w, self.intercept,
-            self._intercept_norm, pos, values, y, sw
-        )
+        args = (self._task, self._variant, self.C, self._epsilon, self._w, self.intercept,
+                self._intercept_norm)
+        if isinstance(values, tuple):
+            _, self.intercept = _kernels.learn_csr(*args, *values, y, sw)
+        else:
+            _, self.intercept = _kernels.learn_dense(*args, pos, values, y, sw)
         self._version += 1
 
     # -- inspection ------------------------------------------------------------------------

@@ -45,8 +45,17 @@ def encode_binary_label(y) -> float:
 
 
 def _encode_binary_labels(y) -> np.ndarray:
-    values = np.asarray(y, dtype=object)
-    return np.array([encode_binary_label(v) for v in values], dtype=np.float64)
+    """`encode_binary_label` over an array of labels, vectorised for bool and numeric dtypes."""
+    values = np.asarray(y)
+    if values.dtype.kind == "b":
+        return np.where(values, 1.0, -1.0)
+    if values.dtype.kind not in "iuf":
+        return np.array([encode_binary_label(v) for v in values], dtype=np.float64)
+    positive = values == 1
+    bad = ~(positive | (values == 0) | (values == -1))
+    if bad.any():
+        encode_binary_label(values[np.argmax(bad)].item())  # raises, naming the label
+    return np.where(positive, 1.0, -1.0)
 
 
 class PAClassifier(SparseLinear, base.MiniBatchClassifier):

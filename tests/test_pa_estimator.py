@@ -231,3 +231,58 @@ def test_progressive_val_score_values():
     reg = evaluate.progressive_val_score(
         datasets.TrumpApproval(), PARegressor(variant="PA-I", C=0.01), metrics.MAE())
     assert round(reg.get(), 6) == 0.227029
+
+
+def sparse_frame(events):
+    """A DataFrame of pandas sparse columns (fill 0) and the matching dicts of non-zeros."""
+    X = pd.DataFrame([x for x, _ in events]).fillna(0.0)
+    dicts = [{k: v for k, v in row.items() if v != 0.0} for row in X.to_dict("records")]
+    return X.astype(pd.SparseDtype("float64", 0.0)), dicts
+
+
+def test_sparse_frames_equal_the_event_loop():
+    rng = np.random.default_rng(3)
+    keys = [f"k{j}" for j in range(300)]
+    events = [({keys[j]: float(v) for j, v in zip(rng.choice(300, 8, replace=False),
+                                                      rng.normal(size=8))}, bool(rng.random() < .5))
+              for _ in range(500)]
+    many, one = PAClassifier(variant="PA-II"), PAClassifier(variant="PA-II")
+    for lo in range(0, len(events), 128):
+        X, dicts = sparse_frame(events[lo : lo + 128])
+        y = pd.Series([yi for _, yi in events[lo : lo + 128]])
+        assert many.predict_many(X).tolist() == [one.predict_one(x) for x in dicts]
+        many.learn_many(X, y)
+        for x, yi in zip(dicts, y):
+            one.learn_one(x, yi)
+        assert many.weights == one.weights and many.intercept == one.intercept
+    hashed, ref = PAClassifier(n_features=2**6), PAClassifier(n_features=2**6)
+    X, dicts = sparse_frame(events)
+    hashed.learn_many(X, pd.Series([y for _, y in events]))
+    for x, (_, y) in zip(dicts, events):
+        ref.learn_one(x, y)
+    np.testing.assert_allclose(hashed._w, ref._w, rtol=1e-9, atol=1e-12)
+
+
+def test_sparse_frame_with_nan_fill_is_rejected():
+    X = pd.DataFrame({"a": [1.0, np.nan]}).astype(pd.SparseDtype("float64"))
+    with pytest.raises(ValueError, match="fill value 0"):
+        PAClassifier().learn_many(X, pd.Series([True, False]))
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [[True, False, True], [1, 0, 1], [1, -1, 1], [1.0, 0.0, 1.0], np.array([1, -1, 1], np.int8),
+     np.array([True, False, True], dtype=object)],
+)
+def test_batch_label_encodings_give_the_same_model(labels):
+    X = pd.DataFrame({"a": [1.0, 2.0, -1.0]})
+    model, ref = PAClassifier(), PAClassifier()
+    model.learn_many(X, pd.Series(labels))
+    ref.learn_many(X, pd.Series([True, False, True]))
+    assert pickle.dumps(model) == pickle.dumps(ref)
+
+
+@pytest.mark.parametrize("labels", [[1, 2], [0.5, 1.0], [1.0, float("nan")], ["a", "b"]])
+def test_bad_batch_labels(labels):
+    with pytest.raises(ValueError, match="PAMultiClassifier"):
+        PAClassifier().learn_many(pd.DataFrame({"a": [1.0, 2.0]}), pd.Series(labels))
