@@ -134,6 +134,48 @@ def margins_dense(w, b, cols, X):
     return out
 
 
+BLOCK = 64
+
+
+@njit(cache=True)
+def _c_block(X, lo, hi, buf):
+    """Rows lo..hi of a column-major X copied into the C-order buffer, column by column.
+
+    Reading 64 consecutive rows of one column is contiguous, so this is the cache- and
+    TLB-friendly way to turn a pandas (column-major) batch into rows.
+
+    """
+    for j in range(X.shape[1]):
+        for i in range(lo, hi):
+            buf[i - lo, j] = X[i, j]
+    return buf[: hi - lo]
+
+
+@njit(cache=True)
+def learn_dense_f(task, variant, C, epsilon, w, b, intercept, cols, X, y, sw):
+    """`learn_dense` for a column-major (F-order) batch, BLOCK rows at a time."""
+    n = X.shape[0]
+    out = np.empty(n)
+    buf = np.empty((BLOCK, X.shape[1]))
+    for lo in range(0, n, BLOCK):
+        hi = min(lo + BLOCK, n)
+        out[lo:hi], b = learn_dense(task, variant, C, epsilon, w, b, intercept, cols,
+                                    _c_block(X, lo, hi, buf), y[lo:hi], sw[lo:hi])
+    return out, b
+
+
+@njit(cache=True)
+def margins_dense_f(w, b, cols, X):
+    """`margins_dense` for a column-major (F-order) batch."""
+    n = X.shape[0]
+    out = np.empty(n)
+    buf = np.empty((BLOCK, X.shape[1]))
+    for lo in range(0, n, BLOCK):
+        hi = min(lo + BLOCK, n)
+        out[lo:hi] = margins_dense(w, b, cols, _c_block(X, lo, hi, buf))
+    return out
+
+
 @njit(cache=True)
 def margins_csr(w, b, indptr, indices, data):
     """b + w . x for every row of a CSR batch (float64, rows)."""

@@ -194,11 +194,13 @@ class SparseLinear:
             finite[values.indices[~np.isfinite(values.data)]] = False
         else:
             values = X.to_numpy(dtype=np.float64)
-            finite = np.isfinite(values).all(axis=0)
+            finite = np.isfinite(values.sum(axis=0))  # a cheap first check; overflow is rare
+            if not finite.all():
+                finite = np.isfinite(values).all(axis=0)
         if not finite.all():
             col = X.columns[int(np.argmin(finite))]
             raise ValueError(f"feature {col!r} has non-finite values")
-        keys = tuple(X.columns)
+        keys = tuple(X.columns.tolist())
         pos = self._index.insert(keys) if learn else self._index.lookup(keys)
         if learn:
             self._grow()
@@ -214,13 +216,14 @@ class SparseLinear:
             for j in range(len(merge)):
                 merged[:, merge[j]] += values[:, j]
             values = merged
-        return pos, np.ascontiguousarray(values)
+        return pos, values  # C or F order: row by row, an F-order batch is read cache-wise
 
     def _margins_many(self, X: pd.DataFrame) -> np.ndarray:
         pos, values = self._batch(X, learn=False)
         if isinstance(values, tuple):
             return _kernels.margins_csr(self._w, self.intercept, *values)
-        return _kernels.margins_dense(self._w, self.intercept, pos, values)
+        kernel = _kernels.margins_dense if values.flags.c_contiguous else _kernels.margins_dense_f
+        return kernel(self._w, self.intercept, pos, values)
 
     def _learn_batch(self, X: pd.DataFrame, y: np.ndarray, w) -> None:
         if len(y) != len(X):
@@ -237,7 +240,8 @@ class SparseLinear:
         if isinstance(values, tuple):
             _, self.intercept = _kernels.learn_csr(*args, *values, y, sw)
         else:
-            _, self.intercept = _kernels.learn_dense(*args, pos, values, y, sw)
+            kernel = _kernels.learn_dense if values.flags.c_contiguous else _kernels.learn_dense_f
+            _, self.intercept = kernel(*args, pos, values, y, sw)
         self._version += 1
 
     # -- inspection ------------------------------------------------------------------------
