@@ -25,11 +25,25 @@ _CACHE = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_margin
 
 
 def _sparse_csr(X: pd.DataFrame) -> sp.csr_matrix:
-    """The CSR matrix of a DataFrame of pandas sparse columns (fill value 0)."""
-    try:
-        return X.sparse.to_coo().tocsr()
-    except ValueError as e:
-        raise ValueError(f"sparse feature columns must have fill value 0 ({e})") from None
+    """The CSR matrix of a DataFrame of pandas sparse columns (fill value 0).
+
+    Reads each column's stored rows and values directly: `DataFrame.sparse.to_coo` builds a
+    Series per column and is about 10x slower on batches of tens of thousands of columns.
+
+    """
+    arrays = list(X._iter_column_arrays())  # pandas >= 1.3: the column arrays, in order
+    for col, a in zip(X.columns, arrays):
+        if pd.isna(a.fill_value) or a.fill_value != 0:
+            raise ValueError(f"sparse feature columns must have fill value 0, {col!r} has "
+                             f"{a.fill_value!r}")
+    rows = [a.sp_index.indices for a in arrays]
+    counts = np.fromiter(map(len, rows), np.int64, len(rows))
+    coo = sp.coo_matrix(
+        (np.concatenate([a.sp_values for a in arrays]).astype(np.float64),
+         (np.concatenate(rows), np.repeat(np.arange(len(rows)), counts))),
+        shape=X.shape,
+    )
+    return coo.tocsr()
 
 
 def _csr_positions(csr: sp.csr_matrix, pos: np.ndarray, merge) -> tuple:
