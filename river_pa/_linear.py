@@ -24,6 +24,30 @@ _CACHE = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_margin
           "_version_seen")
 
 
+def _check_dtypes(X: pd.DataFrame) -> bool:
+    """Raise TypeError naming a non-numeric column; return whether all columns are sparse.
+
+    Sparse columns must have fill value 0 (ValueError otherwise). Each distinct dtype is checked
+    once: hashing a pandas SparseDtype is slow, so sparse columns are checked by subtype.
+
+    """
+    dtypes = list(X.dtypes)
+    sparse = bool(dtypes) and all(isinstance(d, pd.SparseDtype) for d in dtypes)
+    base = [d.subtype for d in dtypes] if sparse else dtypes
+    for dtype in set(base):
+        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
+            col = X.columns[base.index(dtype)]
+            raise TypeError(f"feature {col!r} has non-numeric dtype {dtypes[base.index(dtype)]}")
+    if sparse:
+        fills = [d.fill_value for d in dtypes]
+        for fill in set(fills):
+            if pd.isna(fill) or fill != 0:
+                col = X.columns[fills.index(fill)]
+                raise ValueError(f"sparse feature columns must have fill value 0, {col!r} has "
+                                 f"{fill!r}")
+    return sparse
+
+
 def _sparse_csr(X: pd.DataFrame) -> sp.csr_matrix:
     """The CSR matrix of a DataFrame of pandas sparse columns (fill value 0).
 
@@ -32,10 +56,6 @@ def _sparse_csr(X: pd.DataFrame) -> sp.csr_matrix:
 
     """
     arrays = list(X._iter_column_arrays())  # pandas >= 1.3: the column arrays, in order
-    for col, a in zip(X.columns, arrays):
-        if pd.isna(a.fill_value) or a.fill_value != 0:
-            raise ValueError(f"sparse feature columns must have fill value 0, {col!r} has "
-                             f"{a.fill_value!r}")
     rows = [a.sp_index.indices for a in arrays]
     counts = np.fromiter(map(len, rows), np.int64, len(rows))
     coo = sp.coo_matrix(
@@ -196,12 +216,7 @@ class SparseLinear:
         `to_dict("records")` would: a batch is bit for bit a `learn_one` loop.
 
         """
-        dtypes = X.dtypes
-        for dtype in set(dtypes):
-            if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
-                col = X.columns[list(dtypes).index(dtype)]
-                raise TypeError(f"feature {col!r} has non-numeric dtype {dtype}")
-        sparse = len(dtypes) > 0 and all(isinstance(d, pd.SparseDtype) for d in dtypes)
+        sparse = _check_dtypes(X)
         if sparse:
             values = _sparse_csr(X)
             finite = np.ones(X.shape[1], dtype=bool)
