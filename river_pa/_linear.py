@@ -172,10 +172,13 @@ class SparseLinear:
         the margin and the norm stay valid.
 
         """
-        pos = self._positions(tuple(x))
+        keys = tuple(x)
+        if keys != self._keys:
+            self._positions(keys)
         vals = tuple(x.values())
         if vals != self._vals or self._version_seen != self._version:
             val = values_array(x, vals)
+            pos = self._pos
             if self._dups:
                 pos, val = merge_duplicates(pos, val)
             s, q = _kernels.dot_sq(self._w, pos, val)
