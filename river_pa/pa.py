@@ -100,6 +100,13 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
     TypeError, NaN and infinities raise ValueError, both naming the feature; the model is
     unchanged after a rejected event. An empty dict is valid: the intercept alone predicts.
 
+    `learn_many(X, y, w)` runs the rows of a pandas DataFrame in order in compiled code and
+    leaves exactly the weights of a `learn_one` loop over ``X.to_dict("records")``;
+    `predict_many` and `predict_proba_many` equal `predict_one` and `predict_proba_one` row by
+    row. X may have dense numeric columns, or only pandas sparse columns of fill value 0
+    (missing = 0; then each row is the dict of its non-zero entries, and with hash collisions
+    a row's sums may differ from `learn_one` in the last bits).
+
     Examples
     --------
 
@@ -191,8 +198,8 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
     n_features
         None for a vocabulary, a power of two for the hashing trick.
 
-    Sample weights, bad input and empty dicts behave as in `PAClassifier`; a non-finite target
-    raises ValueError.
+    Sample weights, bad input, empty dicts and batches behave as in `PAClassifier`; a
+    non-numeric target raises TypeError, a non-finite one ValueError.
 
     Examples
     --------
@@ -245,7 +252,7 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
-        self._learn_batch(X, np.array([_check_target(v) for v in y], dtype=np.float64), w)
+        self._learn_batch(X, _check_targets(y), w)
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
         return pd.Series(self._margins_many(X), index=X.index)
@@ -258,3 +265,16 @@ def _check_target(y) -> float:
     if not math.isfinite(value):
         raise ValueError(f"target y must be finite, got {y!r}")
     return value
+
+
+def _check_targets(y) -> np.ndarray:
+    """`_check_target` over an array of targets, vectorised for numeric dtypes."""
+    values = np.asarray(y)
+    if values.dtype.kind not in "iufb":
+        return np.array([_check_target(v) for v in values], dtype=np.float64)
+    values = values.astype(np.float64)
+    finite = np.isfinite(values)
+    if not finite.all():
+        _check_target(values[np.argmin(finite)].item())  # raises, naming the target
+    return values
+

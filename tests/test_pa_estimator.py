@@ -286,3 +286,11 @@ def test_batch_label_encodings_give_the_same_model(labels):
 def test_bad_batch_labels(labels):
     with pytest.raises(ValueError, match="PAMultiClassifier"):
         PAClassifier().learn_many(pd.DataFrame({"a": [1.0, 2.0]}), pd.Series(labels))
+
+
+def test_bad_batch_targets():
+    X = pd.DataFrame({"a": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="target y must be finite, got nan"):
+        PARegressor().learn_many(X, pd.Series([1.0, float("nan")]))
+    with pytest.raises(TypeError, match="target y must be a real number, got '1'"):
+        PARegressor().learn_many(X, pd.Series(["1", "2"], dtype=object))
