@@ -158,9 +158,10 @@ class SparseLinear:
         return self._pos
 
     def _grow(self):
+        """Make room for every position of the index, growing by half (amortised O(1))."""
         size = self._index.size
         if size > len(self._w):
-            w = np.zeros(max(size, 2 * len(self._w)))
+            w = np.zeros(max(size, len(self._w) + len(self._w) // 2))
             w[: len(self._w)] = self._w
             self._w = w
 
@@ -248,7 +249,7 @@ class SparseLinear:
             for j in range(len(merge)):
                 merged[:, merge[j]] += values[:, j]
             values = merged
-        return pos, values  # C or F order: row by row, an F-order batch is read cache-wise
+        return pos, values  # C or F order (pandas is column-major): see learn_dense_f
 
     def _margins_many(self, X: pd.DataFrame) -> np.ndarray:
         pos, values = self._batch(X, learn=False)
