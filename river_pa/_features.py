@@ -78,21 +78,27 @@ def _packer(n: int) -> struct.Struct:
     return packer
 
 
-def values_array(x: dict, vals: tuple) -> np.ndarray:
-    """`to_values(x)` given ``vals = tuple(x.values())``; the array may be read-only.
+def packed_values(x: dict, vals: tuple) -> bytes | np.ndarray:
+    """The validated values of `x`, given ``vals = tuple(x.values())``: packed float64 bytes.
 
     The fast path sums the values in C: a non-number raises there and a NaN or an infinity
-    makes the sum non-finite. Only then is every value checked one by one, to name the culprit.
-    The values are converted by `struct` (several times faster than `np.fromiter` on wide
-    events, and exact: each becomes the float64 `float(value)`).
+    makes the sum non-finite. Only then is every value checked one by one, to name the culprit
+    (the result is then a float64 array). The values are packed by `struct`: several times
+    faster than `np.fromiter`, exact (each becomes the float64 `float(value)`), and Numba
+    kernels read the bytes in place (`np.frombuffer`).
 
     """
     try:
         if math.isfinite(sum(vals)):
-            return np.frombuffer(_packer(len(vals)).pack(*vals))
+            return _packer(len(vals)).pack(*vals)
     except (TypeError, OverflowError, struct.error):
         pass
     return np.array([check_value(k, v) for k, v in x.items()], dtype=np.float64)
+
+
+def as_array(val: bytes | np.ndarray) -> np.ndarray:
+    """A float64 array of `packed_values` output (read-only when it was bytes)."""
+    return np.frombuffer(val) if val.__class__ is bytes else val
 
 
 def to_values(x: dict) -> np.ndarray:
@@ -102,8 +108,8 @@ def to_values(x: dict) -> np.ndarray:
     array([1. , 1. , 2.5])
 
     """
-    val = values_array(x, tuple(x.values()))
-    return val if val.flags.writeable else val.copy()
+    val = packed_values(x, tuple(x.values()))
+    return np.frombuffer(val).copy() if val.__class__ is bytes else val
 
 
 class FeatureIndex(abc.ABC):

@@ -69,6 +69,12 @@ def dot_sq(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, floa
 
 
 @njit(cache=True)
+def dot_sq_packed(w: np.ndarray, idx: np.ndarray, packed: bytes) -> tuple[float, float]:
+    """`dot_sq` with the values as packed float64 bytes (`struct.pack`), read in place."""
+    return dot_sq(w, idx, np.frombuffer(packed, dtype=np.float64))
+
+
+@njit(cache=True)
 def axpy(w: np.ndarray, idx: np.ndarray, val: np.ndarray, step: float) -> None:
     """w[idx] += step * val, in place."""
     for j in range(idx.shape[0]):
@@ -88,6 +94,13 @@ def update(task, variant, w, b, intercept, idx, val, margin, sq_norm, y, c, epsi
         axpy(w, idx, val, step)
         b += step * intercept
     return b, step
+
+
+@njit(cache=True)
+def update_packed(task, variant, w, b, intercept, idx, packed, margin, sq_norm, y, c, epsilon):
+    """`update` with the values as packed float64 bytes, read in place."""
+    return update(task, variant, w, b, intercept, idx, np.frombuffer(packed, dtype=np.float64),
+                  margin, sq_norm, y, c, epsilon)
 
 
 @njit(cache=True)

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from river_pa import _kernels
-from river_pa._features import make_index, merge_duplicates, values_array
+from river_pa._features import as_array, make_index, merge_duplicates, packed_values
 
 VARIANTS = {"PA": _kernels.PA, "PA-I": _kernels.PA_I, "PA-II": _kernels.PA_II}
 
@@ -165,12 +165,13 @@ class SparseLinear:
             w[: len(self._w)] = self._w
             self._w = w
 
-    def _event(self, x: dict, learn: bool = False):
-        """(positions, values, margin, ||x||^2) of the event `x`, validated.
+    def _prepare(self, x: dict, learn: bool = False) -> None:
+        """Validate the event `x` and cache its positions, values, margin and ||x||^2.
 
         With `learn`, keys never seen get positions (after validation, so a rejected event
         leaves the model unchanged). Unseen keys sit at the sink, of weight 0, until then, so
-        the margin and the norm stay valid.
+        the margin and the norm stay valid. The values are cached as packed bytes on the fast
+        path (see `packed_values`), which the `_packed` kernels read without an array.
 
         """
         keys = tuple(x)
@@ -178,11 +179,12 @@ class SparseLinear:
             self._positions(keys)
         vals = tuple(x.values())
         if vals != self._vals or self._version_seen != self._version:
-            val = values_array(x, vals)
+            val = packed_values(x, vals)
             pos = self._pos
             if self._dups:
-                pos, val = merge_duplicates(pos, val)
-            s, q = _kernels.dot_sq(self._w, pos, val)
+                pos, val = merge_duplicates(pos, as_array(val))
+            dot = _kernels.dot_sq_packed if val.__class__ is bytes else _kernels.dot_sq
+            s, q = dot(self._w, pos, val)
             self._vals, self._epos, self._val = vals, pos, val
             self._margin, self._sq = self.intercept + s, q
             self._version_seen = self._version
@@ -190,20 +192,27 @@ class SparseLinear:
             self._pos = self._epos = self._index.insert(self._keys)
             self._known = True
             self._grow()
-        return self._epos, self._val, self._margin, self._sq
+
+    def _event(self, x: dict, learn: bool = False):
+        """(positions, values, margin, ||x||^2) of the event `x`, validated (see `_prepare`)."""
+        self._prepare(x, learn)
+        return self._epos, as_array(self._val), self._margin, self._sq
 
     def _margin_one(self, x: dict) -> float:
-        return self._event(x)[2]
+        self._prepare(x)
+        return self._margin
 
     def _learn_event(self, x: dict, y: float, w: float):
         if w.__class__ is not float or w != 1.0:
             w = check_sample_weight(w)
             if w == 0.0:
                 return
-        pos, val, margin, sq = self._event(x, learn=True)
-        b, step = _kernels.update(
-            self._task, self._variant, self._w, self.intercept, self._intercept_norm, pos, val,
-            margin, sq, y, self.C * w, self._epsilon
+        self._prepare(x, learn=True)
+        val = self._val
+        kernel = _kernels.update_packed if val.__class__ is bytes else _kernels.update
+        b, step = kernel(
+            self._task, self._variant, self._w, self.intercept, self._intercept_norm, self._epos,
+            val, self._margin, self._sq, y, self.C * w, self._epsilon
         )
         if step != 0.0:
             self.intercept = b

@@ -156,7 +156,7 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
-        return self._event(x)[2] > 0.0
+        return self._margin_one(x) > 0.0
 
     def decision_function_one(self, x: dict) -> float:
         """The margin w . x + b."""
