@@ -26,7 +26,7 @@ from itertools import repeat
 
 import numpy as np
 
-from river_pa._kernels import mask_positions
+from river_pa._kernels import CRC_TABLE, crc32_segments, mask_positions
 
 __all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values", "check_value"]
 
@@ -217,10 +217,16 @@ class Hashing(FeatureIndex):
         return self.n_features
 
     def lookup_unique(self, keys):
+        n = len(keys)
         try:  # all keys str (the common case): CRC-32 of the UTF-8 bytes, as stable_hash does
-            idx = np.fromiter(map(zlib.crc32, map(str.encode, keys)), np.int64, len(keys))
+            joined = "\x00".join(keys)
+            if n and joined.isascii() and joined.count("\x00") == n - 1:
+                idx = np.empty(n, dtype=np.int64)  # one Numba pass over all the keys' bytes
+                crc32_segments(joined.encode("ascii"), CRC_TABLE, idx)
+            else:
+                idx = np.fromiter(map(zlib.crc32, map(str.encode, keys)), np.int64, n)
         except TypeError:
-            idx = np.fromiter(map(stable_hash, keys), np.int64, len(keys))
+            idx = np.fromiter(map(stable_hash, keys), np.int64, n)
         return idx, mask_positions(idx, self.n_features - 1)
 
     def lookup(self, keys):

@@ -23,6 +23,20 @@ PA, PA_I, PA_II = 0, 1, 2
 CLASSIFY, REGRESS = 0, 1
 
 
+def _crc_table() -> np.ndarray:
+    """The byte table of CRC-32 as zlib computes it (reflected polynomial 0xEDB88320)."""
+    table = np.empty(256, dtype=np.int64)
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        table[n] = c
+    return table
+
+
+CRC_TABLE = _crc_table()
+
+
 @njit(cache=True)
 def step_size(variant: int, loss: float, sq_norm: float, c: float) -> float:
     """tau of PA (loss/||x||^2), PA-I (min(C, loss/||x||^2)) or PA-II (loss/(||x||^2 + 1/2C)).
@@ -217,3 +231,22 @@ def mask_positions(idx: np.ndarray, mask: int) -> bool:
             if idx[j] == idx[k]:
                 return True
     return False
+
+
+@njit(cache=True)
+def crc32_segments(data: bytes, table: np.ndarray, idx: np.ndarray) -> None:
+    """idx[k] = zlib.crc32 of the k-th NUL-separated segment of `data`, for every k.
+
+    `idx` (int64) must have one slot per segment (the number of NUL bytes + 1).
+
+    """
+    k = 0
+    crc = 0xFFFFFFFF
+    for b in data:
+        if b == 0:
+            idx[k] = crc ^ 0xFFFFFFFF
+            k += 1
+            crc = 0xFFFFFFFF
+        else:
+            crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    idx[k] = crc ^ 0xFFFFFFFF

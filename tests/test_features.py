@@ -112,3 +112,20 @@ def test_hashing_reports_collisions_within_an_event(n):
     assert not dups and idx.tolist() == [zlib.crc32(k.encode()) % 2**30 for k in keys]
     idx, dups = Hashing(2**2).lookup_unique(keys)
     assert dups and idx.max() < 4
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [("a",), ("", "x", ""), ("user=42", "k17", "ad:7" * 40), ("é", "ascii"), ("a\x00b", "c"),
+     ("s", 3, ("t", 1)), ()],
+    ids=["one", "empty-strings", "long", "non-ascii", "nul-inside", "mixed-types", "none"],
+)
+def test_hash_positions_equal_crc32_on_every_path(keys):
+    expected = [stable_hash(k) % 2**31 for k in keys]
+    assert Hashing(2**31).lookup(keys).tolist() == expected
+
+
+def test_hash_positions_of_many_random_keys():
+    rng = np.random.default_rng(0)
+    keys = tuple("".join(map(chr, rng.integers(1, 128, rng.integers(0, 12)))) for _ in range(500))
+    assert Hashing(2**32).lookup(keys).tolist() == [zlib.crc32(k.encode()) for k in keys]
