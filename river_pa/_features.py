@@ -90,7 +90,7 @@ def packed_values(x: dict, vals: tuple) -> bytes | np.ndarray:
     """
     try:
         if math.isfinite(sum(vals)):
-            return _packer(len(vals)).pack(*vals)
+            return (_PACKERS.get(len(vals)) or _packer(len(vals))).pack(*vals)
     except (TypeError, OverflowError, struct.error):
         pass
     return np.array([check_value(k, v) for k, v in x.items()], dtype=np.float64)

@@ -156,7 +156,8 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
-        return self._margin_one(x) > 0.0
+        self._prepare(x)  # = self._margin_one(x), one call less on the hot path
+        return self._margin > 0.0
 
     def decision_function_one(self, x: dict) -> float:
         """The margin w . x + b."""
