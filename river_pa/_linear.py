@@ -16,12 +16,10 @@ import scipy.sparse as sp
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from river_pa import _kernels
+from river_pa._transient import TransientCache
 from river_pa._features import as_array, make_index, merge_duplicates, packed_values
 
 VARIANTS = {"PA": _kernels.PA, "PA-I": _kernels.PA_I, "PA-II": _kernels.PA_II}
-
-_CACHE = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_margin", "_sq",
-          "_version_seen")
 
 
 def _check_dtypes(X: pd.DataFrame) -> bool:
@@ -151,7 +149,7 @@ def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False
     return pos, values
 
 
-class SparseLinear:
+class SparseLinear(TransientCache):
     """Weights over dict features: a numpy array, an intercept and a feature index.
 
     Subclasses set `_task` (a `river_pa._kernels` task code) and call `_setup` in `__init__`.
@@ -160,6 +158,8 @@ class SparseLinear:
 
     _task: int
     _INITIAL_CAPACITY = 64
+    _TRANSIENT = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_margin", "_sq",
+                  "_version_seen")
 
     def _setup(self, variant, C, epsilon, learn_intercept, n_features):
         self._variant = check_variant(variant)
@@ -180,16 +180,6 @@ class SparseLinear:
         self._dups = self._known = False
         self._margin = self._sq = 0.0
         self._version_seen = -1
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        for name in _CACHE:
-            state.pop(name, None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._clear_cache()
 
     # -- events ----------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from river import optim
 from river_pa import _paramfree_kernels as K
 from river_pa._features import Vocabulary
 from river_pa._paramfree import BinaryMixin, ParamFreeLinear, RegressionMixin
+from river_pa._transient import TransientCache
 
 __all__ = ["RescaledExp", "RescaledExpClassifier", "RescaledExpRegressor"]
 
@@ -77,7 +78,7 @@ class _RescaledExpState:
             K.rescaledexp_full(self._st, self._sc, pos, val, gm, bias, self._center)
 
 
-class RescaledExp(_RescaledExpState, optim.base.Optimizer):
+class RescaledExp(_RescaledExpState, TransientCache, optim.base.Optimizer):
     """The RescaledExp optimizer (Cutkosky and Boahen 2017, Algorithms 1 and 2): no learning rate.
 
     For River's linear models, e.g. `linear_model.LogisticRegression(optimizer=RescaledExp())`.
@@ -124,6 +125,8 @@ class RescaledExp(_RescaledExpState, optim.base.Optimizer):
 
     """
 
+    _TRANSIENT = ("_keys", "_pos")  # the position cache of the last key tuple
+
     def __init__(self, coordinatewise: bool = True, center: str | None = None):
         super().__init__(lr=1.0)
         self.coordinatewise = coordinatewise
@@ -132,11 +135,6 @@ class RescaledExp(_RescaledExpState, optim.base.Optimizer):
         self._index = Vocabulary()
         self._keys = None
         self._pos = None
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_keys"] = state["_pos"] = None
-        return state
 
     def _positions(self, keys: tuple) -> np.ndarray:
         if keys != self._keys:
