@@ -1,4 +1,4 @@
-"""RescaledExp (Cutkosky and Boahen 2017): hand-computed rounds, Theorem 2's bound, the overflow
+"""RescaledExp (Cutkosky and Boahen 2016): hand-computed rounds, Theorem 2's bound, the overflow
 guard on Theorem 1's adversary, River integration, pickling and input validation."""
 
 from __future__ import annotations
