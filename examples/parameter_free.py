@@ -63,8 +63,12 @@ POWERS = [10.0**e for e in range(-5, 3)]
 REFINE = [0.2, 0.4, 0.8, 2.0, 4.0, 6.0, 8.0]
 QUICK_POWERS = [10.0**e for e in range(-3, 2)]
 DATASETS = ["a9a", "phishing", "mushrooms", "elec2", "usps", "mnist5k"]
-PAPER = {"AdaGrad": 1.14, "RescaledExp": 1.19, "AdaDelta": 1.21, "ScaleInvariant": 1.28,
-         "Adam": 1.51, "PiSTOL": 1.53}
+# Table 1 of the paper for the learners run here under the same name. Its "ScaleInvariant" (1.28)
+# is a tuned algorithm of its reference [23], not Kotlowski's (published after it): no row here.
+PAPER = {"AdaGrad": 1.14, "RescaledExp": 1.19, "AdaDelta": 1.21, "Adam": 1.51, "PiSTOL": 1.53}
+PAPER_NOTE = ("paper's Table 1 also has ScaleInvariant 1.28: a tuned learner of its reference [23], "
+              "not Kotlowski's untuned algorithm (the ScaleInvariant rows here)")
+WINDOWS = 20
 
 
 def data_dir() -> Path:
@@ -136,35 +140,45 @@ def river_pa_margin(model):
     return model.decision_function_one
 
 
-def run_progressive(model, margin, stream) -> float:
-    """Average progressive hinge loss max(0, 1 - y m) of `model` over one pass of `stream`."""
+def progressive_losses(model, margin, stream) -> np.ndarray:
+    """Hinge loss max(0, 1 - y m) of each event of `stream` before `model` learns it."""
     f = margin(model)
-    total = 0.0
-    for x, label in stream:
+    out = np.empty(len(stream))
+    for i, (x, label) in enumerate(stream):
         m = f(x)
-        total += max(0.0, 1.0 - (m if label else -m))
+        out[i] = max(0.0, 1.0 - (m if label else -m))
         model.learn_one(x, label)
-    return total / len(stream)
+    return out
 
 
-def run_vw(alpha: float, stream) -> float:
-    """Average progressive hinge loss of VW's PiSTOL with ftrl_alpha = alpha (unclipped)."""
+def run_progressive(model, margin, stream) -> float:
+    """Average progressive hinge loss of `model` over one pass of `stream`."""
+    return float(progressive_losses(model, margin, stream).mean())
+
+
+def vw_losses(alpha: float, stream) -> np.ndarray:
+    """Progressive hinge losses of VW's PiSTOL with ftrl_alpha = alpha (unclipped)."""
     import vowpalwabbit
 
     vw = vowpalwabbit.Workspace(
         f"--pistol --ftrl_alpha {alpha!r} --loss_function hinge --quiet "
         "--min_prediction -1e30 --max_prediction 1e30"
     )
-    total = 0.0
-    for x, label in stream:
+    out = np.empty(len(stream))
+    for i, (x, label) in enumerate(stream):
         feats = " ".join(f"f{k}:{v!r}" for k, v in x.items())
         ex = vw.parse(f"{1 if label else -1} | {feats}")
         m = vw.predict(ex)
-        total += max(0.0, 1.0 - (m if label else -m))
+        out[i] = max(0.0, 1.0 - (m if label else -m))
         vw.learn(ex)
         vw.finish_example(ex)
     vw.finish()
-    return total / len(stream)
+    return out
+
+
+def run_vw(alpha: float, stream) -> float:
+    """Average progressive hinge loss of VW's PiSTOL with ftrl_alpha = alpha."""
+    return float(vw_losses(alpha, stream).mean())
 
 
 def hinge():
@@ -214,15 +228,38 @@ def evaluate_dataset(stream, powers, with_vw: bool, full_max_d: int) -> dict:
         if name.endswith("(full)") and d > full_max_d:
             continue
         results[name] = run_progressive(make(), river_pa_margin, stream)
-    for name, make_opt in TUNED.items():
-        def score(lam, make_opt=make_opt):
-            model = linear_model.LogisticRegression(optimizer=make_opt(lam), loss=hinge())
-            return run_progressive(model, river_margin, stream)
+    for name in TUNED:
+        def score(lam, name=name):
+            return run_progressive(tuned_model(name, lam), river_margin, stream)
 
         results[name] = tune(score, powers)
     if with_vw:
         results["PiSTOL"] = tune(lambda lam: run_vw(lam, stream), powers)
     return results
+
+
+def tuned_model(name: str, lam: float):
+    return linear_model.LogisticRegression(optimizer=TUNED[name](lam), loss=hinge())
+
+
+def best_setting_losses(stream, results: dict) -> dict[str, np.ndarray]:
+    """{learner: per-event progressive losses at its best setting} (one more pass each): the
+    curves behind a score, to see whether a gap is a warm-up or persists."""
+    curves = {}
+    for name, r in results.items():
+        if name == "PiSTOL":
+            curves[name] = vw_losses(min(r, key=r.get), stream)
+        elif isinstance(r, dict):
+            curves[name] = progressive_losses(
+                tuned_model(name, min(r, key=r.get)), river_margin, stream)
+        else:
+            curves[name] = progressive_losses(PARAMETER_FREE[name](), river_pa_margin, stream)
+    return curves
+
+
+def window_means(losses: np.ndarray, n_windows: int = WINDOWS) -> list[float]:
+    """Mean loss over each of `n_windows` consecutive, nearly equal slices of the pass."""
+    return [float(w.mean()) for w in np.array_split(losses, n_windows)]
 
 
 def best_loss(result) -> float:
@@ -264,6 +301,7 @@ def format_table(all_results: dict, table: dict) -> str:
         paper = PAPER.get(name)
         note = f"  (paper {paper})" if paper else ""
         lines.append(name.ljust(width) + cells + f"{avg[name]:10.3f}" + note)
+    lines.append(PAPER_NOTE)
     return "\n".join(lines)
 
 
@@ -294,13 +332,41 @@ def plot(all_results: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def run(datasets=DATASETS, limit=None, powers=POWERS, with_vw=True, full_max_d=1000, log=print):
-    """{data set: results} for every data set, printing progress through `log`."""
+def plot_curves(all_curves: dict, path: Path) -> None:
+    """Mean progressive loss over each twentieth of the pass, every learner at its best setting."""
+    n = len(all_curves)
+    cols = 3
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows))
+    for ax, (ds, curves) in zip(np.ravel(axes), all_curves.items()):
+        for i, (name, losses) in enumerate(curves.items()):
+            ends = [int(w[-1]) + 1 for w in np.array_split(np.arange(len(losses)), WINDOWS)]
+            ax.plot(ends, window_means(losses), label=name, color=f"C{i}",
+                    ls="-" if name in TUNED or name == "PiSTOL" else "--")
+        ax.set_title(ds)
+        ax.set_xlabel("events seen")
+        ax.set_ylabel(f"hinge loss (mean over 1/{WINDOWS} of the pass)")
+        ax.set_yscale("log")
+    for ax in np.ravel(axes)[n:]:
+        ax.axis("off")
+    np.ravel(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run(datasets=DATASETS, limit=None, powers=POWERS, with_vw=True, full_max_d=1000, log=print,
+        curves=None):
+    """{data set: results} for every data set, printing progress through `log`. Given a dict
+    `curves`, also fills curves[data set] with `best_setting_losses`."""
     all_results = {}
     for ds in datasets:
         start = time.perf_counter()
         stream = load(ds, limit)
         all_results[ds] = evaluate_dataset(stream, powers, with_vw, full_max_d)
+        if curves is not None:
+            curves[ds] = best_setting_losses(stream, all_results[ds])
         log(f"{ds}: {len(stream)} events, {time.perf_counter() - start:.1f} s")
     return all_results
 
@@ -315,16 +381,40 @@ def main(argv=None):
     args = parser.parse_args(argv)
     limit = 600 if args.quick and args.limit is None else args.limit
     powers = QUICK_POWERS if args.quick else POWERS
-    all_results = run(args.datasets, limit, powers, vw_available() and not args.no_vw)
+    curves = {}
+    all_results = run(args.datasets, limit, powers, vw_available() and not args.no_vw,
+                      curves=curves)
     table = normalized(all_results)
     print(format_table(all_results, table))
+    print(format_windows(curves))
     plot(all_results, args.out)
+    curves_png = args.out.with_name(args.out.stem + "_curves.png")
+    plot_curves(curves, curves_png)
     losses = args.out.with_suffix(".json")
     losses.write_text(json.dumps(
         {ds: {name: {str(k): v for k, v in r.items()} if isinstance(r, dict) else r
               for name, r in row.items()} for ds, row in all_results.items()}, indent=1))
-    print(f"plot written to {args.out}, losses to {losses}")
+    curves_png.with_suffix(".json").write_text(json.dumps(
+        {ds: {name: window_means(c) for name, c in row.items()} for ds, row in curves.items()},
+        indent=1))
+    print(f"plots written to {args.out} and {curves_png}, losses next to them (.json)")
     return all_results
+
+
+def format_windows(all_curves: dict) -> str:
+    """Per data set: each learner's loss over the first and the last twentieth of the pass at
+    its best setting, and the last twentieth relative to the best learner's there (omitted
+    when that is 0)."""
+    lines = [f"loss over the first / last 1/{WINDOWS} of the pass (best setting), "
+             "last relative to the best there"]
+    for ds, curves in all_curves.items():
+        last = {name: window_means(c)[-1] for name, c in curves.items()}
+        floor = min(last.values())
+        cells = [f"{name} {window_means(c)[0]:.3f}/{last[name]:.3f}"
+                 + (f" ({last[name] / floor:.2f})" if floor > 0 else "")
+                 for name, c in curves.items()]
+        lines.append(f"{ds}: " + ", ".join(cells))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
