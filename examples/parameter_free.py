@@ -305,24 +305,15 @@ def format_table(all_results: dict, table: dict) -> str:
     return "\n".join(lines)
 
 
-def plot(all_results: dict, path: Path) -> None:
-    """Figures 1-2: loss vs hyperparameter per data set; parameter-free learners as flat lines."""
-    n = len(all_results)
+def _panels(per_dataset: dict, draw, path: Path) -> None:
+    """One panel per data set, three to a row: draw(ax, data set, value), legend on the first."""
+    n = len(per_dataset)
     cols = 3
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows))
-    for ax, (ds, results) in zip(np.ravel(axes), all_results.items()):
-        for i, (name, r) in enumerate(results.items()):
-            if isinstance(r, dict):
-                ax.plot(list(r), list(r.values()), marker="o", ms=3, label=name, color=f"C{i}")
-            else:
-                ax.axhline(r, ls=("--", ":", "-.")[i % 3], lw=1.6, label=name, color=f"C{i}")
-        ax.set_xscale("log")
+    for ax, (ds, value) in zip(np.ravel(axes), per_dataset.items()):
+        draw(ax, ds, value)
         ax.set_title(ds)
-        ax.set_xlabel("hyperparameter")
-        ax.set_ylabel("average hinge loss")
-        lo = min(best_loss(r) for r in results.values())
-        ax.set_ylim(0.9 * lo, max(3 * lo, lo + 0.2))
     for ax in np.ravel(axes)[n:]:
         ax.axis("off")
     np.ravel(axes)[0].legend(fontsize=7)
@@ -330,30 +321,39 @@ def plot(all_results: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _draw_grid(ax, ds, results):
+    for i, (name, r) in enumerate(results.items()):
+        if isinstance(r, dict):
+            ax.plot(list(r), list(r.values()), marker="o", ms=3, label=name, color=f"C{i}")
+        else:
+            ax.axhline(r, ls=("--", ":", "-.")[i % 3], lw=1.6, label=name, color=f"C{i}")
+    ax.set_xscale("log")
+    ax.set_xlabel("hyperparameter")
+    ax.set_ylabel("average hinge loss")
+    lo = min(best_loss(r) for r in results.values())
+    ax.set_ylim(0.9 * lo, max(3 * lo, lo + 0.2))
+
+
+def _draw_curves(ax, ds, curves):
+    for i, (name, losses) in enumerate(curves.items()):
+        ends = [int(w[-1]) + 1 for w in np.array_split(np.arange(len(losses)), WINDOWS)]
+        ax.plot(ends, window_means(losses), label=name, color=f"C{i}",
+                ls="-" if name in TUNED or name == "PiSTOL" else "--")
+    ax.set_xlabel("events seen")
+    ax.set_ylabel(f"hinge loss (mean over 1/{WINDOWS} of the pass)")
+    ax.set_yscale("log")
+
+
+def plot(all_results: dict, path: Path) -> None:
+    """Figures 1-2: loss vs hyperparameter per data set; parameter-free learners as flat lines."""
+    _panels(all_results, _draw_grid, path)
 
 
 def plot_curves(all_curves: dict, path: Path) -> None:
     """Mean progressive loss over each twentieth of the pass, every learner at its best setting."""
-    n = len(all_curves)
-    cols = 3
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows))
-    for ax, (ds, curves) in zip(np.ravel(axes), all_curves.items()):
-        for i, (name, losses) in enumerate(curves.items()):
-            ends = [int(w[-1]) + 1 for w in np.array_split(np.arange(len(losses)), WINDOWS)]
-            ax.plot(ends, window_means(losses), label=name, color=f"C{i}",
-                    ls="-" if name in TUNED or name == "PiSTOL" else "--")
-        ax.set_title(ds)
-        ax.set_xlabel("events seen")
-        ax.set_ylabel(f"hinge loss (mean over 1/{WINDOWS} of the pass)")
-        ax.set_yscale("log")
-    for ax in np.ravel(axes)[n:]:
-        ax.axis("off")
-    np.ravel(axes)[0].legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _panels(all_curves, _draw_curves, path)
 
 
 def run(datasets=DATASETS, limit=None, powers=POWERS, with_vw=True, full_max_d=1000, log=print,
