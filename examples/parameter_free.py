@@ -1,4 +1,5 @@
-"""Reproduce the rescaledexp comparison: Cutkosky and Boahen (2017), Section 4.1, Table 1, App. C.
+"""Reproduce the rescaledexp comparison: Cutkosky and Boahen, Online Convex Optimization with
+Unconstrained Domains and Losses (NIPS 2016; arXiv 2017), Section 4.1, Table 1, Appendix C.
 
 Linear classification with the hinge loss; the score of a learner on a data set is its average
 progressive hinge loss after one pass (predict on each event, then learn from it). Compared:
@@ -17,19 +18,56 @@ Each tuned learner runs every power of ten from 1e-5 to 1e2, then beta * lambda_
 {0.2, 0.4, 0.8, 2, 4, 6, 8} (Appendix C.1); its score is its best loss. The normalized loss
 (Appendix C.4) divides each score by the best loss of any learner and setting on that data set;
 the table's last row averages it over data sets (the paper's Table 1: AdaGrad 1.14,
-rescaledexp 1.19, AdaDelta 1.21, ScaleInvariant 1.28, Adam 1.51, PiSTOL 1.53).
+rescaledexp 1.19, AdaDelta 1.21, Adam 1.51, PiSTOL 1.53, and ScaleInvariant 1.28, which is not
+Kotlowski's algorithm: the paper's ScaleInvariant, its reference [23], predates Kotlowski 2017
+and "requires tuning of some hyperparameter" (Section 4.1), so no row here is set against it).
+After the table, each learner is run once more at its best setting and the loss over the first
+and last twentieth of the pass is printed and plotted (`<out>_curves.png`).
 
 Data (../shared/data, see SOURCES.md): a9a, phishing, mushrooms (labels 1/2 -> False/True),
 Elec2 (in its time order), USPS (digit < 5), MNIST-5k (even digit; pixels / 255, as LIBSVM's
 scaled copy). Every set but Elec2 is shuffled once with seed 0 (MNIST-5k is stored sorted by
 class). Zero feature values are dropped (sparse dicts, as LIBSVM files store them).
 
-Measured (full run, every event of the six sets, 2 shared cores, about 4 to 10 minutes),
-average normalized loss: AdaGrad 1.049, PiSTOL 1.051, AdaDelta 1.225, Adam 1.261,
-RescaledExp 1.431, ScaleInvariant (full) 1.571, RescaledExp (full vector) 2.091,
-ScaleInvariant 2.134. Coordinate-wise RescaledExp loses most on the dense image sets (USPS
-1.53, MNIST-5k 2.17), where the full-vector variant is at 1.08 and 1.12 (Appendix C.2 warns
-that the coordinate-wise reduction can be much worse when gradients are not sparse).
+Measured (full run, every event of the six sets, 2 shared cores, about 6 minutes), average
+normalized loss: AdaGrad 1.049, PiSTOL 1.051, AdaDelta 1.225, Adam 1.261, RescaledExp 1.431
+(a9a 1.061, phishing 1.032, mushrooms 1.255, Elec2 1.545, USPS 1.529, MNIST-5k 2.165),
+ScaleInvariant (full) 1.571, RescaledExp (full vector) 2.091, ScaleInvariant 2.134.
+
+Why RescaledExp is at 1.43 here and 1.19 in the paper (audit, measured; nothing was tuned):
+
+* The algorithm is the paper's: the classifier's margins equal a plain transcription of
+  Algorithm 1 per coordinate (k = sqrt 2, p = 1/L_t, M_t, eta_t, restart when |g| > 2 L_t,
+  zero gradients skipped) to about 1e-14 on 3,000 events of USPS, a9a and Elec2
+  (tests/test_rescaledexp.py pins the same on a synthetic stream with restarts).
+* The preprocessing is not what costs it. LIBSVM's USPS copy is scaled to [-1, 1] (2x - 1 of
+  ours): RescaledExp gets 0.946 there instead of 0.601, AdaGrad 0.395 either way, so the
+  paper's own copy would give about 2.4, not 1.53. MNIST-5k unscaled (0-255): 125.8. With no
+  intercept in either, RescaledExp / tuned AdaGrad is 1.659 on Elec2, 1.533 on USPS, 2.172 on
+  MNIST-5k (1.545, 1.529, 2.165 with it). Four shuffles (seeds 0-3):
+  RescaledExp / best AdaGrad 1.52-1.54 on USPS, 2.10-2.17 on MNIST-5k, 1.05-1.06 on a9a.
+  Kotlowski's d fixed at the data's dimension (instead of the coordinates seen so far) moves
+  ScaleInvariant's loss by at most 0.004.
+* The gap sits on three of the six sets, for two reasons the paper names or implies:
+  - dense images (104 and 151 non-zero pixels per event; a9a, phishing, mushrooms 14-30):
+    Appendix C.2 runs one 1-D instance per coordinate, whose regret bounds add up over the
+    active coordinates, and each coordinate's first move is exp(1/2) - 1 = 0.65 whatever d.
+    The first twentieth of the pass costs 1.54 (USPS) and 2.10 (MNIST-5k) against AdaGrad's
+    0.63 and 0.54; the last twentieth is 1.28 and 1.71 times the best there. The gap closes
+    with data: RescaledExp / AdaGrad (AdaGrad at its one-pass best, not retuned) is 1.53, 1.24,
+    1.18 over passes 1, 2, 3 of USPS and 2.17, 1.54, 1.39 on MNIST-5k (LIBSVM's MNIST has
+    60,000 training events, 12 times MNIST-5k). The dimension-free
+    variant is at 1.08 and 1.12 there but loses elsewhere (2.09 on average).
+  - Elec2 is a drifting stream in time order (the paper's sets are LIBSVM's): RescaledExp's epoch
+    sums never forget, AdaGrad's best step is at the top of the grid (lr = 20), and the ratio
+    stays 1.55, 1.44, 1.41 over three passes.
+  On the three LIBSVM binary sets RescaledExp averages 1.116, better than the paper's 1.19.
+* The baselines and sets differ from the paper's: its eight LIBSVM sets are not named in the
+  text we have, and the normalized loss depends on the set; VW's PiSTOL scores 1.05 here
+  (paper 1.53) and sets the floor on mushrooms (without it RescaledExp is best there, 1.000,
+  and its average 1.389).
+So 1.25 is out of reach on these six sets without tuning or switching variant per set: the
+three others would have to average 1.38 instead of 1.75.
 
 Run: `python examples/parameter_free.py [--quick] [--limit N] [--out out/parameter_free.png]`
 (the losses of every learner and setting go to the same path with a .json suffix).
@@ -66,8 +104,8 @@ DATASETS = ["a9a", "phishing", "mushrooms", "elec2", "usps", "mnist5k"]
 # Table 1 of the paper for the learners run here under the same name. Its "ScaleInvariant" (1.28)
 # is a tuned algorithm of its reference [23], not Kotlowski's (published after it): no row here.
 PAPER = {"AdaGrad": 1.14, "RescaledExp": 1.19, "AdaDelta": 1.21, "Adam": 1.51, "PiSTOL": 1.53}
-PAPER_NOTE = ("paper's Table 1 also has ScaleInvariant 1.28: a tuned learner of its reference [23], "
-              "not Kotlowski's untuned algorithm (the ScaleInvariant rows here)")
+PAPER_NOTE = ("paper's Table 1 also has ScaleInvariant 1.28: a tuned learner of its reference "
+              "[23], not Kotlowski's untuned algorithm (the ScaleInvariant rows here)")
 WINDOWS = 20
 
 
@@ -343,7 +381,7 @@ def _draw_curves(ax, ds, curves):
                 ls="-" if name in TUNED or name == "PiSTOL" else "--")
     ax.set_xlabel("events seen")
     ax.set_ylabel(f"hinge loss (mean over 1/{WINDOWS} of the pass)")
-    ax.set_yscale("log")
+    ax.set_yscale("symlog", linthresh=1e-3)
 
 
 def plot(all_results: dict, path: Path) -> None:
