@@ -1,6 +1,7 @@
 """RescaledExp: hyperparameter-free online convex optimization.
 
-Source: A. Cutkosky and K. Boahen (2017), Online Learning Without Prior Information, COLT.
+Source: A. Cutkosky and K. Boahen, Online Convex Optimization with Unconstrained Domains and
+Losses, NIPS 2016 (arXiv:1703.02622, 2017; ../shared/papers/rescaledexp-cutkosky-boahen2017.txt).
 Algorithm 1 (rescaledexp), Algorithm 2 (re-centred rescaledexp, Appendix C.3), coordinate-wise
 updates (Appendix C.2). The state of every instance is
 
@@ -79,7 +80,7 @@ class _RescaledExpState:
 
 
 class RescaledExp(_RescaledExpState, TransientCache, optim.base.Optimizer):
-    """The RescaledExp optimizer (Cutkosky and Boahen 2017, Algorithms 1 and 2): no learning rate.
+    """The RescaledExp optimizer (Cutkosky and Boahen 2016, Algorithms 1 and 2): no learning rate.
 
     For River's linear models, e.g. `linear_model.LogisticRegression(optimizer=RescaledExp())`.
     Note that River's linear models learn their intercept apart, with `intercept_lr` (a fixed
@@ -219,7 +220,7 @@ class RescaledExpClassifier(_RescaledExpLinear, BinaryMixin):
 
     y_hat = w . x + b; each round the loss gradient g = dl/dy_hat gives the gradient g x on the
     weights and g on the intercept b (a constant feature of value 1), all fed to RescaledExp
-    (Cutkosky and Boahen 2017, Algorithm 1; Algorithm 2 with `center`; one 1-D instance per
+    (Cutkosky and Boahen 2016, Algorithm 1; Algorithm 2 with `center`; one 1-D instance per
     coordinate by default, Appendix C.2). See `RescaledExp` for the update and the overflow guard.
 
     Parameters
