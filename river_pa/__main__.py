@@ -1,0 +1,5 @@
+import sys
+
+from river_pa.cli import main
+
+sys.exit(main())
