@@ -1,0 +1,309 @@
+"""The consume-predict-emit-learn loop of `river-pa serve`.
+
+A record's path: bytes -> decode and validate (or dead-letter) -> predict -> prediction record
+-> learn now (event with y) or keep in the pending store until the label arrives -> metrics ->
+checkpoint -> commit. Offsets move only for processed records and are committed (or sent in
+the transaction) only after the checkpoint that covers them is on disk.
+
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import signal
+import time
+from pathlib import Path
+
+from kafka.structs import TopicPartition
+
+from connectors import checkpoint
+from connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
+from connectors.config import ServeConfig
+from connectors.kafka_io import (
+    RebalanceQueue, dead_letter_headers, make_consumer, make_producer, offsets_to_commit, tp_key,
+)
+from connectors.merge import Merger
+from connectors.pending import Pending, PendingStore
+from connectors.reporting import Reporter, Stats, make_metric
+
+__all__ = ["Daemon"]
+
+log = logging.getLogger("river_pa.serve")
+
+
+class Daemon:
+    """One serving process: a consumer, a producer, a model and its bookkeeping."""
+
+    def __init__(self, cfg: ServeConfig, model):
+        self.cfg = cfg
+        self.key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
+        self.fresh_meta = checkpoint.metadata(model)
+        self.model = model
+        self.stats = Stats(make_metric(cfg.metric, model), cfg.rolling_window)
+        self.pending = PendingStore(cfg.pending_max, cfg.pending_ttl_ms)
+        self.next_offsets: dict[str, int] = {}
+        self.check_label = label_check_for(model)
+        self.model_name = type(model).__name__
+        self.is_classifier = hasattr(model, "predict_proba_one")
+        self.stopping = False
+        self.processed_this_run = 0
+        self.since_checkpoint = 0
+        self.last_checkpoint = time.monotonic()
+        self.buffered_upto: dict[TopicPartition, int] = {}
+
+    # ---- state -------------------------------------------------------------------------
+
+    def _state(self) -> dict:
+        return {"model": self.model, "stats": self.stats, "pending": self.pending,
+                "offsets": dict(self.next_offsets)}
+
+    def _restore(self, state: dict) -> None:
+        self.model = state["model"]
+        self.stats = state["stats"]
+        self.pending = state["pending"]
+        self.next_offsets = dict(state["offsets"])
+
+    def _checkpoint_to_load(self, consumer) -> Path | None:
+        """The newest checkpoint, or with exactly-once the one matching committed offsets."""
+        path = Path(self.cfg.checkpoint_path)
+        if not path.exists():
+            return None
+        if not self.cfg.exactly_once:
+            return path
+        committed = {}
+        for candidate in (path, path.with_name(path.name + ".prev")):
+            if candidate.exists() and self._matches_committed(consumer, candidate, committed):
+                return candidate
+        if not any(v is not None for v in committed.values()):
+            return None  # the first transaction never committed: start afresh
+        raise checkpoint.CheckpointError(
+            f"{path}: neither it nor its .prev matches the offsets committed in Kafka")
+
+    @staticmethod
+    def _matches_committed(consumer, path: Path, committed: dict) -> bool:
+        """True when Kafka's committed offsets equal the checkpoint's (fills `committed`)."""
+        for key, offset in checkpoint.read_header(path)["offsets"].items():
+            if key not in committed:
+                topic, _, partition = key.rpartition(":")
+                committed[key] = consumer.committed(TopicPartition(topic, int(partition)))
+            if committed[key] != offset:
+                return False
+        return True
+
+    def load(self, consumer) -> None:
+        """Restore the state from the checkpoint, if there is one."""
+        path = self._checkpoint_to_load(consumer)
+        if path is not None:
+            self._restore(checkpoint.load(path, self.fresh_meta, self.key))
+            log.info("restored %s: %d events, offsets %s", path, self.stats.counts["events"],
+                     self.next_offsets)
+
+    # ---- the loop ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Serve until SIGTERM/SIGINT; return the exit status."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+        cfg = self.cfg
+        self.consumer = make_consumer(cfg)
+        self.producer = make_producer(cfg)
+        self.load(self.consumer)
+        if cfg.exactly_once:
+            self.producer.init_transactions()
+            self.producer.begin_transaction()
+        self.rebalances = RebalanceQueue()
+        topics = [cfg.events_topic] + ([cfg.labels_topic] if cfg.labels_topic else [])
+        self.consumer.subscribe(topics, listener=self.rebalances)
+        self.merger = Merger(cfg.events_topic, cfg.labels_topic, self._exhausted)
+        self.reporter = Reporter(cfg.report_every, cfg.report_seconds, cfg.report_path,
+                                 self._send_report)
+        try:
+            while not self.stopping:
+                self._step()
+        finally:
+            self._shutdown()
+        return 0
+
+    def _on_signal(self, signum, frame) -> None:
+        log.info("signal %d: finishing the current batch", signum)
+        self.stopping = True
+
+    def _step(self) -> None:
+        polled = self.consumer.poll(timeout_ms=self.cfg.poll_timeout_ms)
+        self.merger.drop(self._take_revoked())
+        for tp, records in polled.items():
+            self._buffer(tp, records)
+        for record in itertools.islice(self.merger.ready(), self.cfg.max_poll_records):
+            self._process(record)
+        self._flow_control()
+        if self.reporter.due(self.stats.counts["events"]):
+            self._report()
+        if self._checkpoint_due():
+            self.checkpoint_and_commit()
+
+    def _take_revoked(self) -> set:
+        revoked = self.rebalances.take_revoked()
+        for tp in revoked:
+            self.buffered_upto.pop(tp, None)
+        return revoked
+
+    def _buffer(self, tp: TopicPartition, records: list) -> None:
+        """Buffer records not processed yet; records below our position are replays."""
+        start = max(self.next_offsets.get(tp_key(tp), 0), self.buffered_upto.get(tp, 0))
+        fresh = [r for r in records if r.offset >= start]
+        if fresh:
+            self.merger.add(tp, fresh)
+            self.buffered_upto[tp] = fresh[-1].offset + 1
+        elif records and records[-1].offset + 1 < start:
+            self.consumer.seek(tp, start)
+
+    def _exhausted(self, tp: TopicPartition) -> bool:
+        """True when every record of `tp` up to its high watermark has been buffered."""
+        if tp not in self.consumer.assignment():
+            return True
+        highwater = self.consumer.highwater(tp)
+        if highwater is None:
+            return False
+        known = self.buffered_upto.get(tp, self.next_offsets.get(tp_key(tp)))
+        if known is None:
+            known = self.consumer.position(tp)
+        return known is not None and known >= highwater
+
+    def _flow_control(self) -> None:
+        limit = self.cfg.max_buffered
+        paused = self.consumer.paused()
+        for tp in self.consumer.assignment():
+            size = self.merger.size(tp)
+            if size > limit and tp not in paused:
+                self.consumer.pause(tp)
+            elif size < limit // 2 and tp in paused:
+                self.consumer.resume(tp)
+
+    # ---- one record ----------------------------------------------------------------------
+
+    def _process(self, record) -> None:
+        if record.topic == self.cfg.events_topic:
+            self._on_event(record)
+        else:
+            self._on_label(record)
+        self.next_offsets[f"{record.topic}:{record.partition}"] = record.offset + 1
+        self.processed_this_run += 1
+        self.since_checkpoint += 1
+
+    def _on_event(self, record) -> None:
+        try:
+            event = decode_event(record.value, self.check_label, self.cfg.max_record_bytes)
+        except BadRecord as exc:
+            return self._dead_letter(record, exc)
+        counts = self.stats.counts
+        counts["events"] += 1
+        self._count_expired(self.pending.expire(record.timestamp))
+        y_pred, proba = self._predict(event.x)
+        self._emit(record, event, y_pred, proba)
+        scored = proba if self.stats.uses_proba else y_pred
+        if event.y is None:
+            self._count_expired(self.pending.add(event.id, Pending(event.x, scored, record.timestamp)))
+            return
+        self.stats.score(event.y, scored, 0)
+        self._learn(record, event.x, event.y)
+
+    def _on_label(self, record) -> None:
+        try:
+            label = decode_label(record.value, self.check_label, self.cfg.max_record_bytes)
+        except BadRecord as exc:
+            return self._dead_letter(record, exc)
+        entry = self.pending.pop(label.id)
+        if entry is None:
+            self.stats.counts["orphan_labels"] += 1
+            return
+        self.stats.score(label.y, entry.y_pred, record.timestamp - entry.ts)
+        self._learn(record, entry.x, label.y)
+
+    def _predict(self, x: dict):
+        proba = self.model.predict_proba_one(x) if self.is_classifier else None
+        return self.model.predict_one(x), proba
+
+    def _learn(self, record, x: dict, y) -> None:
+        try:
+            self.model.learn_one(x, y)
+        except (ValueError, TypeError, KeyError) as exc:
+            self._dead_letter(record, BadRecord("label_rejected", f"{type(exc).__name__}: {exc}"))
+            return
+        self.stats.counts["learned"] += 1
+
+    def _count_expired(self, entries: list) -> None:
+        self.stats.counts["expired"] += len(entries)
+
+    # ---- outputs -------------------------------------------------------------------------
+
+    def _emit(self, record, event, y_pred, proba) -> None:
+        value = {
+            "id": event.id,
+            "prediction": y_pred,
+            "model": self.model_name,
+            "n_learned": self.stats.counts["learned"],
+            "event_ts": event.ts if event.ts is not None else record.timestamp,
+            "predicted_at_ms": int(time.time() * 1000),
+            "source": {"partition": record.partition, "offset": record.offset},
+        }
+        if proba is not None:
+            value["proba"] = {str(k): v for k, v in proba.items()}
+        self.producer.send(self.cfg.predictions_topic, key=event.id.encode(),
+                           value=encode_json(value), timestamp_ms=record.timestamp)
+
+    def _dead_letter(self, record, exc: BadRecord) -> None:
+        self.stats.dead_letter(exc.reason)
+        self.producer.send(self.cfg.dead_letter_topic, key=record.key, value=record.value,
+                           headers=dead_letter_headers(record, exc.reason, exc.detail))
+
+    def _send_report(self, report: dict) -> None:
+        if self.cfg.metrics_topic:
+            self.producer.send(self.cfg.metrics_topic, value=encode_json(report))
+
+    def _report(self) -> dict:
+        return self.reporter.publish(self.stats.snapshot(len(self.pending)), self.processed_this_run)
+
+    # ---- durability ----------------------------------------------------------------------
+
+    def _checkpoint_due(self) -> bool:
+        return self.since_checkpoint > 0 and (
+            self.since_checkpoint >= self.cfg.checkpoint_every
+            or time.monotonic() - self.last_checkpoint >= self.cfg.checkpoint_seconds)
+
+    def checkpoint_and_commit(self) -> None:
+        """Flush outputs, write the checkpoint, then commit the offsets it covers."""
+        offsets = offsets_to_commit(self.next_offsets, self.consumer.assignment())
+        if self.cfg.exactly_once:
+            self.producer.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
+            self.producer.flush()
+        else:
+            self.producer.flush()
+        checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
+                        dict(self.next_offsets), self.key)
+        if self.cfg.exactly_once:
+            self.producer.commit_transaction()
+            self.producer.begin_transaction()
+        elif offsets:
+            self._commit(offsets)
+        self.since_checkpoint = 0
+        self.last_checkpoint = time.monotonic()
+
+    def _commit(self, offsets: dict) -> None:
+        from kafka.errors import CommitFailedError
+
+        try:
+            self.consumer.commit(offsets)
+        except CommitFailedError as exc:  # a rebalance took the partitions away meanwhile
+            log.warning("offset commit failed (%s); the checkpoint still covers them", exc)
+
+    def _shutdown(self) -> None:
+        try:
+            if self.processed_this_run or self.cfg.exactly_once:
+                self._report()
+                self.checkpoint_and_commit()
+            if self.cfg.exactly_once:
+                self.producer.commit_transaction()
+        finally:
+            self.producer.close()
+            self.consumer.close(autocommit=False)
