@@ -51,6 +51,7 @@ class Daemon:
         self.since_checkpoint = 0
         self.last_checkpoint = time.monotonic()
         self.buffered_upto: dict[TopicPartition, int] = {}
+        self.backlog = False
 
     # ---- state -------------------------------------------------------------------------
 
@@ -130,12 +131,17 @@ class Daemon:
         self.stopping = True
 
     def _step(self) -> None:
-        polled = self.consumer.poll(timeout_ms=self.cfg.poll_timeout_ms)
+        """Poll (without waiting while ready records remain), then process one bounded batch."""
+        timeout = 0 if self.backlog else self.cfg.poll_timeout_ms
+        polled = self.consumer.poll(timeout_ms=timeout)
         self.merger.drop(self._take_revoked())
         for tp, records in polled.items():
             self._buffer(tp, records)
+        batch = 0
         for record in itertools.islice(self.merger.ready(), self.cfg.max_poll_records):
             self._process(record)
+            batch += 1
+        self.backlog = batch == self.cfg.max_poll_records
         self._flow_control()
         if self.reporter.due(self.stats.counts["events"]):
             self._report()
@@ -171,14 +177,14 @@ class Daemon:
         return known is not None and known >= highwater
 
     def _flow_control(self) -> None:
-        limit = self.cfg.max_buffered
-        paused = self.consumer.paused()
-        for tp in self.consumer.assignment():
-            size = self.merger.size(tp)
-            if size > limit and tp not in paused:
-                self.consumer.pause(tp)
-            elif size < limit // 2 and tp in paused:
-                self.consumer.resume(tp)
+        """Bound the merge buffers: drop the newest records beyond the limit and seek back
+        to them, so they are fetched again once the other side has caught up (pause/resume
+        left a partition unfetched for good with kafka-python 3.0.12)."""
+        for tp in list(self.buffered_upto):
+            first_dropped = self.merger.truncate(tp, self.cfg.max_buffered)
+            if first_dropped is not None:
+                self.buffered_upto[tp] = first_dropped
+                self.consumer.seek(tp, first_dropped)
 
     # ---- one record ----------------------------------------------------------------------
 

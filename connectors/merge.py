@@ -43,6 +43,15 @@ class Merger:
         """Number of records buffered for `tp`."""
         return len(self.buffers.get(tp, ()))
 
+    def truncate(self, tp: TopicPartition, limit: int) -> int | None:
+        """Keep the oldest `limit` records of `tp`; return the first dropped offset, if any."""
+        buffer = self.buffers.get(tp)
+        if buffer is None or len(buffer) <= limit:
+            return None
+        while len(buffer) > limit + 1:
+            buffer.pop()
+        return buffer.pop().offset
+
     def ready(self) -> Iterator:
         """Yield the records that can be processed now, in merge order."""
         partitions = sorted({tp.partition for tp in self.buffers if self.buffers[tp]})

@@ -15,7 +15,7 @@ import gzip
 import json
 import time
 from collections import deque
-from typing import Iterable, Iterator
+from typing import Iterator, Sequence
 
 __all__ = ["elec2", "records", "send_all"]
 
@@ -32,13 +32,16 @@ def elec2(path: str, limit: int | None = None) -> list[tuple[dict, bool]]:
     return rows
 
 
-def records(rows: Iterable[tuple[dict, object]], delay: int | None, start_ms: int = 1_700_000_000_000,
-            step_ms: int = 1000, id_prefix: str = "e") -> Iterator[tuple[str, str, dict, int]]:
+def records(rows: Sequence[tuple[dict, object]], delay: int | None, step_ms: int = 1000,
+            start_ms: int | None = None, id_prefix: str = "e") -> Iterator[tuple[str, str, dict, int]]:
     """Yield (kind, id, value, timestamp_ms) with kind 'event' or 'label', in send order.
 
     With `delay=None` each event carries its label; otherwise the label of event i follows
-    `delay` events later on the labels topic.
+    `delay` events later on the labels topic. By default the timestamps end now: brokers
+    reject timestamps far in the future and time-based retention deletes old ones.
     """
+    if start_ms is None:
+        start_ms = int(time.time() * 1000) - (len(rows) + (delay or 0) + 1) * step_ms
     waiting: deque = deque()
     i = -1
     for i, (x, y) in enumerate(rows):

@@ -83,7 +83,7 @@ group.min.session.timeout.ms=1000
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 delete.topic.enable=true
-log.retention.hours=24
+log.retention.ms=-1
 PROPS
   cat >"$RUN/log4j2.properties" <<LOG
 status = warn
