@@ -67,15 +67,20 @@ class Kafka:
         """A plain producer on the test broker."""
         return KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5, **kwargs)
 
-    def read_all(self, topic: str, committed_only: bool = False, timeout_s: float = 30) -> list:
-        """Every record now in `topic` (all partitions), by partition then offset."""
+    def _reader(self, topic: str, committed_only: bool) -> KafkaConsumer:
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False,
             isolation_level="read_committed" if committed_only else "read_uncommitted")
+        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        return consumer
+
+    def read_all(self, topic: str, committed_only: bool = False, timeout_s: float = 30) -> list:
+        """Every record now in `topic` (all partitions), by partition then offset."""
+        consumer = self._reader(topic, committed_only)
         try:
-            parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-            consumer.assign(parts)
-            consumer.seek_to_beginning(*parts)
+            parts = list(consumer.assignment())
             end = consumer.end_offsets(parts)
             out, deadline = [], time.monotonic() + timeout_s
             while any(consumer.position(tp) < end[tp] for tp in parts):
@@ -87,16 +92,18 @@ class Kafka:
             consumer.close()
 
     def wait_for(self, topic: str, count: int, timeout_s: float = 120, committed_only=False,
-                 proc: subprocess.Popen | None = None) -> list:
-        """Poll `topic` until it holds at least `count` records; fail on timeout."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            records = self.read_all(topic, committed_only)
-            if len(records) >= count:
-                return records
-            assert proc is None or proc.poll() is None, f"daemon exited with {proc.returncode}"
-            assert time.monotonic() < deadline, f"{topic}: {len(records)} of {count} records"
-            time.sleep(0.3)
+                 proc: subprocess.Popen | None = None) -> int:
+        """Poll `topic` until it holds at least `count` records; return how many it holds."""
+        consumer = self._reader(topic, committed_only)
+        seen, deadline = 0, time.monotonic() + timeout_s
+        try:
+            while seen < count:
+                assert proc is None or proc.poll() is None, f"daemon exited: {proc.returncode}"
+                assert time.monotonic() < deadline, f"{topic}: {seen} of {count} records"
+                seen += sum(len(r) for r in consumer.poll(timeout_ms=100).values())
+            return seen
+        finally:
+            consumer.close()
 
     def wait_for_report(self, name: str, predicate, proc: subprocess.Popen,
                         timeout_s: float = 120) -> dict:
@@ -117,10 +124,22 @@ class Kafka:
         log = open(self.tmp_path / f"{name}.log", "ab")
         proc = subprocess.Popen(
             [sys.executable, "-m", "connectors.cli", "--bootstrap-servers", self.bootstrap,
-             "--client-id", name, "--report-seconds", "0.5", *args],
+             "--client-id", name, "--report-seconds", "0.5", "--session-timeout-ms", "2000",
+             *args],
             cwd=self.tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
         self.daemons.append(proc)
         return proc
+
+    def serve_stream(self, events: str, labels: str | None, preds: str, *extra: str,
+                     name: str = "d0", group: str | None = None) -> subprocess.Popen:
+        """Serve `events` (+ `labels`) into `preds`; report and checkpoint named after `name`."""
+        args = ["--events-topic", events, "--predictions-topic", preds,
+                "--group-id", group or f"{events}-{name}", "--metrics-topic", f"{events}-metrics",
+                "--dead-letter-topic", f"{events}-dlq", "--report-path", f"{name}.jsonl",
+                "--checkpoint-path", f"{name}.ckpt"]
+        if labels:
+            args += ["--labels-topic", labels]
+        return self.serve(*args, *extra, name=name)
 
     def stop(self, proc: subprocess.Popen, sig=signal.SIGTERM, timeout_s: float = 60) -> int:
         """Send `sig` to a daemon and wait for it to exit; return its exit status."""

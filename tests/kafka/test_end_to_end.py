@@ -24,15 +24,12 @@ def test_elec2_delayed_labels_matches_progressive_validation(kafka, elec2_path):
     rows = elec2(str(elec2_path), N_EVENTS)
     events, labels, preds = kafka.topics("events", "labels", "predictions")
     send_all(kafka.producer(), records(rows, DELAY), events, labels)
-    proc = kafka.serve("--events-topic", events, "--labels-topic", labels,
-                       "--predictions-topic", preds, "--group-id", f"{events}-g",
-                       "--metrics-topic", f"{events}-metrics", "--report-path", "report.jsonl",
-                       "--checkpoint-path", "state.ckpt")
-    predictions = kafka.wait_for(preds, len(rows), timeout_s=240, proc=proc)
-    # the final report is written after the labels of the last 100 events are learned
-    kafka.wait_for_report("report.jsonl", lambda r: r["labelled"] == len(rows), proc)
+    proc = kafka.serve_stream(events, labels, preds)
+    # the last report comes after the labels of the last 100 events are learned
+    kafka.wait_for_report("d0.jsonl", lambda r: r["labelled"] == len(rows), proc, 240)
     assert kafka.stop(proc) == 0
-    report = kafka.last_report()
+    predictions = kafka.read_all(preds)
+    report = kafka.last_report("d0.jsonl")
     ids = [json.loads(r.value)["id"] for r in predictions]
     assert ids == [f"e{i}" for i in range(len(rows))]
     assert report["events"] == report["labelled"] == report["learned"] == len(rows)
