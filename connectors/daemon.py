@@ -109,10 +109,10 @@ class Daemon:
         cfg = self.cfg
         self.consumer = make_consumer(cfg)
         self.producer = make_producer(cfg)
-        self.load(self.consumer)
-        if cfg.exactly_once:
+        if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
             self.producer.begin_transaction()
+        self.load(self.consumer)
         self.rebalances = RebalanceQueue()
         topics = [cfg.events_topic] + ([cfg.labels_topic] if cfg.labels_topic else [])
         self.consumer.subscribe(topics, listener=self.rebalances)
