@@ -248,6 +248,7 @@ class Daemon:
             "id": event.id,
             "prediction": y_pred,
             "model": self.model_name,
+            "daemon": self.cfg.client_id,
             "n_learned": self.stats.counts["learned"],
             "event_ts": event.ts if event.ts is not None else record.timestamp,
             "predicted_at_ms": int(time.time() * 1000),
