@@ -118,6 +118,20 @@ class Kafka:
             assert time.monotonic() < deadline, f"report never satisfied the test: {report}"
             time.sleep(0.2)
 
+    def wait_group(self, group: str, members: int, timeout_s: float = 60) -> None:
+        """Wait until the consumer group is Stable with `members` members."""
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                info = admin.describe_groups([group])[group]
+                if info["group_state"] == "Stable" and len(info["members"]) == members:
+                    return
+                assert time.monotonic() < deadline, f"group {group}: {info}"
+                time.sleep(0.2)
+        finally:
+            admin.close()
+
     def serve(self, *args: str, name: str = "d0") -> subprocess.Popen:
         """Start `river-pa serve` (python -m connectors.cli) in a subprocess."""
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -160,6 +174,15 @@ class Kafka:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+@pytest.fixture
+def restart_broker(bootstrap):
+    """A function that stops the script's broker and starts it again (same data)."""
+    def restart():
+        broker_script("stop")
+        broker_script("start")
+    return restart
 
 
 @pytest.fixture
