@@ -164,7 +164,10 @@ def decode_label(raw: bytes | None, check_label: Callable, max_bytes: int) -> La
 
 def encode_json(value: dict) -> bytes:
     """Compact UTF-8 JSON; non-finite floats become null rather than invalid JSON."""
-    return json.dumps(_finite(value), separators=(",", ":"), allow_nan=False).encode()
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    except (ValueError, TypeError):  # rare: NaN/inf or numpy scalars; clean and retry
+        return json.dumps(_finite(value), separators=(",", ":"), allow_nan=False).encode()
 
 
 def _finite(value):

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from kafka.structs import TopicPartition
+from river import base
 
 from connectors import checkpoint
 from connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
@@ -46,6 +47,7 @@ class Daemon:
         self.check_label = label_check_for(model)
         self.model_name = type(model).__name__
         self.is_classifier = hasattr(model, "predict_proba_one")
+        self.label_from_proba = type(model).predict_one is base.Classifier.predict_one
         self.stopping = False
         self.processed_this_run = 0
         self.since_checkpoint = 0
@@ -227,7 +229,11 @@ class Daemon:
         self._learn(record, entry.x, label.y)
 
     def _predict(self, x: dict):
-        proba = self.model.predict_proba_one(x) if self.is_classifier else None
+        if not self.is_classifier:
+            return self.model.predict_one(x), None
+        proba = self.model.predict_proba_one(x)
+        if self.label_from_proba:  # what River's Classifier.predict_one does, without a 2nd pass
+            return (max(proba, key=proba.get) if proba else None), proba
         return self.model.predict_one(x), proba
 
     def _learn(self, record, x: dict, y) -> None:
