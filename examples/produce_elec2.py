@@ -21,8 +21,8 @@ from connectors.replay import elec2, records, send_all  # noqa: E402
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "elec2" / "elec.csv.gz"
 
 
-def main(argv=None) -> int:
-    """Send the events (and the delayed labels) and print how many records went out."""
+def build_parser() -> argparse.ArgumentParser:
+    """The producer's command-line flags."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     parser.add_argument("--bootstrap", default=os.environ.get("RIVER_PA_KAFKA_BOOTSTRAP", "127.0.0.1:19092"))
     parser.add_argument("--data", default=os.environ.get("ELEC2_PATH", str(DEFAULT_DATA)))
@@ -31,7 +31,12 @@ def main(argv=None) -> int:
     parser.add_argument("--delay", type=int, default=100, help="label delay in events; -1 sends y inline")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--rate", type=float, default=0, help="events per second (0: as fast as possible)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Send the events (and the delayed labels) and print how many records went out."""
+    args = build_parser().parse_args(argv)
     delay = None if args.delay < 0 else args.delay
     producer = KafkaProducer(bootstrap_servers=args.bootstrap, linger_ms=5)
     started = time.monotonic()
