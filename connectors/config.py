@@ -65,6 +65,7 @@ _FLAGS_HELP = {
     "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
     "exactly_once": "predictions and offsets in one Kafka transaction",
+    "transactional_id": "default '<group_id>-<client_id>': give each daemon its own client id",
     "kafka": "JSON object of extra kafka-python client settings (SASL/SSL, ...)",
 }
 

@@ -124,8 +124,10 @@ class Daemon:
         try:
             while not self.stopping:
                 self._step()
-        finally:
-            self._shutdown()
+            self._final_checkpoint()
+        finally:  # after an error: no checkpoint; a restart recovers from the last one
+            self.producer.close()
+            self.consumer.close(autocommit=False)
         return 0
 
     def _on_signal(self, signum, frame) -> None:
@@ -284,19 +286,22 @@ class Daemon:
             self.since_checkpoint >= self.cfg.checkpoint_every
             or time.monotonic() - self.last_checkpoint >= self.cfg.checkpoint_seconds)
 
-    def checkpoint_and_commit(self) -> None:
-        """Flush outputs, write the checkpoint, then commit the offsets it covers."""
+    def checkpoint_and_commit(self, reopen: bool = True) -> None:
+        """Flush outputs, write the checkpoint, then commit the offsets it covers.
+
+        With exactly-once the offsets go into the open transaction, which is committed after
+        the checkpoint is on disk (a new one is begun unless `reopen` is false).
+        """
         offsets = offsets_to_commit(self.next_offsets, self.consumer.assignment())
         if self.cfg.exactly_once:
             self.producer.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
-            self.producer.flush()
-        else:
-            self.producer.flush()
+        self.producer.flush()
         checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
                         dict(self.next_offsets), self.key)
         if self.cfg.exactly_once:
             self.producer.commit_transaction()
-            self.producer.begin_transaction()
+            if reopen:
+                self.producer.begin_transaction()
         elif offsets:
             self._commit(offsets)
         self.since_checkpoint = 0
@@ -310,13 +315,10 @@ class Daemon:
         except CommitFailedError as exc:  # a rebalance took the partitions away meanwhile
             log.warning("offset commit failed (%s); the checkpoint still covers them", exc)
 
-    def _shutdown(self) -> None:
-        try:
-            if self.processed_this_run or self.cfg.exactly_once:
-                self._report()
-                self.checkpoint_and_commit()
-            if self.cfg.exactly_once:
-                self.producer.commit_transaction()
-        finally:
-            self.producer.close()
-            self.consumer.close(autocommit=False)
+    def _final_checkpoint(self) -> None:
+        """On a requested stop: last report, checkpoint and commit (closing the transaction)."""
+        if self.processed_this_run:
+            self._report()
+            self.checkpoint_and_commit(reopen=False)
+        elif self.cfg.exactly_once:
+            self.producer.abort_transaction()  # empty: nothing was produced in it
