@@ -19,7 +19,7 @@ __all__ = [
 
 REASONS = (
     "oversize", "undecodable", "invalid_json", "not_an_object", "missing_id", "missing_x",
-    "bad_x", "non_numeric", "non_finite", "bad_label", "bad_ts",
+    "bad_x", "non_numeric", "non_finite", "bad_label", "bad_ts", "label_rejected",
 )
 
 

@@ -50,6 +50,7 @@ class ServeConfig:
     max_record_bytes: int = 100_000
     max_poll_records: int = 500
     poll_timeout_ms: int = 200
+    batch_seconds: float = 5.0
     max_buffered: int = 20_000
     session_timeout_ms: int = 10_000
     exactly_once: bool = False
@@ -64,6 +65,7 @@ _FLAGS_HELP = {
     "metric": "river.metrics class name (default: Accuracy, or MAE for regressors)",
     "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
+    "batch_seconds": "process at most this long between polls (well inside max.poll.interval.ms)",
     "exactly_once": "predictions and offsets in one Kafka transaction",
     "transactional_id": "default '<group_id>-<client_id>': give each daemon its own client id",
     "kafka": "JSON object of extra kafka-python client settings (SASL/SSL, ...)",

@@ -141,11 +141,14 @@ class Daemon:
         self.merger.drop(self._take_revoked())
         for tp, records in polled.items():
             self._buffer(tp, records)
-        batch = 0
+        batch, deadline = 0, time.monotonic() + self.cfg.batch_seconds
         for record in itertools.islice(self.merger.ready(), self.cfg.max_poll_records):
             self._process(record)
             batch += 1
-        self.backlog = batch == self.cfg.max_poll_records
+            if time.monotonic() > deadline:  # a slow model: poll again well inside
+                break                        # max.poll.interval.ms
+        self.backlog = batch > 0 and (batch == self.cfg.max_poll_records
+                                      or time.monotonic() > deadline)
         self._flow_control()
         if self.reporter.due(self.stats.counts["events"]):
             self._report()
@@ -197,7 +200,7 @@ class Daemon:
             self._on_event(record)
         else:
             self._on_label(record)
-        self.next_offsets[f"{record.topic}:{record.partition}"] = record.offset + 1
+        self.next_offsets[tp_key(record)] = record.offset + 1
         self.processed_this_run += 1
         self.since_checkpoint += 1
 
@@ -241,7 +244,7 @@ class Daemon:
     def _learn(self, record, x: dict, y) -> None:
         try:
             self.model.learn_one(x, y)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError) as exc:  # a label the checks let through
             self._dead_letter(record, BadRecord("label_rejected", f"{type(exc).__name__}: {exc}"))
             return
         self.stats.counts["learned"] += 1
@@ -265,7 +268,7 @@ class Daemon:
         if proba is not None:
             value["proba"] = {str(k): v for k, v in proba.items()}
         self.producer.send(self.cfg.predictions_topic, key=event.id.encode(),
-                           value=encode_json(value), timestamp_ms=record.timestamp)
+                           value=encode_json(value))
 
     def _dead_letter(self, record, exc: BadRecord) -> None:
         self.stats.dead_letter(exc.reason)

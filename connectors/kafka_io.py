@@ -15,41 +15,47 @@ __all__ = [
 ]
 
 
+# Retry a lost broker every 2 s at most (kafka-python backs off up to 30 s), so a daemon is
+# back within seconds of a broker restart. Any setting here can be overridden by `[kafka]`.
+CLIENT_DEFAULTS = {"reconnect_backoff_max_ms": 2000}
+
+
 def make_consumer(cfg: ServeConfig) -> KafkaConsumer:
     """A consumer with no auto-commit and raw bytes (decoding happens in the loop)."""
-    return KafkaConsumer(
-        bootstrap_servers=cfg.bootstrap_servers,
-        group_id=cfg.group_id,
-        client_id=cfg.client_id,
-        enable_auto_commit=False,
-        auto_offset_reset=cfg.auto_offset_reset,
-        max_poll_records=cfg.max_poll_records,
-        session_timeout_ms=cfg.session_timeout_ms,
-        heartbeat_interval_ms=max(cfg.session_timeout_ms // 4, 100),
-        isolation_level="read_committed" if cfg.exactly_once else "read_uncommitted",
+    return KafkaConsumer(**{
+        "bootstrap_servers": cfg.bootstrap_servers,
+        "group_id": cfg.group_id,
+        "client_id": cfg.client_id,
+        "enable_auto_commit": False,
+        "auto_offset_reset": cfg.auto_offset_reset,
+        "max_poll_records": cfg.max_poll_records,
+        "session_timeout_ms": cfg.session_timeout_ms,
+        "heartbeat_interval_ms": max(cfg.session_timeout_ms // 4, 100),
+        "isolation_level": "read_committed" if cfg.exactly_once else "read_uncommitted",
+        **CLIENT_DEFAULTS,
         **cfg.kafka,
-    )
+    })
 
 
 def make_producer(cfg: ServeConfig) -> KafkaProducer:
-    """An idempotent producer; transactional with `exactly_once`."""
-    extra = {}
-    if cfg.exactly_once:
-        extra["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
-    return KafkaProducer(
-        bootstrap_servers=cfg.bootstrap_servers,
-        client_id=cfg.client_id,
-        acks="all",
-        linger_ms=20,
-        batch_size=262_144,
-        max_request_size=max(1_048_576, 2 * cfg.max_record_bytes),
-        **extra,
+    """An idempotent producer batching for throughput; transactional with `exactly_once`."""
+    settings = {
+        "bootstrap_servers": cfg.bootstrap_servers,
+        "client_id": cfg.client_id,
+        "acks": "all",
+        "linger_ms": 20,
+        "batch_size": 262_144,
+        "max_request_size": max(1_048_576, 2 * cfg.max_record_bytes),
+        **CLIENT_DEFAULTS,
         **cfg.kafka,
-    )
+    }
+    if cfg.exactly_once:
+        settings["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
+    return KafkaProducer(**settings)
 
 
-def tp_key(tp: TopicPartition) -> str:
-    """The checkpoint's name for a partition."""
+def tp_key(tp) -> str:
+    """The checkpoint's name for a partition (a TopicPartition or a consumer record)."""
     return f"{tp.topic}:{tp.partition}"
 
 
