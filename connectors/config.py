@@ -101,12 +101,20 @@ def _from_env(environ) -> dict:
         if name in names and name != "kafka":
             values[name] = _coerce(names[name], raw)
         elif name.startswith("kafka_") and name != "kafka_bootstrap":
-            client[name[len("kafka_"):]] = raw
+            client[name[len("kafka_"):]] = _json_or_text(raw)
     if "RIVER_PA_KAFKA_BOOTSTRAP" in environ and "bootstrap_servers" not in values:
         values["bootstrap_servers"] = environ["RIVER_PA_KAFKA_BOOTSTRAP"]
     if client:
         values["kafka"] = client
     return values
+
+
+def _json_or_text(raw: str):
+    """'false' -> False, '3000' -> 3000, anything else stays text (client settings)."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
 
 
 def _coerce(f: dataclasses.Field, raw: str):

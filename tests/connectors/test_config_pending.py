@@ -11,11 +11,13 @@ def test_flags_beat_environment_beat_toml(tmp_path):
     toml.write_text('group_id = "from-toml"\nevents_topic = "toml-events"\nrolling_window = 7\n'
                     '[kafka]\nsecurity_protocol = "SASL_SSL"\nsasl_mechanism = "PLAIN"\n')
     env = {"RIVER_PA_GROUP_ID": "from-env", "RIVER_PA_EVENTS_TOPIC": "env-events",
-           "RIVER_PA_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "RIVER_PA_EXACTLY_ONCE": "true"}
+           "RIVER_PA_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512", "RIVER_PA_EXACTLY_ONCE": "true",
+           "RIVER_PA_KAFKA_SSL_CHECK_HOSTNAME": "false"}
     cfg = load_config(["--config", str(toml), "--events-topic", "flag-events",
                        "--model-params", '{"C": 0.5}'], env)
     assert (cfg.group_id, cfg.events_topic, cfg.rolling_window) == ("from-env", "flag-events", 7)
-    assert cfg.kafka == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512"}
+    assert cfg.kafka == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+                         "ssl_check_hostname": False}
     assert cfg.exactly_once is True and cfg.model_params == {"C": 0.5}
 
 
