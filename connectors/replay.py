@@ -73,6 +73,8 @@ def send_all(producer, stream, events_topic: str, labels_topic: str | None,
         n += 1
         if rate and kind == "event":
             events += 1
-            time.sleep(max(0.0, started + events / rate - time.monotonic()))
+            ahead = started + events / rate - time.monotonic()
+            if ahead > 0.002:  # sleep in steps of a few ms, not once per event
+                time.sleep(ahead)
     producer.flush()
     return n
