@@ -49,7 +49,7 @@ class Stats:
     @property
     def uses_proba(self) -> bool:
         """True when the metric scores probabilities rather than predicted labels."""
-        return not self.metric.requires_labels
+        return not getattr(self.metric, "requires_labels", True)  # regression metrics lack it
 
     def score(self, y_true, y_pred, delay_ms: int | None) -> None:
         """Update the metrics with one labelled prediction."""
