@@ -15,6 +15,7 @@ import signal
 import time
 from pathlib import Path
 
+from kafka.errors import KafkaError, ProducerFencedError
 from kafka.structs import TopicPartition
 from river import base
 
@@ -40,10 +41,8 @@ class Daemon:
         self.cfg = cfg
         self.key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
         self.fresh_meta = checkpoint.metadata(model)
-        self.model = model
-        self.stats = Stats(make_metric(cfg.metric, model), cfg.rolling_window)
-        self.pending = PendingStore(cfg.pending_max, cfg.pending_ttl_ms)
-        self.next_offsets: dict[str, int] = {}
+        self.pristine = model.clone()
+        self._reset_state()
         self.check_label = label_check_for(model)
         self.model_name = type(model).__name__
         self.is_classifier = hasattr(model, "predict_proba_one")
@@ -56,6 +55,13 @@ class Daemon:
         self.backlog = False
 
     # ---- state -------------------------------------------------------------------------
+
+    def _reset_state(self) -> None:
+        """The state of a daemon that has seen nothing."""
+        self.model = self.pristine.clone()
+        self.stats = Stats(make_metric(self.cfg.metric, self.model), self.cfg.rolling_window)
+        self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms)
+        self.next_offsets: dict[str, int] = {}
 
     def _state(self) -> dict:
         return {"model": self.model, "stats": self.stats, "pending": self.pending,
@@ -76,7 +82,7 @@ class Daemon:
             return path
         committed = {}
         for candidate in (path, path.with_name(path.name + ".prev")):
-            if candidate.exists() and self._matches_committed(consumer, candidate, committed):
+            if candidate.exists() and self._covered_by_committed(consumer, candidate, committed):
                 return candidate
         if not any(v is not None for v in committed.values()):
             return None  # the first transaction never committed: start afresh
@@ -84,18 +90,23 @@ class Daemon:
             f"{path}: neither it nor its .prev matches the offsets committed in Kafka")
 
     @staticmethod
-    def _matches_committed(consumer, path: Path, committed: dict) -> bool:
-        """True when Kafka's committed offsets equal the checkpoint's (fills `committed`)."""
+    def _covered_by_committed(consumer, path: Path, committed: dict) -> bool:
+        """True when no offset of the checkpoint is ahead of Kafka's committed offsets.
+
+        A checkpoint ahead of them was written for a transaction that never committed. Offsets
+        behind them belong to partitions another daemon has advanced since. Fills `committed`.
+        """
         for key, offset in checkpoint.read_header(path)["offsets"].items():
             if key not in committed:
                 topic, _, partition = key.rpartition(":")
                 committed[key] = consumer.committed(TopicPartition(topic, int(partition)))
-            if committed[key] != offset:
+            if committed[key] is None or offset > committed[key]:
                 return False
         return True
 
     def load(self, consumer) -> None:
-        """Restore the state from the checkpoint, if there is one."""
+        """Restore the state from the checkpoint, if there is one (else start afresh)."""
+        self._reset_state()
         path = self._checkpoint_to_load(consumer)
         if path is not None:
             self._restore(checkpoint.load(path, self.fresh_meta, self.key))
@@ -138,7 +149,12 @@ class Daemon:
         """Poll (without waiting while ready records remain), then process one bounded batch."""
         timeout = 0 if self.backlog else self.cfg.poll_timeout_ms
         polled = self.consumer.poll(timeout_ms=timeout)
-        self.merger.drop(self._take_revoked())
+        revoked = self._take_revoked()
+        self.merger.drop(revoked)
+        if revoked and self.cfg.exactly_once and self.since_checkpoint:
+            # their records are in the open transaction, their offsets can no longer be
+            # committed by us: abort, the new owner processes them again
+            self._rollback("partitions were revoked during the transaction")
         for tp, records in polled.items():
             self._buffer(tp, records)
         batch, deadline = 0, time.monotonic() + self.cfg.batch_seconds
@@ -153,7 +169,42 @@ class Daemon:
         if self.reporter.due(self.stats.counts["events"]):
             self._report()
         if self._checkpoint_due():
-            self.checkpoint_and_commit()
+            self._checkpoint_or_rollback()
+
+    def _checkpoint_or_rollback(self) -> None:
+        """Checkpoint and commit; with exactly-once, a failed transaction (a rebalance moved
+        partitions meanwhile) is aborted and the state rolled back to the last checkpoint."""
+        if not self.cfg.exactly_once:
+            return self.checkpoint_and_commit()
+        group = self.consumer.group_metadata()  # the broker fences it if a rebalance follows
+        if self.rebalances.pending():  # a rebalance before it: see _step
+            return self._rollback("partitions were revoked during the transaction")
+        try:
+            self.checkpoint_and_commit(group=group)
+        except KafkaError as exc:
+            if isinstance(exc, ProducerFencedError):
+                raise  # another instance owns our transactional id: stop
+            self._rollback(exc)
+
+    def _rollback(self, why) -> None:
+        """Abort the transaction; restore the last checkpoint; seek to the committed offsets."""
+        log.warning("rolling back the open transaction: %s", why)
+        self.producer.abort_transaction()
+        self.producer.begin_transaction()
+        self.merger.drop(list(self.merger.buffers))
+        self.buffered_upto.clear()
+        self.load(self.consumer)
+        for tp in self.consumer.assignment():
+            committed = self.consumer.committed(tp)
+            if committed is not None:
+                self.consumer.seek(tp, committed)
+            elif tp_key(tp) in self.next_offsets:
+                self.consumer.seek(tp, self.next_offsets[tp_key(tp)])
+            elif self.cfg.auto_offset_reset == "latest":
+                self.consumer.seek_to_end(tp)
+            else:
+                self.consumer.seek_to_beginning(tp)
+        self.since_checkpoint = 0
 
     def _take_revoked(self) -> set:
         revoked = self.rebalances.take_revoked()
@@ -289,15 +340,16 @@ class Daemon:
             self.since_checkpoint >= self.cfg.checkpoint_every
             or time.monotonic() - self.last_checkpoint >= self.cfg.checkpoint_seconds)
 
-    def checkpoint_and_commit(self, reopen: bool = True) -> None:
+    def checkpoint_and_commit(self, reopen: bool = True, group=None) -> None:
         """Flush outputs, write the checkpoint, then commit the offsets it covers.
 
-        With exactly-once the offsets go into the open transaction, which is committed after
-        the checkpoint is on disk (a new one is begun unless `reopen` is false).
+        With exactly-once the offsets go into the open transaction (with the consumer `group`
+        metadata), which is committed after the checkpoint is on disk (a new transaction is
+        begun unless `reopen` is false).
         """
         offsets = offsets_to_commit(self.next_offsets, self.consumer.assignment())
         if self.cfg.exactly_once:
-            self.producer.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
+            self.producer.send_offsets_to_transaction(offsets, group)
         self.producer.flush()
         checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
                         dict(self.next_offsets), self.key)
@@ -322,6 +374,6 @@ class Daemon:
         """On a requested stop: last report, checkpoint and commit (closing the transaction)."""
         if self.processed_this_run:
             self._report()
-            self.checkpoint_and_commit(reopen=False)
-        elif self.cfg.exactly_once:
-            self.producer.abort_transaction()  # empty: nothing was produced in it
+            self._checkpoint_or_rollback()
+        if self.cfg.exactly_once:
+            self.producer.abort_transaction()  # the empty one begun after the last commit

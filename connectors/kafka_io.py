@@ -94,6 +94,11 @@ class RebalanceQueue(ConsumerRebalanceListener):
     def on_partitions_assigned(self, assigned):
         """Nothing to do: the loop skips records it already processed."""
 
+    def pending(self) -> bool:
+        """True when partitions were revoked since the last `take_revoked`."""
+        with self._lock:
+            return bool(self._revoked)
+
     def take_revoked(self) -> set[TopicPartition]:
         """The partitions revoked since the last call."""
         with self._lock:

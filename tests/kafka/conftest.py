@@ -132,6 +132,14 @@ class Kafka:
         finally:
             admin.close()
 
+    def wait_for_log(self, name: str, text: str, proc: subprocess.Popen, timeout_s: float = 60):
+        """Wait until a daemon's output contains `text`."""
+        deadline = time.monotonic() + timeout_s
+        while text not in self.log(name):
+            assert proc.poll() is None, f"daemon exited with {proc.returncode}"
+            assert time.monotonic() < deadline, f"{name} never logged {text!r}"
+            time.sleep(0.2)
+
     def serve(self, *args: str, name: str = "d0") -> subprocess.Popen:
         """Start `river-pa serve` (python -m connectors.cli) in a subprocess."""
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
