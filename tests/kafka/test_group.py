@@ -18,7 +18,7 @@ def test_two_daemons_share_partitions_and_survivor_takes_over(kafka, elec2_path,
     group = f"{events}-group"
     stream = list(records(elec2(str(elec2_path), N_EVENTS), delay=None))  # labels inline
     half = N_EVENTS // 2
-    extra = ("--exactly-once",) if exactly_once else ()
+    extra = ("--exactly-once", "--checkpoint-seconds", "1") if exactly_once else ()
     d1 = kafka.serve_stream(events, None, preds, *extra, name="d1", group=group)
     d2 = kafka.serve_stream(events, None, preds, *extra, name="d2", group=group)
     kafka.wait_group(group, 2)
