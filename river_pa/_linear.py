@@ -43,6 +43,37 @@ def check_sample_weight(w) -> float:
     return float(w)
 
 
+def frame_arrays(X: pd.DataFrame, index, learn: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, values) of a DataFrame's columns through `index`, validated.
+
+    Columns must be numeric or bool and finite (TypeError / ValueError naming the column,
+    raised before `index` changes). With `learn` the column keys are inserted into `index`.
+    Columns sharing a position (hash collisions) are summed, in order of first occurrence, as
+    `merge_duplicates` does for one event. Returns positions (int64, cols) and a C-contiguous
+    float64 matrix (rows x cols).
+
+    """
+    for col in X.columns:
+        dtype = X[col].dtype
+        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
+            raise TypeError(f"feature {col!r} has non-numeric dtype {dtype}")
+    values = X.to_numpy(dtype=np.float64)
+    finite = np.isfinite(values).all(axis=0)
+    if not finite.all():
+        col = X.columns[int(np.argmin(finite))]
+        raise ValueError(f"feature {col!r} has non-finite values")
+    keys = tuple(X.columns)
+    pos = index.insert(keys) if learn else index.lookup(keys)
+    if len(set(pos.tolist())) < len(pos):
+        uniq, first, inverse = np.unique(pos, return_index=True, return_inverse=True)
+        rank = np.argsort(np.argsort(first))
+        merged = np.zeros((len(values), len(uniq)))
+        for j in range(len(pos)):
+            merged[:, rank[inverse[j]]] += values[:, j]
+        pos, values = uniq[np.argsort(first)], merged
+    return pos, np.ascontiguousarray(values)
+
+
 class SparseLinear:
     """Weights over dict features: a numpy array, an intercept and a feature index.
 
@@ -146,27 +177,10 @@ class SparseLinear:
 
     def _batch(self, X: pd.DataFrame, learn: bool):
         """(positions, values) of a DataFrame's columns, validated; duplicates merged."""
-        for col in X.columns:
-            dtype = X[col].dtype
-            if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
-                raise TypeError(f"feature {col!r} has non-numeric dtype {dtype}")
-        values = X.to_numpy(dtype=np.float64)
-        finite = np.isfinite(values).all(axis=0)
-        if not finite.all():
-            col = X.columns[int(np.argmin(finite))]
-            raise ValueError(f"feature {col!r} has non-finite values")
-        keys = tuple(X.columns)
-        pos = self._index.insert(keys) if learn else self._index.lookup(keys)
+        pos, values = frame_arrays(X, self._index, learn)
         if learn:
             self._grow()
-        if len(set(pos.tolist())) < len(pos):
-            uniq, first, inverse = np.unique(pos, return_index=True, return_inverse=True)
-            rank = np.argsort(np.argsort(first))
-            merged = np.zeros((len(values), len(uniq)))
-            for j in range(len(pos)):
-                merged[:, rank[inverse[j]]] += values[:, j]
-            pos, values = uniq[np.argsort(first)], merged
-        return pos, np.ascontiguousarray(values)
+        return pos, values
 
     def _margins_many(self, X: pd.DataFrame) -> np.ndarray:
         pos, values = self._batch(X, learn=False)

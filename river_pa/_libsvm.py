@@ -1,0 +1,347 @@
+"""A libsvm/svmlight file reader: one Numba pass over the file's bytes, producing CSR arrays.
+
+Format: one event a line, ``label index:value index:value ...``; ``#`` starts a comment; blank
+lines are skipped. Indices are non-negative integers (0- or 1-based, kept as written, so
+feature keys match the file); each index appears at most once a line. Labels and values are
+decimal numbers (``+1``, ``-0.5``, ``1e-3``). Multi-label (``1,2``) and ``qid:`` lines are
+rejected. A bad line raises ValueError naming the file and the line number.
+
+Numbers: the first 18 significant digits are kept (`repr` writes at most 17). A mantissa
+below 2^53 with a decimal exponent within +-22 takes one correctly rounded operation; any
+other number is the double-double product of its mantissa and 10^exponent (from exact
+tables for 1e-300..1e290), rounded once from about 100 correct bits, which matches Python's
+`float` except for decimals within ~2^-100 of a halfway point between two floats. Tests
+compare with `float` on 10,000 numbers (random, 1e-40 to 1e40, three formats) and with
+scikit-learn's reader on the shared files.
+
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import mmap
+import os
+
+import numpy as np
+from numba import njit
+
+__all__ = ["CSR", "open_data", "parse_libsvm", "read_libsvm"]
+
+_POW10_OFFSET = 300
+
+
+def _pow10_table():
+    """10^k for k in -300..290 as double-doubles (hi + lo, hi the float64 nearest 10^k).
+
+    Integer true division rounds correctly, so both parts are exact roundings.
+
+    """
+    hi, lo = [], []
+    for k in range(-_POW10_OFFSET, 291):
+        num, den = (10**k, 1) if k >= 0 else (1, 10**-k)
+        h = num / den
+        a, b = h.as_integer_ratio()
+        hi.append(h)
+        lo.append((num * b - a * den) / (den * b))
+    return np.array(hi), np.array(lo)
+
+
+_POW10_HI, _POW10_LO = _pow10_table()
+_TWO53 = 2**53
+_MANTISSA_LIMIT = 10**17  # m < 10^17 takes one more digit: m < 10^18 < 2^63
+
+# Error codes of `_parse`; the message templates name what was expected.
+_ERRORS = {
+    1: "expected a number",
+    2: "expected 'index:value' (an integer index, a colon and a number)",
+    3: "negative feature index",
+    4: "feature index repeated on the line",
+    5: "multi-label and qid lines are not supported",
+    6: "value is not finite",
+    7: "a line must start with its label",
+}
+
+
+@njit(cache=True)
+def _two_prod_err(a, b):
+    """The rounding error of a * b (Dekker's split product, no FMA needed)."""
+    p = a * b
+    split = 134217729.0  # 2^27 + 1
+    t = split * a
+    ahi = t - (t - a)
+    alo = a - ahi
+    t = split * b
+    bhi = t - (t - b)
+    blo = b - bhi
+    return ((ahi * bhi - p) + ahi * blo + alo * bhi) + alo * blo
+
+
+@njit(cache=True)
+def _scale_hard(m, exp10, ph, pl):
+    """m * 10^exp10 from m < 10^18 and 10^exp10 = ph + pl (a double-double), rounded once
+    from about 100 correct bits. Scalars only: array arguments make a call cost ~30 ns."""
+    hi = float(m)
+    lo = float(m - np.int64(hi))  # exact: m < 10^18 and |m - hi| < 2^7
+    p = hi * ph
+    return p + (_two_prod_err(hi, ph) + (hi * pl + lo * ph))
+
+
+@njit(cache=True)
+def _count_lines_and_colons(buf):
+    """(newlines, colons) in `buf`: bounds on the rows and features `_parse` will find."""
+    newlines = 0
+    colons = 0
+    for j in range(buf.shape[0]):
+        c = np.int64(buf[j])
+        newlines += c == 10
+        colons += c == 58
+    return newlines, colons
+
+
+@njit(cache=True)
+def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
+    """Parse libsvm bytes into (labels, indptr, indices, data, error, error line).
+
+    `max_rows` and `max_nnz` bound the output sizes (newlines + 1 and colons). On a bad line,
+    `error` is an `_ERRORS` code, the line is 1-based and the arrays are partial.
+
+    One loop with the number parser written once, inline: Numba does not inline across
+    functions, and a call per token costs more than parsing it. A token is a number (the
+    label, first on a line) or ``index:number``. Bytes are read as int64 (comparing uint8 with
+    int64 literals is slow in Numba).
+
+    """
+    labels = np.empty(max_rows)
+    indptr = np.zeros(max_rows + 1, np.int64)
+    indices = np.empty(max_nnz, np.int64)
+    data = np.empty(max_nnz)
+    last_row = np.full(1024, -1, np.int64)  # row that last used each index (duplicate check)
+    n = buf.shape[0]
+    i = 0
+    row = 0
+    nnz = 0
+    line = 0
+    error = 0
+    while i < n and error == 0:
+        line += 1
+        token = 0  # tokens read on this line
+        label = 0.0
+        while error == 0:
+            c = np.int64(buf[i]) if i < n else -1
+            while c == 32 or c == 9 or c == 13 or c == 11 or c == 12:  # spaces
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+            if c == -1 or c == 10 or c == 35:  # end of the line's data
+                break
+            index = np.int64(0)
+            if token > 0:  # index:
+                if c == 45:
+                    error = 3
+                    break
+                digits = 0
+                while 48 <= c <= 57:
+                    index = index * 10 + (c - 48)
+                    digits += 1
+                    i += 1
+                    c = np.int64(buf[i]) if i < n else -1
+                if digits == 0:
+                    error = 5 if c == 113 else 2  # q of qid
+                    break
+                if digits > 18 or c != 58:
+                    error = 2
+                    break
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+            # a decimal number: sign, digits, fraction, exponent
+            neg = c == 45
+            if c == 43 or c == 45:
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+            m = np.int64(0)
+            exp10 = 0
+            seen = False
+            fraction = False  # after the decimal point
+            while True:
+                if 48 <= c <= 57:
+                    seen = True
+                    if m < _MANTISSA_LIMIT:  # keep 18 significant digits
+                        m = m * 10 + (c - 48)
+                        exp10 -= fraction
+                    elif not fraction:
+                        exp10 += 1
+                elif c == 46 and not fraction:  # .
+                    fraction = True
+                else:
+                    break
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+            if seen and (c == 101 or c == 69):  # e E
+                i += 1
+                c = np.int64(buf[i]) if i < n else -1
+                eneg = c == 45
+                if c == 43 or c == 45:
+                    i += 1
+                    c = np.int64(buf[i]) if i < n else -1
+                seen = 48 <= c <= 57
+                e = 0
+                while 48 <= c <= 57:
+                    e = min(e * 10 + (c - 48), 100000)
+                    i += 1
+                    c = np.int64(buf[i]) if i < n else -1
+                exp10 += -e if eneg else e
+            ends = c == 32 or c == 9 or c == 13 or c == 11 or c == 12 or c == -1 or c == 10
+            if not seen or not (ends or c == 35):
+                error = (5 if c == 44 else 7 if c == 58 else 1) if token == 0 else 2
+                break
+            value = 0.0
+            if m != 0:
+                k = exp10 + _POW10_OFFSET
+                if m < _TWO53 and -22 <= exp10 <= 22:  # exact operands: one rounding
+                    if exp10 < 0:
+                        value = float(m) / pow10_hi[_POW10_OFFSET - exp10]
+                    else:
+                        value = float(m) * pow10_hi[k]
+                elif 0 <= k < pow10_hi.shape[0]:
+                    value = _scale_hard(m, exp10, pow10_hi[k], pow10_lo[k])
+                else:
+                    value = float(m) * 10.0**exp10
+            if neg:
+                value = -value
+            if abs(value) == np.inf:
+                error = 6 if token else 1
+                break
+            if token == 0:
+                label = value
+            else:
+                if index >= last_row.shape[0]:
+                    grown = np.full(max(2 * last_row.shape[0], index + 1), -1, np.int64)
+                    grown[: last_row.shape[0]] = last_row
+                    last_row = grown
+                if last_row[index] == row:
+                    error = 4
+                    break
+                last_row[index] = row
+                indices[nnz] = index
+                data[nnz] = value
+                nnz += 1
+            token += 1
+        if error == 0 and token > 0:
+            labels[row] = label
+            row += 1
+            indptr[row] = nnz
+        while i < n and buf[i] != 10:  # the rest of the line: a comment
+            i += 1
+        i += 1
+    if error == 0:
+        line = 0
+    return labels[:row], indptr[: row + 1], indices[:nnz], data[:nnz], error, line
+
+
+@njit(cache=True)
+def _first_appearance(indices, size):
+    """The distinct values of `indices` (all in 0..size-1) in order of first appearance."""
+    seen = np.zeros(size, np.bool_)
+    order = np.empty(size, np.int64)
+    count = 0
+    for j in range(indices.shape[0]):
+        c = indices[j]
+        if not seen[c]:
+            seen[c] = True
+            order[count] = c
+            count += 1
+    return order[:count].copy()
+
+
+class CSR:
+    """Events as CSR arrays: row i has features ``indices[indptr[i]:indptr[i+1]]`` (int64
+    column ids) with values ``data[...]`` (float64) and target ``y[i]``.
+
+    `keys` maps a column id to its feature key (None: the key is the id itself, an int, as in
+    a libsvm file).
+
+    """
+
+    def __init__(self, indptr, indices, data, y, keys=None):
+        self.indptr, self.indices, self.data, self.y = indptr, indices, data, y
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return len(self.indptr) - 1
+
+    def head(self, n: int) -> CSR:
+        """The first `n` rows."""
+        if n >= len(self):
+            return self
+        end = self.indptr[n]
+        return CSR(self.indptr[: n + 1], self.indices[:end], self.data[:end], self.y[:n],
+                   self.keys)
+
+    def columns(self) -> np.ndarray:
+        """The column ids used, in order of first appearance (the order in which a
+        `learn_one` loop meets their features)."""
+        if len(self.indices) == 0:
+            return np.zeros(0, np.int64)
+        return _first_appearance(self.indices, int(self.indices.max()) + 1)
+
+    def column_keys(self, columns: np.ndarray) -> tuple:
+        """The feature keys of column ids."""
+        if self.keys is None:
+            return tuple(columns.tolist())
+        return tuple(self.keys[c] for c in columns.tolist())
+
+    def rows(self):
+        """The rows as feature dicts, in order."""
+        keys = self.keys
+        ind = self.indices.tolist() if keys is None else [keys[j] for j in self.indices.tolist()]
+        data = self.data.tolist()
+        ptr = self.indptr.tolist()
+        for lo, hi in zip(ptr[:-1], ptr[1:]):
+            yield dict(zip(ind[lo:hi], data[lo:hi]))
+
+
+def _parse_buffer(raw):
+    """`_parse` over a buffer's bytes; the view on `raw` is gone when this returns (a memory
+    map cannot close while a view on it lives, in a traceback say)."""
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    newlines, colons = _count_lines_and_colons(buf)
+    return _parse(buf, newlines + 1, colons, _POW10_HI, _POW10_LO)
+
+
+def parse_libsvm(raw, name: str = "<bytes>") -> CSR:
+    """Parse libsvm text (bytes or any buffer) into a `CSR` whose `y` holds the labels as
+    float64.
+
+    >>> csr = parse_libsvm(b"+1 1:0.5 3:2\\n-1 2:1e-1 # a comment\\n")
+    >>> csr.y, csr.indptr, csr.indices, csr.data
+    (array([ 1., -1.]), array([0, 2, 3]), array([1, 3, 2]), array([0.5, 2. , 0.1]))
+    >>> parse_libsvm(b"1 1:2\\n1 4:x\\n", "f.svm")
+    Traceback (most recent call last):
+    ...
+    ValueError: f.svm:2: expected 'index:value' (an integer index, a colon and a number)
+
+    """
+    labels, indptr, indices, data, error, line = _parse_buffer(raw)
+    if error:
+        raise ValueError(f"{name}:{line}: {_ERRORS[error]}")
+    return CSR(indptr, indices, data, labels)
+
+
+def open_data(path: str, mode: str = "rb"):
+    """Open a file, decompressing ``.bz2`` and ``.gz`` on the fly."""
+    opener = {".bz2": bz2.open, ".gz": gzip.open}.get(os.path.splitext(path)[1], open)
+    return opener(path, mode)
+
+
+def read_libsvm(path) -> CSR:
+    """Read a libsvm file (plain, ``.bz2`` or ``.gz``) into a `CSR`; see `parse_libsvm`.
+
+    A plain file is memory-mapped rather than read: no copy of its bytes.
+
+    """
+    path = os.fspath(path)
+    if os.path.splitext(path)[1] in (".bz2", ".gz") or os.path.getsize(path) == 0:
+        with open_data(path, "rb") as f:
+            return parse_libsvm(f.read(), path)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        return parse_libsvm(mapped, path)

@@ -1,0 +1,333 @@
+"""Numba kernels of the parameter-free learners (no River imports here).
+
+RescaledExp (Cutkosky and Boahen 2017, Algorithm 1; re-centred Algorithm 2, Appendix C.3)
+------------------------------------------------------------------------------------------
+Coordinate-wise state is a float64 array `st` of shape (positions, N_STATE), one row per
+coordinate, with the columns `L, G, Q, M, W, W_STAR, W_PREV`: the epoch's gradient bound L_t
+(0 until the first non-zero gradient), the epoch sums g_{t*:t} and ||g||^2_{t*:t}, M_t, the
+weight to play next, the centre w_star (0 in Algorithm 1) and the weight played one round
+earlier (for Algorithm 2's w_star <- w_{t-1}). The full-vector (dimension-free) variant keeps
+the vectors G, W_STAR, W, W_PREV as the columns of the same array and the scalars L, Q, M in a
+float64 array `sc` of length 3.
+
+Overflow guard: the weight is w_star - sign(G) (exp(eta |G|) - 1). Within an epoch |g| <= 2L and
+M_t + ||g||^2 >= |G| L, so eta |G| <= sqrt(|G| / L) / 2 <= sqrt(n / 2) after n rounds of the
+epoch (the exp(sqrt(T/2)) of Lemma 3): it passes 709 (float64's largest exponent) only after
+about a million same-sign gradients of the largest size, and the adversary of Theorem 1 drives
+it there. The exponent is therefore capped at EXP_CAP = log(sqrt(DBL_MAX)) ~ 354.9: a capped
+weight is at most 1.3e154, so w x stays finite for |x| < 1.3e154 and w^2 stays finite. Below the
+cap (every realistic stream) the kernels compute the paper's expression exactly, with expm1.
+
+Scale-invariant learners (Kotlowski 2017, coordinate-wise algorithm (5) and full algorithm)
+------------------------------------------------------------------------------------------
+Coordinate-wise: `s2` and `h` (float64, positions). Full: `S` (d x d), `P` (the pseudo-inverse
+S^+, d x d), `N` (the orthogonal projector I - S S^+ onto the null space of S, d x d), `h` (d)
+and Gamma. A sparse event is `idx` (int64, n), `val` (float64, n). The same exponent cap applies
+to the unitless exponents of both algorithms, so scale invariance is kept. An event adds a
+direction when ||N x||^2 > max(RANK_TOL ||x||^2, floor), the floor (n eps trace(S), from the
+caller) being numpy's pseudo-inverse cut-off with trace(S) >= lambda_max.
+
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+L, G, Q, M, W, W_STAR, W_PREV = 0, 1, 2, 3, 4, 5, 6
+N_STATE = 7
+SC_L, SC_Q, SC_M = 0, 1, 2
+
+# Re-centring rules of Algorithm 2 (Appendix C.3): none (Algorithm 1), w_t, w_{t-1}.
+CENTER_NONE, CENTER_LAST, CENTER_BEFORE_LAST = 0, 1, 2
+
+K = math.sqrt(2.0)
+EXP_CAP = 0.5 * math.log(np.finfo(np.float64).max)
+RANK_TOL = 1e-15
+
+
+@njit(cache=True)
+def capped_expm1(z: float) -> float:
+    """exp(min(z, EXP_CAP)) - 1."""
+    return math.expm1(min(z, EXP_CAP))
+
+
+@njit(cache=True)
+def eta_rescaledexp(L_t: float, G_norm: float, Q_t: float, M_prev: float) -> tuple[float, float]:
+    """(M_t, eta_t) of Algorithm 1: M_t = max(M_{t-1}, |G| / p - Q) with 1/p = L_t, and
+    eta_t = 1 / (k sqrt(2 (M_t + Q))) with k = sqrt(2)."""
+    M_t = max(M_prev, G_norm * L_t - Q_t)
+    return M_t, 1.0 / (K * math.sqrt(2.0 * (M_t + Q_t)))
+
+
+@njit(cache=True)
+def rescaledexp_1d(st: np.ndarray, i: int, g: float, center: int) -> None:
+    """One round of a 1-D RescaledExp instance (row `i` of `st`) on the gradient `g`.
+
+    A zero gradient leaves the instance untouched (Section 3: w stays put until a non-constant
+    loss; Appendix C.2 runs one instance per coordinate).
+
+    """
+    if g == 0.0:
+        return
+    ag = abs(g)
+    if st[i, L] == 0.0:
+        st[i, L] = ag
+    Gs = st[i, G] + g
+    Qs = st[i, Q] + g * g
+    Ms, eta = eta_rescaledexp(st[i, L], abs(Gs), Qs, st[i, M])
+    played = st[i, W]
+    if Gs > 0.0:
+        nxt = st[i, W_STAR] - capped_expm1(eta * Gs)
+    elif Gs < 0.0:
+        nxt = st[i, W_STAR] + capped_expm1(-eta * Gs)
+    else:
+        nxt = st[i, W_STAR]
+    if ag > 2.0 * st[i, L]:
+        st[i, L] = ag
+        Gs = Qs = Ms = 0.0
+        if center == CENTER_LAST:
+            st[i, W_STAR] = played
+        elif center == CENTER_BEFORE_LAST:
+            st[i, W_STAR] = st[i, W_PREV]
+        nxt = st[i, W_STAR]
+    st[i, G] = Gs
+    st[i, Q] = Qs
+    st[i, M] = Ms
+    st[i, W_PREV] = played
+    st[i, W] = nxt
+
+
+@njit(cache=True)
+def rescaledexp_coordinates(st, idx, val, gm, bias, center):
+    """Coordinate-wise RescaledExp (Appendix C.2) on the gradient gm * x.
+
+    The gradient is gm * val[j] at position idx[j] and gm at the row `bias` (the constant
+    feature of a linear model; -1 for none). An optimizer passes its gradient as `val` with
+    gm = 1. Positions must be distinct.
+
+    """
+    if gm == 0.0:
+        return
+    for j in range(idx.shape[0]):
+        rescaledexp_1d(st, idx[j], gm * val[j], center)
+    if bias >= 0:
+        rescaledexp_1d(st, bias, gm, center)
+
+
+@njit(cache=True)
+def rescaledexp_full(st, sc, idx, val, gm, bias, center):
+    """Full-vector (dimension-free) RescaledExp: Algorithm 1 with Euclidean norms.
+
+    The gradient is as in `rescaledexp_coordinates` (0 on every other row). Every row of `st` is
+    rewritten, since the step w = w_star - G / ||G|| (exp(eta ||G||) - 1) rescales the whole
+    direction. A zero gradient leaves the state untouched.
+
+    """
+    gsq = 0.0
+    for j in range(idx.shape[0]):
+        gj = gm * val[j]
+        st[idx[j], G] += gj
+        gsq += gj * gj
+    if bias >= 0:
+        st[bias, G] += gm
+        gsq += gm * gm
+    if gsq == 0.0:
+        return
+    ag = math.sqrt(gsq)
+    if sc[SC_L] == 0.0:
+        sc[SC_L] = ag
+    n = st.shape[0]
+    gn2 = 0.0
+    for i in range(n):
+        gn2 += st[i, G] * st[i, G]
+    gnorm = math.sqrt(gn2)
+    Qs = sc[SC_Q] + gsq
+    Ms, eta = eta_rescaledexp(sc[SC_L], gnorm, Qs, sc[SC_M])
+    scale = capped_expm1(eta * gnorm) / gnorm if gnorm > 0.0 else 0.0
+    restart = ag > 2.0 * sc[SC_L]
+    for i in range(n):
+        played = st[i, W]
+        nxt = st[i, W_STAR] - scale * st[i, G]
+        if restart:
+            if center == CENTER_LAST:
+                st[i, W_STAR] = played
+            elif center == CENTER_BEFORE_LAST:
+                st[i, W_STAR] = st[i, W_PREV]
+            nxt = st[i, W_STAR]
+            st[i, G] = 0.0
+        st[i, W_PREV] = played
+        st[i, W] = nxt
+    if restart:
+        sc[SC_L] = ag
+        Qs = Ms = 0.0
+    sc[SC_Q] = Qs
+    sc[SC_M] = Ms
+
+
+@njit(cache=True)
+def rescaledexp_margin(st, idx, val, bias):
+    """y_hat = sum_j W[idx[j]] val[j] (+ W[bias] for the constant feature, bias >= 0)."""
+    s = 0.0
+    for j in range(idx.shape[0]):
+        s += st[idx[j], W] * val[j]
+    if bias >= 0:
+        s += st[bias, W]
+    return s
+
+
+# -- scale-invariant, coordinate-wise ---------------------------------------------------------
+
+
+@njit(cache=True)
+def si_coordinate_margin(s2, h, idx, val, bias, t, d, alpha):
+    """y_hat = sum_i w_i x_i of the coordinate-wise algorithm at round t with d coordinates.
+
+    s_i^2 includes x_{t,i}^2 (the algorithm reads x_t first) without being stored:
+    eta_i = exp((h_i^2 + x_i^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2.
+    Each term w_i x_i is formed as exp(E) (h_i x_i / s_i^2) / (alpha t d), which stays finite
+    under the exponent cap because |h_i x_i| / s_i^2 <= sqrt(t) for |g| <= 1.
+    `bias` >= 0 is the row of the constant feature (value 1); -1 for none.
+
+    """
+    atd = alpha * t * d
+    y = 0.0
+    for j in range(idx.shape[0] + 1):
+        if j < idx.shape[0]:
+            i = idx[j]
+            x = val[j]
+        elif bias >= 0:
+            i = bias
+            x = 1.0
+        else:
+            break
+        s = s2[i] + x * x
+        if s > 0.0 and h[i] != 0.0:
+            e = min((h[i] * h[i] + x * x) / (2.0 * alpha * s), EXP_CAP)
+            y += math.exp(e) * (h[i] * x / s) / atd
+    return y
+
+
+@njit(cache=True)
+def si_coordinate_update(s2, h, idx, val, bias, g):
+    """Commit round t: s_i^2 += x_i^2 and h_i -= g x_i."""
+    for j in range(idx.shape[0]):
+        x = val[j]
+        s2[idx[j]] += x * x
+        h[idx[j]] -= g * x
+    if bias >= 0:
+        s2[bias] += 1.0
+        h[bias] -= g
+
+
+@njit(cache=True)
+def si_coordinate_weights(s2, h, t, d, alpha):
+    """The weights w_i = eta_i h_i / s_i^2 the algorithm would play for x_{t+1,i} = 0."""
+    w = np.zeros(s2.shape[0])
+    for i in range(s2.shape[0]):
+        if s2[i] > 0.0 and h[i] != 0.0:
+            e = min(h[i] * h[i] / (2.0 * alpha * s2[i]), EXP_CAP)
+            w[i] = math.exp(e) / (alpha * (t + 1) * d) * h[i] / s2[i]
+    return w
+
+
+# -- scale-invariant, full ----------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _matvec_sparse(A, idx, val, out):
+    """out = A x for a sparse x (A symmetric: columns read as rows)."""
+    out[:] = 0.0
+    for j in range(idx.shape[0]):
+        row = A[idx[j]]
+        v = val[j]
+        for i in range(out.shape[0]):
+            out[i] += row[i] * v
+
+
+@njit(cache=True)
+def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor):
+    """The quantities of S_t^+ = (S_{t-1} + x x^T)^+ needed at round t, without forming it.
+
+    Fills k = P x, r = N x (the part of x outside the range of S_{t-1}) and Ph = P h, and returns
+    (new, x^T S_t^+ h, h^T S_t^+ h, x^T S_t^+ x), where `new` says whether x adds a direction
+    (||r||^2 > RANK_TOL ||x||^2). `extra_sq` is the squared norm of the part of x on coordinates
+    the model has never seen (prediction only): those are fresh axes of the null space, with P = 0,
+    N = I and h = 0 there, so they only add to ||r||^2. With beta = 1 + x^T P x:
+
+    * x in range(S) (Sherman-Morrison): S_t^+ = P - k k^T / beta;
+    * otherwise (Meyer's rank-one update of a pseudo-inverse, symmetric case):
+      S_t^+ = P - (k r^T + r k^T) / ||r||^2 + beta r r^T / ||r||^4, so that x^T S_t^+ h =
+      r.h / ||r||^2, x^T S_t^+ x = 1 and h^T S_t^+ h = h.Ph - 2 (k.h)(r.h)/||r||^2
+      + beta (r.h)^2 / ||r||^4; since h is in range(S_{t-1}), r.h = 0: the prediction is 0 and
+      h^T S_t^+ h = h^T P h.
+
+    O(d nnz(x) + d^2) (the d^2 is P h).
+
+    """
+    _matvec_sparse(P, idx, val, k)
+    _matvec_sparse(N, idx, val, r)
+    d = h.shape[0]
+    for i in range(d):
+        s = 0.0
+        Pi = P[i]
+        for j in range(d):
+            s += Pi[j] * h[j]
+        Ph[i] = s
+    xk = 0.0
+    xx = extra_sq
+    for j in range(idx.shape[0]):
+        xk += val[j] * k[idx[j]]
+        xx += val[j] * val[j]
+    rr = extra_sq
+    kh = 0.0
+    hPh = 0.0
+    for i in range(d):
+        rr += r[i] * r[i]
+        kh += k[i] * h[i]
+        hPh += h[i] * Ph[i]
+    beta = 1.0 + xk
+    if rr > RANK_TOL * xx and rr > floor:
+        # h = -sum g_q x_q lies in range(S_{t-1}), orthogonal to r: r.h = 0 exactly (what is
+        # computed is rounding noise, which would break the invariance of a zero prediction).
+        return True, 0.0, hPh, 1.0
+    return False, kh - xk * kh / beta, hPh - kh * kh / beta, xk / beta
+
+
+@njit(cache=True)
+def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
+    """End round t: S <- S + x x^T, P <- S_t^+ (and N <- I - S_t S_t^+ when x added a
+    direction), in O(d^2), from the k, r filled by `si_full_round`; then h <- h - g x."""
+    for a in range(idx.shape[0]):
+        for b in range(idx.shape[0]):
+            S[idx[a], idx[b]] += val[a] * val[b]
+    d = P.shape[0]
+    xk = 0.0
+    for j in range(idx.shape[0]):
+        xk += val[j] * k[idx[j]]
+    beta = 1.0 + xk
+    if new:
+        rr = 0.0
+        for i in range(d):
+            rr += r[i] * r[i]
+        a = 1.0 / rr
+        b = beta / (rr * rr)
+        for i in range(d):
+            for j in range(d):
+                P[i, j] += -a * (k[i] * r[j] + r[i] * k[j]) + b * r[i] * r[j]
+                N[i, j] -= a * r[i] * r[j]
+    else:
+        c = 1.0 / beta
+        for i in range(d):
+            for j in range(d):
+                P[i, j] -= c * k[i] * k[j]
+    for j in range(idx.shape[0]):
+        h[idx[j]] -= g * val[j]
+
+
+@njit(cache=True)
+def si_full_eta(hPh, gamma, alpha):
+    """eta = exp((h^T S^+ h - Gamma) / (2 alpha)) / alpha, the exponent capped."""
+    return math.exp(min((hPh - gamma) / (2.0 * alpha), EXP_CAP)) / alpha
