@@ -37,11 +37,15 @@ def broker_script(command: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def bootstrap() -> str:
-    """host:port of a running broker (started through scripts/kafka.sh when needed)."""
+def bootstrap():
+    """host:port of a running broker; one that this session starts, it also stops."""
     if os.environ.get("RIVER_PA_KAFKA_BOOTSTRAP"):
-        return os.environ["RIVER_PA_KAFKA_BOOTSTRAP"]
-    return broker_script("start").splitlines()[-1]
+        yield os.environ["RIVER_PA_KAFKA_BOOTSTRAP"]
+        return
+    started = subprocess.run(["bash", str(SCRIPT), "status"], capture_output=True).returncode != 0
+    yield broker_script("start").splitlines()[-1]
+    if started:
+        broker_script("stop")
 
 
 class Kafka:

@@ -14,10 +14,19 @@ DELAY = 100
 
 
 def river_reference(rows, delay: int) -> float:
-    """Accuracy of River's progressive validation with the same delay (`river-pa evaluate`)."""
+    """Accuracy of River's progressive validation with the same delay."""
     steps = evaluate.iter_progressive_val_score(
         rows, make_model("PAClassifier", {}), metrics.Accuracy(), delay=delay, step=len(rows))
     return list(steps)[-1]["Accuracy"].get()
+
+
+def river_pa_evaluate(delay: int) -> float:
+    """Accuracy from `river-pa evaluate --data elec2 --delay N` (its Python entry point)."""
+    from river_pa import datasets
+    from river_pa.evaluate import evaluate as run
+
+    result = run(datasets.load("elec2"), make_model("PAClassifier", {}), ["Accuracy"], delay=delay)
+    return result.values["Accuracy"]
 
 
 def test_elec2_delayed_labels_matches_progressive_validation(kafka, elec2_path):
@@ -34,4 +43,4 @@ def test_elec2_delayed_labels_matches_progressive_validation(kafka, elec2_path):
     assert ids == [f"e{i}" for i in range(len(rows))]
     assert report["events"] == report["labelled"] == report["learned"] == len(rows)
     assert report["pending"] == report["orphan_labels"] == report["dead_lettered"] == 0
-    assert report["value"] == river_reference(rows, DELAY)
+    assert report["value"] == river_reference(rows, DELAY) == river_pa_evaluate(DELAY)
