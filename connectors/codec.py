@@ -32,7 +32,7 @@ class BadRecord(ValueError):
         self.detail = detail
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Event:
     """A validated event: features, an optional label and an optional epoch-ms timestamp."""
 
@@ -42,7 +42,7 @@ class Event:
     ts: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Label:
     """A validated late label for the event with the same id."""
 

@@ -269,7 +269,7 @@ class Daemon:
         if event.y is None:
             self._count_expired(self.pending.add(event.id, Pending(event.x, scored, record.timestamp)))
             return
-        self.stats.score(event.y, scored, 0)
+        self.stats.score(event.y, scored, None)  # delay statistics are for late labels
         self._learn(record, event.x, event.y)
 
     def _on_label(self, record) -> None:

@@ -52,7 +52,8 @@ class Stats:
         return not getattr(self.metric, "requires_labels", True)  # regression metrics lack it
 
     def score(self, y_true, y_pred, delay_ms: int | None) -> None:
-        """Update the metrics with one labelled prediction."""
+        """Update the metrics with one labelled prediction; `delay_ms` (event to label, in
+        record time) feeds the delay statistics, None for a label carried by its event."""
         self.counts["labelled"] += 1
         if y_pred is None or y_pred == {}:
             return
