@@ -231,7 +231,7 @@ class Daemon:
             return False
         known = self.buffered_upto.get(tp, self.next_offsets.get(tp_key(tp)))
         if known is None:
-            known = self.consumer.position(tp)
+            known = self.consumer.position(tp, timeout_ms=1000)
         return known is not None and known >= highwater
 
     def _flow_control(self) -> None:

@@ -106,10 +106,10 @@ java_cmd() {  # runs in a subshell when backgrounded: exec keeps the pid of that
     -Dlog4j2.configurationFile="$RUN/log4j2.properties" -cp "$LIBS/*" "$@"
 }
 
-running_pid() {  # print the pid of the broker started here, if it is alive
+running_pid() {  # print the pid of the broker started here, if it is alive (and still ours)
   [[ -f "$PIDFILE" ]] || return 1
   local pid; pid="$(cat "$PIDFILE")"
-  kill -0 "$pid" 2>/dev/null && echo "$pid"
+  ps -p "$pid" -o args= 2>/dev/null | grep -q "kafka.Kafka $RUN/server.properties" && echo "$pid"
 }
 
 start() {
