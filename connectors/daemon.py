@@ -155,8 +155,11 @@ class Daemon:
             # their records are in the open transaction, their offsets can no longer be
             # committed by us: abort, the new owner processes them again
             self._rollback("partitions were revoked during the transaction")
+            return  # what was polled predates the rollback's seeks
+        assigned = self.consumer.assignment()
         for tp, records in polled.items():
-            self._buffer(tp, records)
+            if tp in assigned:  # not fetched before a revocation
+                self._buffer(tp, records)
         batch, deadline = 0, time.monotonic() + self.cfg.batch_seconds
         for record in itertools.islice(self.merger.ready(), self.cfg.max_poll_records):
             self._process(record)

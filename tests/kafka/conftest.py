@@ -55,7 +55,7 @@ class Kafka:
         self.bootstrap = bootstrap
         self.tmp_path = tmp_path
         self.prefix = f"t{uuid.uuid4().hex[:10]}"
-        self.daemons: list[subprocess.Popen] = []
+        self.daemons: dict[subprocess.Popen, str] = {}
 
     def topics(self, *names: str, partitions: int = 1) -> list[str]:
         """Create fresh topics (unique per test) and return their full names."""
@@ -102,7 +102,7 @@ class Kafka:
         seen, deadline = 0, time.monotonic() + timeout_s
         try:
             while seen < count:
-                assert proc is None or proc.poll() is None, f"daemon exited: {proc.returncode}"
+                assert proc is None or proc.poll() is None, self.exited(proc)
                 assert time.monotonic() < deadline, f"{topic}: {seen} of {count} records"
                 seen += sum(len(r) for r in consumer.poll(timeout_ms=100).values())
             return seen
@@ -118,7 +118,7 @@ class Kafka:
                 report = self.last_report(name)
                 if predicate(report):
                     return report
-            assert proc.poll() is None, f"daemon exited with {proc.returncode}"
+            assert proc.poll() is None, self.exited(proc)
             assert time.monotonic() < deadline, f"report never satisfied the test: {report}"
             time.sleep(0.2)
 
@@ -140,7 +140,7 @@ class Kafka:
         """Wait until a daemon's output contains `text`."""
         deadline = time.monotonic() + timeout_s
         while text not in self.log(name):
-            assert proc.poll() is None, f"daemon exited with {proc.returncode}"
+            assert proc.poll() is None, self.exited(proc)
             assert time.monotonic() < deadline, f"{name} never logged {text!r}"
             time.sleep(0.2)
 
@@ -153,8 +153,14 @@ class Kafka:
              "--client-id", name, "--report-seconds", "0.5", "--session-timeout-ms", "2000",
              *args],
             cwd=self.tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
-        self.daemons.append(proc)
+        self.daemons[proc] = name
         return proc
+
+    def exited(self, proc: subprocess.Popen) -> str:
+        """Why a daemon is gone: its exit status and the end of its output."""
+        lines = [line for line in self.log(self.daemons[proc]).splitlines()
+                 if "WARNING kafka" not in line and "ERROR kafka.cluster" not in line]
+        return f"daemon exited with {proc.returncode}:\n" + "\n".join(lines[-25:])
 
     def serve_stream(self, events: str, labels: str | None, preds: str, *extra: str,
                      name: str = "d0", group: str | None = None) -> subprocess.Popen:
