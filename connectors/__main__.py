@@ -1,0 +1,7 @@
+"""`python -m connectors` runs `river-pa serve`."""
+
+import sys
+
+from connectors.cli import main
+
+sys.exit(main())

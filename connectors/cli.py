@@ -1,0 +1,35 @@
+"""`river-pa serve`: run the Kafka daemon (`python -m connectors.cli --help`)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from connectors.checkpoint import CheckpointError
+from connectors.config import load_config
+from connectors.daemon import Daemon
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the configuration, build the model and serve until SIGTERM/SIGINT."""
+    from river_pa.registry import make_model
+
+    cfg = load_config(sys.argv[1:] if argv is None else list(argv))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.WARNING)
+    try:
+        model = make_model(cfg.model, cfg.model_params)
+    except ValueError as exc:
+        print(f"river-pa serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return Daemon(cfg, model).run()
+    except CheckpointError as exc:
+        print(f"river-pa serve: refusing the checkpoint: {exc}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

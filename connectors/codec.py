@@ -1,0 +1,182 @@
+"""Decode and validate Kafka record values; encode the daemon's outputs.
+
+Every check lives here, so a record is validated once, in the loop, and the rest of the
+daemon only sees clean `Event` and `Label` values. A bad record raises `BadRecord` with a
+short machine-readable reason that becomes the dead-letter `reason` header.
+
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = [
+    "BadRecord", "Event", "Label", "decode_event", "decode_label", "encode_json", "label_check_for",
+]
+
+REASONS = (
+    "oversize", "undecodable", "invalid_json", "not_an_object", "missing_id", "missing_x",
+    "bad_x", "non_numeric", "non_finite", "bad_label", "bad_ts", "label_rejected",
+)
+
+
+class BadRecord(ValueError):
+    """A record the daemon cannot use; `reason` is one of `REASONS`."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(slots=True)
+class Event:
+    """A validated event: features, an optional label and an optional epoch-ms timestamp."""
+
+    id: str
+    x: dict[str, float]
+    y: Any = None
+    ts: int | None = None
+
+
+@dataclass(slots=True)
+class Label:
+    """A validated late label for the event with the same id."""
+
+    id: str
+    y: Any
+
+
+def label_check_for(model) -> Callable[[Any], Any]:
+    """A function that returns a label the model can learn from, or raises BadRecord.
+
+    Regressors take finite numbers (not booleans); binary classifiers take booleans;
+    multiclass classifiers take booleans, integers or strings.
+    """
+    if _is_regressor(model):
+        return _regression_label
+    if getattr(model, "_multiclass", False):
+        return _multiclass_label
+    return _binary_label
+
+
+def _is_regressor(model) -> bool:
+    from river import base
+
+    return isinstance(model, base.Regressor)
+
+
+def _regression_label(y):
+    if isinstance(y, bool) or not isinstance(y, (int, float)):
+        raise BadRecord("bad_label", f"a regressor needs a number, got {y!r:.40}")
+    if not math.isfinite(y):
+        raise BadRecord("bad_label", "label is not finite")
+    return float(y)
+
+
+def _binary_label(y):
+    if not isinstance(y, bool):
+        raise BadRecord("bad_label", f"a binary classifier needs true/false, got {y!r:.40}")
+    return y
+
+
+def _multiclass_label(y):
+    if isinstance(y, float) or not isinstance(y, (bool, int, str)):
+        raise BadRecord("bad_label", f"a classifier needs a bool, int or string, got {y!r:.40}")
+    return y
+
+
+def _reject_constant(token: str):
+    raise BadRecord("non_finite", f"JSON constant {token}")
+
+
+def _load_object(raw: bytes | None, max_bytes: int) -> dict:
+    if raw is None:
+        raise BadRecord("undecodable", "null value (tombstone)")
+    if len(raw) > max_bytes:
+        raise BadRecord("oversize", f"{len(raw)} bytes > {max_bytes}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRecord("undecodable", str(exc)) from None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise BadRecord("invalid_json", str(exc)) from None
+    if not isinstance(obj, dict):
+        raise BadRecord("not_an_object", type(obj).__name__)
+    return obj
+
+
+def _record_id(obj: dict) -> str:
+    rid = obj.get("id")
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)) or rid == "":
+        raise BadRecord("missing_id")
+    return str(rid)
+
+
+def _features(obj: dict) -> dict[str, float]:
+    if "x" not in obj:
+        raise BadRecord("missing_x")
+    x = obj["x"]
+    if not isinstance(x, dict):
+        raise BadRecord("bad_x", f"x is a {type(x).__name__}, not an object")
+    for key, value in x.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadRecord("non_numeric", f"feature {key!r:.40}")
+        if not math.isfinite(value):
+            raise BadRecord("non_finite", f"feature {key!r:.40}")
+    return x
+
+
+def _timestamp(obj: dict) -> int | None:
+    ts = obj.get("ts")
+    if ts is None:
+        return None
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
+        raise BadRecord("bad_ts", f"{ts!r:.40}")
+    return int(ts)
+
+
+def decode_event(raw: bytes | None, check_label: Callable, max_bytes: int) -> Event:
+    """Parse an event value `{"id", "x", "y"?, "ts"?}` or raise BadRecord."""
+    obj = _load_object(raw, max_bytes)
+    y = obj.get("y")
+    return Event(
+        id=_record_id(obj),
+        x=_features(obj),
+        y=None if y is None else check_label(y),
+        ts=_timestamp(obj),
+    )
+
+
+def decode_label(raw: bytes | None, check_label: Callable, max_bytes: int) -> Label:
+    """Parse a label value `{"id", "y"}` or raise BadRecord."""
+    obj = _load_object(raw, max_bytes)
+    rid = _record_id(obj)
+    if obj.get("y") is None:
+        raise BadRecord("bad_label", "missing y")
+    return Label(id=rid, y=check_label(obj["y"]))
+
+
+def encode_json(value: dict) -> bytes:
+    """Compact UTF-8 JSON; non-finite floats become null rather than invalid JSON."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    except (ValueError, TypeError):  # rare: NaN/inf or numpy scalars; clean and retry
+        return json.dumps(_finite(value), separators=(",", ":"), allow_nan=False).encode()
+
+
+def _finite(value):
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,148 @@
+"""Configuration of `river-pa serve`: defaults < TOML file < environment < command-line flags.
+
+Every setting is a field of `ServeConfig`. In the TOML file a field is a top-level key; the
+table `[kafka]` passes settings straight to the kafka-python clients (security_protocol,
+sasl_mechanism, sasl_plain_username, ssl_cafile, ...). In the environment a field is
+`RIVER_PA_<FIELD>` (upper case), and `RIVER_PA_KAFKA_<SETTING>` adds a client setting.
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+__all__ = ["ServeConfig", "build_parser", "load_config"]
+
+ENV_PREFIX = "RIVER_PA_"
+
+
+@dataclass
+class ServeConfig:
+    """All settings of the daemon, with their defaults."""
+
+    bootstrap_servers: str = "127.0.0.1:19092"
+    events_topic: str = "events"
+    labels_topic: str | None = None
+    predictions_topic: str = "predictions"
+    metrics_topic: str | None = "metrics"
+    dead_letter_topic: str = "dead-letters"
+    group_id: str = "river-pa"
+    client_id: str = "river-pa-serve"
+    auto_offset_reset: str = "earliest"
+    model: str = "PAClassifier"
+    model_params: dict = field(default_factory=dict)
+    metric: str | None = None
+    rolling_window: int = 1000
+    checkpoint_path: str = "river-pa-checkpoint.bin"
+    checkpoint_key: str | None = None
+    checkpoint_every: int = 5000
+    checkpoint_seconds: float = 10.0
+    report_every: int = 1000
+    report_seconds: float = 10.0
+    report_path: str | None = "river-pa-report.jsonl"
+    pending_max: int = 100_000
+    pending_ttl_ms: int | None = None
+    max_record_bytes: int = 100_000
+    max_poll_records: int = 500
+    poll_timeout_ms: int = 200
+    batch_seconds: float = 5.0
+    max_buffered: int = 20_000
+    session_timeout_ms: int = 10_000
+    exactly_once: bool = False
+    transactional_id: str | None = None
+    kafka: dict = field(default_factory=dict)
+
+
+_FLAGS_HELP = {
+    "labels_topic": "topic of late labels {id, y}, co-partitioned with the events topic",
+    "model": "a river_pa class name or an import path 'module:factory'",
+    "model_params": "JSON object of keyword arguments for the model",
+    "metric": "river.metrics class name (default: Accuracy, or MAE for regressors)",
+    "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
+    "pending_ttl_ms": "expire events still waiting for a label after this much event time",
+    "batch_seconds": "process at most this long between polls (well inside max.poll.interval.ms)",
+    "exactly_once": "predictions and offsets in one Kafka transaction",
+    "transactional_id": "default '<group_id>-<client_id>': give each daemon its own client id",
+    "kafka": "JSON object of extra kafka-python client settings (SASL/SSL, ...)",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `river-pa serve` argument parser; every flag defaults to None (not given)."""
+    parser = argparse.ArgumentParser(prog="river-pa serve", description=__doc__.split("\n")[0])
+    parser.add_argument("--config", help="TOML configuration file")
+    for f in dataclasses.fields(ServeConfig):
+        flag = "--" + f.name.replace("_", "-")
+        if f.type == "bool":
+            parser.add_argument(flag, action="store_const", const=True, default=None,
+                                help=_FLAGS_HELP.get(f.name))
+        else:
+            parser.add_argument(flag, type=_parser_for(f), default=None, help=_FLAGS_HELP.get(f.name))
+    return parser
+
+
+def _parser_for(f: dataclasses.Field):
+    kinds = {"int": int, "float": float, "dict": json.loads, "int | None": int}
+    return kinds.get(f.type, str)
+
+
+def _from_env(environ) -> dict:
+    values, client = {}, {}
+    names = {f.name: f for f in dataclasses.fields(ServeConfig)}
+    for key, raw in environ.items():
+        if not key.startswith(ENV_PREFIX):
+            continue
+        name = key[len(ENV_PREFIX):].lower()
+        if name in names and name != "kafka":
+            values[name] = _coerce(names[name], raw)
+        elif name.startswith("kafka_") and name != "kafka_bootstrap":
+            client[name[len("kafka_"):]] = _json_or_text(raw)
+    if "RIVER_PA_KAFKA_BOOTSTRAP" in environ and "bootstrap_servers" not in values:
+        values["bootstrap_servers"] = environ["RIVER_PA_KAFKA_BOOTSTRAP"]
+    if client:
+        values["kafka"] = client
+    return values
+
+
+def _json_or_text(raw: str):
+    """'false' -> False, '3000' -> 3000, anything else stays text (client settings)."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _coerce(f: dataclasses.Field, raw: str):
+    if f.type == "bool":
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    return _parser_for(f)(raw)
+
+
+def load_config(argv: list[str], environ=None) -> ServeConfig:
+    """Merge defaults, the TOML file (`--config`), the environment and the flags."""
+    environ = os.environ if environ is None else environ
+    args = vars(build_parser().parse_args(argv))
+    values: dict = {}
+    path = args.pop("config")
+    if path:
+        with open(path, "rb") as fh:
+            values.update(_check_keys(tomllib.load(fh), path))
+    env = _from_env(environ)
+    client = {**values.get("kafka", {}), **env.pop("kafka", {}), **(args.pop("kafka") or {})}
+    values.update(env)
+    values.update({k: v for k, v in args.items() if v is not None})
+    values["kafka"] = client
+    return ServeConfig(**values)
+
+
+def _check_keys(table: dict, path: str) -> dict:
+    known = {f.name for f in dataclasses.fields(ServeConfig)}
+    unknown = set(table) - known
+    if unknown:
+        raise SystemExit(f"{path}: unknown settings {sorted(unknown)}")
+    return table

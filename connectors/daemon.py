@@ -1,0 +1,382 @@
+"""The consume-predict-emit-learn loop of `river-pa serve`.
+
+A record's path: bytes -> decode and validate (or dead-letter) -> predict -> prediction record
+-> learn now (event with y) or keep in the pending store until the label arrives -> metrics ->
+checkpoint -> commit. Offsets move only for processed records and are committed (or sent in
+the transaction) only after the checkpoint that covers them is on disk.
+
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import signal
+import time
+from pathlib import Path
+
+from kafka.errors import KafkaError, ProducerFencedError
+from kafka.structs import TopicPartition
+from river import base
+
+from connectors import checkpoint
+from connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
+from connectors.config import ServeConfig
+from connectors.kafka_io import (
+    RebalanceQueue, dead_letter_headers, make_consumer, make_producer, offsets_to_commit, tp_key,
+)
+from connectors.merge import Merger
+from connectors.pending import Pending, PendingStore
+from connectors.reporting import Reporter, Stats, make_metric
+
+__all__ = ["Daemon"]
+
+log = logging.getLogger("river_pa.serve")
+
+
+class Daemon:
+    """One serving process: a consumer, a producer, a model and its bookkeeping."""
+
+    def __init__(self, cfg: ServeConfig, model):
+        self.cfg = cfg
+        self.key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
+        self.fresh_meta = checkpoint.metadata(model)
+        self.pristine = model.clone()
+        self._reset_state()
+        self.check_label = label_check_for(model)
+        self.model_name = type(model).__name__
+        self.is_classifier = hasattr(model, "predict_proba_one")
+        self.label_from_proba = type(model).predict_one is base.Classifier.predict_one
+        self.stopping = False
+        self.processed_this_run = 0
+        self.since_checkpoint = 0
+        self.last_checkpoint = time.monotonic()
+        self.buffered_upto: dict[TopicPartition, int] = {}
+        self.backlog = False
+
+    # ---- state -------------------------------------------------------------------------
+
+    def _reset_state(self) -> None:
+        """The state of a daemon that has seen nothing."""
+        self.model = self.pristine.clone()
+        self.stats = Stats(make_metric(self.cfg.metric, self.model), self.cfg.rolling_window)
+        self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms)
+        self.next_offsets: dict[str, int] = {}
+
+    def _state(self) -> dict:
+        return {"model": self.model, "stats": self.stats, "pending": self.pending,
+                "offsets": dict(self.next_offsets)}
+
+    def _restore(self, state: dict) -> None:
+        self.model = state["model"]
+        self.stats = state["stats"]
+        self.pending = state["pending"]
+        self.next_offsets = dict(state["offsets"])
+
+    def _checkpoint_to_load(self, consumer) -> Path | None:
+        """The newest checkpoint, or with exactly-once the one matching committed offsets."""
+        path = Path(self.cfg.checkpoint_path)
+        if not path.exists():
+            return None
+        if not self.cfg.exactly_once:
+            return path
+        committed = {}
+        for candidate in (path, path.with_name(path.name + ".prev")):
+            if candidate.exists() and self._covered_by_committed(consumer, candidate, committed):
+                return candidate
+        if not any(v is not None for v in committed.values()):
+            return None  # the first transaction never committed: start afresh
+        raise checkpoint.CheckpointError(
+            f"{path}: neither it nor its .prev matches the offsets committed in Kafka")
+
+    @staticmethod
+    def _covered_by_committed(consumer, path: Path, committed: dict) -> bool:
+        """True when no offset of the checkpoint is ahead of Kafka's committed offsets.
+
+        A checkpoint ahead of them was written for a transaction that never committed. Offsets
+        behind them belong to partitions another daemon has advanced since. Fills `committed`.
+        """
+        for key, offset in checkpoint.read_header(path)["offsets"].items():
+            if key not in committed:
+                topic, _, partition = key.rpartition(":")
+                committed[key] = consumer.committed(TopicPartition(topic, int(partition)))
+            if committed[key] is None or offset > committed[key]:
+                return False
+        return True
+
+    def load(self, consumer) -> None:
+        """Restore the state from the checkpoint, if there is one (else start afresh)."""
+        self._reset_state()
+        path = self._checkpoint_to_load(consumer)
+        if path is not None:
+            self._restore(checkpoint.load(path, self.fresh_meta, self.key))
+            log.info("restored %s: %d events, offsets %s", path, self.stats.counts["events"],
+                     self.next_offsets)
+
+    # ---- the loop ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Serve until SIGTERM/SIGINT; return the exit status."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+        cfg = self.cfg
+        self.consumer = make_consumer(cfg)
+        self.producer = make_producer(cfg)
+        if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
+            self.producer.init_transactions()
+            self.producer.begin_transaction()
+        self.load(self.consumer)
+        self.rebalances = RebalanceQueue()
+        topics = [cfg.events_topic] + ([cfg.labels_topic] if cfg.labels_topic else [])
+        self.consumer.subscribe(topics, listener=self.rebalances)
+        self.merger = Merger(cfg.events_topic, cfg.labels_topic, self._exhausted)
+        self.reporter = Reporter(cfg.report_every, cfg.report_seconds, cfg.report_path,
+                                 self._send_report)
+        try:
+            while not self.stopping:
+                self._step()
+            self._final_checkpoint()
+        finally:  # after an error: no checkpoint; a restart recovers from the last one
+            self.producer.close()
+            self.consumer.close(autocommit=False)
+        return 0
+
+    def _on_signal(self, signum, frame) -> None:
+        log.info("signal %d: finishing the current batch", signum)
+        self.stopping = True
+
+    def _step(self) -> None:
+        """Poll (without waiting while ready records remain), then process one bounded batch."""
+        timeout = 0 if self.backlog else self.cfg.poll_timeout_ms
+        polled = self.consumer.poll(timeout_ms=timeout)
+        revoked = self._take_revoked()
+        self.merger.drop(revoked)
+        if revoked and self.cfg.exactly_once and self.since_checkpoint:
+            # their records are in the open transaction, their offsets can no longer be
+            # committed by us: abort, the new owner processes them again
+            self._rollback("partitions were revoked during the transaction")
+            return  # what was polled predates the rollback's seeks
+        assigned = self.consumer.assignment()
+        for tp, records in polled.items():
+            if tp in assigned:  # not fetched before a revocation
+                self._buffer(tp, records)
+        batch, deadline = 0, time.monotonic() + self.cfg.batch_seconds
+        for record in itertools.islice(self.merger.ready(), self.cfg.max_poll_records):
+            self._process(record)
+            batch += 1
+            if time.monotonic() > deadline:  # a slow model: poll again well inside
+                break                        # max.poll.interval.ms
+        self.backlog = batch > 0 and (batch == self.cfg.max_poll_records
+                                      or time.monotonic() > deadline)
+        self._flow_control()
+        if self.reporter.due(self.stats.counts["events"]):
+            self._report()
+        if self._checkpoint_due():
+            self._checkpoint_or_rollback()
+
+    def _checkpoint_or_rollback(self) -> None:
+        """Checkpoint and commit; with exactly-once, a failed transaction (a rebalance moved
+        partitions meanwhile) is aborted and the state rolled back to the last checkpoint."""
+        if not self.cfg.exactly_once:
+            return self.checkpoint_and_commit()
+        group = self.consumer.group_metadata()  # the broker fences it if a rebalance follows
+        if self.rebalances.pending():  # a rebalance before it: see _step
+            return self._rollback("partitions were revoked during the transaction")
+        try:
+            self.checkpoint_and_commit(group=group)
+        except KafkaError as exc:
+            if isinstance(exc, ProducerFencedError):
+                raise  # another instance owns our transactional id: stop
+            self._rollback(exc)
+
+    def _rollback(self, why) -> None:
+        """Abort the transaction; restore the last checkpoint; seek to the committed offsets."""
+        log.warning("rolling back the open transaction: %s", why)
+        self.producer.abort_transaction()
+        self.producer.begin_transaction()
+        self.merger.drop(list(self.merger.buffers))
+        self.buffered_upto.clear()
+        self.load(self.consumer)
+        for tp in self.consumer.assignment():
+            committed = self.consumer.committed(tp)
+            if committed is not None:
+                self.consumer.seek(tp, committed)
+            elif tp_key(tp) in self.next_offsets:
+                self.consumer.seek(tp, self.next_offsets[tp_key(tp)])
+            elif self.cfg.auto_offset_reset == "latest":
+                self.consumer.seek_to_end(tp)
+            else:
+                self.consumer.seek_to_beginning(tp)
+        self.since_checkpoint = 0
+
+    def _take_revoked(self) -> set:
+        revoked = self.rebalances.take_revoked()
+        for tp in revoked:
+            self.buffered_upto.pop(tp, None)
+        return revoked
+
+    def _buffer(self, tp: TopicPartition, records: list) -> None:
+        """Buffer records not processed yet; records below our position are replays."""
+        start = max(self.next_offsets.get(tp_key(tp), 0), self.buffered_upto.get(tp, 0))
+        fresh = [r for r in records if r.offset >= start]
+        if fresh:
+            self.merger.add(tp, fresh)
+            self.buffered_upto[tp] = fresh[-1].offset + 1
+        elif records and records[-1].offset + 1 < start:
+            self.consumer.seek(tp, start)
+
+    def _exhausted(self, tp: TopicPartition) -> bool:
+        """True when every record of `tp` up to its high watermark has been buffered."""
+        if tp not in self.consumer.assignment():
+            return True
+        highwater = self.consumer.highwater(tp)
+        if highwater is None:
+            return False
+        known = self.buffered_upto.get(tp, self.next_offsets.get(tp_key(tp)))
+        if known is None:
+            known = self.consumer.position(tp, timeout_ms=1000)
+        return known is not None and known >= highwater
+
+    def _flow_control(self) -> None:
+        """Bound the merge buffers: drop the newest records beyond the limit and seek back
+        to them, so they are fetched again once the other side has caught up (pause/resume
+        left a partition unfetched for good with kafka-python 3.0.12)."""
+        for tp in list(self.buffered_upto):
+            first_dropped = self.merger.truncate(tp, self.cfg.max_buffered)
+            if first_dropped is not None:
+                self.buffered_upto[tp] = first_dropped
+                self.consumer.seek(tp, first_dropped)
+
+    # ---- one record ----------------------------------------------------------------------
+
+    def _process(self, record) -> None:
+        if record.topic == self.cfg.events_topic:
+            self._on_event(record)
+        else:
+            self._on_label(record)
+        self.next_offsets[tp_key(record)] = record.offset + 1
+        self.processed_this_run += 1
+        self.since_checkpoint += 1
+
+    def _on_event(self, record) -> None:
+        try:
+            event = decode_event(record.value, self.check_label, self.cfg.max_record_bytes)
+        except BadRecord as exc:
+            return self._dead_letter(record, exc)
+        counts = self.stats.counts
+        counts["events"] += 1
+        self._count_expired(self.pending.expire(record.timestamp))
+        y_pred, proba = self._predict(event.x)
+        self._emit(record, event, y_pred, proba)
+        scored = proba if self.stats.uses_proba else y_pred
+        if event.y is None:
+            self._count_expired(self.pending.add(event.id, Pending(event.x, scored, record.timestamp)))
+            return
+        self.stats.score(event.y, scored, None)  # delay statistics are for late labels
+        self._learn(record, event.x, event.y)
+
+    def _on_label(self, record) -> None:
+        try:
+            label = decode_label(record.value, self.check_label, self.cfg.max_record_bytes)
+        except BadRecord as exc:
+            return self._dead_letter(record, exc)
+        entry = self.pending.pop(label.id)
+        if entry is None:
+            self.stats.counts["orphan_labels"] += 1
+            return
+        self.stats.score(label.y, entry.y_pred, record.timestamp - entry.ts)
+        self._learn(record, entry.x, label.y)
+
+    def _predict(self, x: dict):
+        if not self.is_classifier:
+            return self.model.predict_one(x), None
+        proba = self.model.predict_proba_one(x)
+        if self.label_from_proba:  # what River's Classifier.predict_one does, without a 2nd pass
+            return (max(proba, key=proba.get) if proba else None), proba
+        return self.model.predict_one(x), proba
+
+    def _learn(self, record, x: dict, y) -> None:
+        try:
+            self.model.learn_one(x, y)
+        except (ValueError, TypeError) as exc:  # a label the checks let through
+            self._dead_letter(record, BadRecord("label_rejected", f"{type(exc).__name__}: {exc}"))
+            return
+        self.stats.counts["learned"] += 1
+
+    def _count_expired(self, entries: list) -> None:
+        self.stats.counts["expired"] += len(entries)
+
+    # ---- outputs -------------------------------------------------------------------------
+
+    def _emit(self, record, event, y_pred, proba) -> None:
+        value = {
+            "id": event.id,
+            "prediction": y_pred,
+            "model": self.model_name,
+            "daemon": self.cfg.client_id,
+            "n_learned": self.stats.counts["learned"],
+            "event_ts": event.ts if event.ts is not None else record.timestamp,
+            "predicted_at_ms": int(time.time() * 1000),
+            "source": {"partition": record.partition, "offset": record.offset},
+        }
+        if proba is not None:
+            value["proba"] = {str(k): v for k, v in proba.items()}
+        self.producer.send(self.cfg.predictions_topic, key=event.id.encode(),
+                           value=encode_json(value))
+
+    def _dead_letter(self, record, exc: BadRecord) -> None:
+        self.stats.dead_letter(exc.reason)
+        self.producer.send(self.cfg.dead_letter_topic, key=record.key, value=record.value,
+                           headers=dead_letter_headers(record, exc.reason, exc.detail))
+
+    def _send_report(self, report: dict) -> None:
+        if self.cfg.metrics_topic:
+            self.producer.send(self.cfg.metrics_topic, value=encode_json(report))
+
+    def _report(self) -> dict:
+        return self.reporter.publish(self.stats.snapshot(len(self.pending)), self.processed_this_run)
+
+    # ---- durability ----------------------------------------------------------------------
+
+    def _checkpoint_due(self) -> bool:
+        return self.since_checkpoint > 0 and (
+            self.since_checkpoint >= self.cfg.checkpoint_every
+            or time.monotonic() - self.last_checkpoint >= self.cfg.checkpoint_seconds)
+
+    def checkpoint_and_commit(self, reopen: bool = True, group=None) -> None:
+        """Flush outputs, write the checkpoint, then commit the offsets it covers.
+
+        With exactly-once the offsets go into the open transaction (with the consumer `group`
+        metadata), which is committed after the checkpoint is on disk (a new transaction is
+        begun unless `reopen` is false).
+        """
+        offsets = offsets_to_commit(self.next_offsets, self.consumer.assignment())
+        if self.cfg.exactly_once:
+            self.producer.send_offsets_to_transaction(offsets, group)
+        self.producer.flush()
+        checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
+                        dict(self.next_offsets), self.key)
+        if self.cfg.exactly_once:
+            self.producer.commit_transaction()
+            if reopen:
+                self.producer.begin_transaction()
+        elif offsets:
+            self._commit(offsets)
+        self.since_checkpoint = 0
+        self.last_checkpoint = time.monotonic()
+
+    def _commit(self, offsets: dict) -> None:
+        from kafka.errors import CommitFailedError
+
+        try:
+            self.consumer.commit(offsets)
+        except CommitFailedError as exc:  # a rebalance took the partitions away meanwhile
+            log.warning("offset commit failed (%s); the checkpoint still covers them", exc)
+
+    def _final_checkpoint(self) -> None:
+        """On a requested stop: last report, checkpoint and commit (closing the transaction)."""
+        if self.processed_this_run:
+            self._report()
+            self._checkpoint_or_rollback()
+        if self.cfg.exactly_once:
+            self.producer.abort_transaction()  # the empty one begun after the last commit

@@ -1,0 +1,106 @@
+"""kafka-python clients configured for the daemon, and the dead-letter record format."""
+
+from __future__ import annotations
+
+import threading
+
+from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from connectors.config import ServeConfig
+
+__all__ = [
+    "RebalanceQueue", "dead_letter_headers", "make_consumer", "make_producer", "offsets_to_commit",
+    "tp_key",
+]
+
+
+# Retry a lost broker every 2 s at most (kafka-python backs off up to 30 s), so a daemon is
+# back within seconds of a broker restart. Any setting here can be overridden by `[kafka]`.
+CLIENT_DEFAULTS = {"reconnect_backoff_max_ms": 2000}
+
+
+def make_consumer(cfg: ServeConfig) -> KafkaConsumer:
+    """A consumer with no auto-commit and raw bytes (decoding happens in the loop)."""
+    return KafkaConsumer(**{
+        "bootstrap_servers": cfg.bootstrap_servers,
+        "group_id": cfg.group_id,
+        "client_id": cfg.client_id,
+        "enable_auto_commit": False,
+        "auto_offset_reset": cfg.auto_offset_reset,
+        "max_poll_records": cfg.max_poll_records,
+        "session_timeout_ms": cfg.session_timeout_ms,
+        "heartbeat_interval_ms": max(cfg.session_timeout_ms // 4, 100),
+        "isolation_level": "read_committed" if cfg.exactly_once else "read_uncommitted",
+        **CLIENT_DEFAULTS,
+        **cfg.kafka,
+    })
+
+
+def make_producer(cfg: ServeConfig) -> KafkaProducer:
+    """An idempotent producer batching for throughput; transactional with `exactly_once`."""
+    settings = {
+        "bootstrap_servers": cfg.bootstrap_servers,
+        "client_id": cfg.client_id,
+        "acks": "all",
+        "linger_ms": 20,
+        "batch_size": 262_144,
+        "max_request_size": max(1_048_576, 2 * cfg.max_record_bytes),
+        **CLIENT_DEFAULTS,
+        **cfg.kafka,
+    }
+    if cfg.exactly_once:
+        settings["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
+    return KafkaProducer(**settings)
+
+
+def tp_key(tp) -> str:
+    """The checkpoint's name for a partition (a TopicPartition or a consumer record)."""
+    return f"{tp.topic}:{tp.partition}"
+
+
+def offsets_to_commit(next_offsets: dict[str, int], assigned) -> dict:
+    """Explicit commit offsets for the assigned partitions this daemon has processed."""
+    out = {}
+    for tp in assigned:
+        if tp_key(tp) in next_offsets:
+            out[tp] = OffsetAndMetadata(next_offsets[tp_key(tp)], "", -1)
+    return out
+
+
+def dead_letter_headers(record, reason: str, detail: str) -> list[tuple[str, bytes]]:
+    """Headers naming why a record was rejected and where it came from."""
+    return [
+        ("reason", reason.encode()),
+        ("detail", detail[:500].encode()),
+        ("source_topic", record.topic.encode()),
+        ("source_partition", str(record.partition).encode()),
+        ("source_offset", str(record.offset).encode()),
+    ]
+
+
+class RebalanceQueue(ConsumerRebalanceListener):
+    """Records rebalance events for the main thread (the callbacks run on the IO thread)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._revoked: set[TopicPartition] = set()
+
+    def on_partitions_revoked(self, revoked):
+        """Remember the partitions taken away (handled by the loop after its next poll)."""
+        with self._lock:
+            self._revoked.update(revoked)
+
+    def on_partitions_assigned(self, assigned):
+        """Nothing to do: the loop skips records it already processed."""
+
+    def pending(self) -> bool:
+        """True when partitions were revoked since the last `take_revoked`."""
+        with self._lock:
+            return bool(self._revoked)
+
+    def take_revoked(self) -> set[TopicPartition]:
+        """The partitions revoked since the last call."""
+        with self._lock:
+            revoked, self._revoked = self._revoked, set()
+        return revoked

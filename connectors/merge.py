@@ -1,0 +1,79 @@
+"""Event-time merge of an events partition with its co-partitioned labels partition.
+
+The daemon must see a label and an event in the order a progressive validation with delayed
+labels would (River's `simulate_qa`: a label due at time t is revealed before the question
+asked at t). Records are buffered per partition and released in order of (record timestamp,
+labels first, offset); a record is held back while the other side could still hold an
+older one, that is until the other side has a buffered record or is exhausted (read up to its
+high watermark). A replay of the same topics therefore yields the same sequence, which makes
+restarts after a crash reproduce the uninterrupted run exactly.
+
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from typing import Callable, Iterator
+
+from kafka.structs import TopicPartition
+
+__all__ = ["Merger"]
+
+
+class Merger:
+    """Buffers consumer records and yields them in event-time order per partition pair."""
+
+    def __init__(self, events_topic: str, labels_topic: str | None,
+                 exhausted: Callable[[TopicPartition], bool]):
+        self.events_topic = events_topic
+        self.labels_topic = labels_topic
+        self.exhausted = exhausted
+        self.buffers: dict[TopicPartition, deque] = defaultdict(deque)
+
+    def add(self, tp: TopicPartition, records: list) -> None:
+        """Append records (in offset order) fetched from `tp`."""
+        self.buffers[tp].extend(records)
+
+    def drop(self, tps) -> None:
+        """Forget the buffered records of partitions this daemon no longer owns."""
+        for tp in tps:
+            self.buffers.pop(tp, None)
+
+    def size(self, tp: TopicPartition) -> int:
+        """Number of records buffered for `tp`."""
+        return len(self.buffers.get(tp, ()))
+
+    def truncate(self, tp: TopicPartition, limit: int) -> int | None:
+        """Keep the oldest `limit` records of `tp`; return the first dropped offset, if any."""
+        buffer = self.buffers.get(tp)
+        if buffer is None or len(buffer) <= limit:
+            return None
+        while len(buffer) > limit + 1:
+            buffer.pop()
+        return buffer.pop().offset
+
+    def ready(self) -> Iterator:
+        """Yield the records that can be processed now, in merge order."""
+        partitions = sorted({tp.partition for tp in self.buffers if self.buffers[tp]})
+        for p in partitions:
+            yield from self._drain(p)
+
+    def _drain(self, partition: int) -> Iterator:
+        events = self.buffers[TopicPartition(self.events_topic, partition)]
+        if self.labels_topic is None:
+            while events:
+                yield events.popleft()
+            return
+        labels_tp = TopicPartition(self.labels_topic, partition)
+        labels = self.buffers[labels_tp]
+        events_tp = TopicPartition(self.events_topic, partition)
+        while True:
+            if events and labels:
+                side = labels if labels[0].timestamp <= events[0].timestamp else events
+            elif events and self.exhausted(labels_tp):
+                side = events
+            elif labels and self.exhausted(events_tp):
+                side = labels
+            else:
+                return
+            yield side.popleft()

@@ -1,0 +1,131 @@
+"""Progressive-validation bookkeeping: metrics, label delays, counts and throughput.
+
+`Stats` is part of the checkpoint (so a restarted daemon continues the same curves);
+`Reporter` decides when to publish a snapshot and writes it to the JSONL file and the metrics
+topic.
+
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+
+from river import metrics, stats, utils
+
+__all__ = ["Reporter", "Stats", "make_metric"]
+
+
+def make_metric(name: str | None, model) -> metrics.base.Metric:
+    """A River metric by class name; Accuracy for classifiers and MAE for regressors by default."""
+    from river import base
+
+    if name is None:
+        name = "MAE" if isinstance(model, base.Regressor) else "Accuracy"
+    try:
+        metric = getattr(metrics, name)()
+    except AttributeError:
+        raise ValueError(f"unknown metric {name!r}: give a class name from river.metrics") from None
+    if not metric.works_with(model):
+        raise ValueError(f"metric {name} does not work with {type(model).__name__}")
+    return metric
+
+
+class Stats:
+    """Cumulative and rolling metric, label-delay statistics and event counts."""
+
+    def __init__(self, metric: metrics.base.Metric, window: int):
+        self.metric = metric
+        self.rolling = utils.Rolling(metric.clone(), window_size=window)
+        self.delay_mean = stats.Mean()
+        self.delay_p50 = stats.Quantile(0.5)
+        self.delay_p99 = stats.Quantile(0.99)
+        self.delay_max = stats.Max()
+        self.counts: Counter = Counter()
+        self.dead_letters: Counter = Counter()
+
+    @property
+    def uses_proba(self) -> bool:
+        """True when the metric scores probabilities rather than predicted labels."""
+        return not getattr(self.metric, "requires_labels", True)  # regression metrics lack it
+
+    def score(self, y_true, y_pred, delay_ms: int | None) -> None:
+        """Update the metrics with one labelled prediction; `delay_ms` (event to label, in
+        record time) feeds the delay statistics, None for a label carried by its event."""
+        self.counts["labelled"] += 1
+        if y_pred is None or y_pred == {}:
+            return
+        self.metric.update(y_true, y_pred)
+        self.rolling.update(y_true, y_pred)
+        if delay_ms is not None:
+            for stat in (self.delay_mean, self.delay_p50, self.delay_p99, self.delay_max):
+                stat.update(delay_ms)
+
+    def dead_letter(self, reason: str) -> None:
+        """Count one dead-lettered record."""
+        self.dead_letters[reason] += 1
+
+    def snapshot(self, pending: int) -> dict:
+        """The figures as a JSON-able dict."""
+        name = type(self.metric).__name__
+        return {
+            "metric": name,
+            "value": self.metric.get(),
+            "rolling": self.rolling.get(),
+            "window": self.rolling.window_size,
+            "events": self.counts["events"],
+            "labelled": self.counts["labelled"],
+            "learned": self.counts["learned"],
+            "pending": pending,
+            "expired": self.counts["expired"],
+            "orphan_labels": self.counts["orphan_labels"],
+            "dead_lettered": sum(self.dead_letters.values()),
+            "dead_letter_reasons": dict(self.dead_letters),
+            "label_delay_ms": {
+                "mean": self.delay_mean.get() if self.delay_mean.n else None,
+                "p50": self.delay_p50.get(),
+                "p99": self.delay_p99.get(),
+                "max": self.delay_max.get() if self.delay_mean.n else None,
+            },
+        }
+
+
+class Reporter:
+    """Publishes `Stats` snapshots every N events or T seconds to a JSONL file and a topic."""
+
+    def __init__(self, every_events: int, every_seconds: float, path: str | None, send):
+        self.every_events = every_events
+        self.every_seconds = every_seconds
+        self.path = Path(path) if path else None
+        self.send = send
+        self.started = time.monotonic()
+        self.last_time = self.started
+        self.last_events = None
+
+    def due(self, events: int) -> bool:
+        """True when a report is due after `events` events in total."""
+        if self.last_events is None:
+            self.last_events = events
+        return (events - self.last_events >= self.every_events
+                or time.monotonic() - self.last_time >= self.every_seconds)
+
+    def publish(self, snapshot: dict, events_since_start: int) -> dict:
+        """Add throughput and wall time to a snapshot, append it to the file, send it."""
+        now = time.monotonic()
+        interval = max(now - self.last_time, 1e-9)
+        record = {
+            **snapshot,
+            "time_ms": int(time.time() * 1000),
+            "throughput_eps": (snapshot["events"] - (self.last_events or 0)) / interval,
+            "uptime_s": now - self.started,
+            "events_this_run": events_since_start,
+        }
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a") as fh:
+                fh.write(json.dumps(record) + "\n")
+        self.send(record)
+        self.last_time, self.last_events = now, snapshot["events"]
+        return record

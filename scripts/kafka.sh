@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Local single-node Apache Kafka (KRaft, broker+controller) for development, tests and CI.
+#
+#   scripts/kafka.sh start    fetch jars (once, via Maven), format storage, start, wait for a client
+#   scripts/kafka.sh stop     SIGTERM the broker started here, wait for it to exit
+#   scripts/kafka.sh status   exit 0 when a client can reach the broker
+#   scripts/kafka.sh fetch    only download the jars into the cache
+#
+# Environment: RIVER_PA_KAFKA_PORT (19092; the controller uses PORT+1),
+# RIVER_PA_KAFKA_VERSION (4.1.1), RIVER_PA_KAFKA_HOME (.cache/kafka),
+# RIVER_PA_KAFKA_WAIT (seconds to wait for readiness, 90).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VERSION="${RIVER_PA_KAFKA_VERSION:-4.1.1}"
+LOG4J_VERSION="${RIVER_PA_LOG4J_VERSION:-2.24.3}"
+HOME_DIR="${RIVER_PA_KAFKA_HOME:-$ROOT/.cache/kafka}"
+PORT="${RIVER_PA_KAFKA_PORT:-19092}"
+CONTROLLER_PORT="$((PORT + 1))"
+BOOTSTRAP="127.0.0.1:$PORT"
+WAIT="${RIVER_PA_KAFKA_WAIT:-90}"
+LIBS="$HOME_DIR/libs-$VERSION"
+RUN="$HOME_DIR/run-$PORT"
+PIDFILE="$RUN/kafka.pid"
+PYTHON="${PYTHON:-python3}"
+
+log() { echo "kafka.sh: $*" >&2; }
+
+fetch() {
+  [[ -f "$LIBS/.complete" ]] && return 0
+  command -v mvn >/dev/null || { log "Maven (mvn) is required to fetch the broker jars"; exit 1; }
+  mkdir -p "$HOME_DIR"
+  local pom="$HOME_DIR/pom-$VERSION.xml"
+  cat >"$pom" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.river-pa</groupId><artifactId>kafka-runtime</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$VERSION</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>$LOG4J_VERSION</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>$LOG4J_VERSION</version></dependency>
+  </dependencies>
+</project>
+POM
+  log "fetching Kafka $VERSION jars into $LIBS"
+  rm -rf "$LIBS.tmp"
+  mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$LIBS.tmp"
+  rm -rf "$LIBS" && mv "$LIBS.tmp" "$LIBS" && touch "$LIBS/.complete"
+}
+
+probe() {  # exit 0 when a kafka-python admin client lists topics within the timeout
+  "$PYTHON" - "$BOOTSTRAP" <<'PY' >/dev/null 2>&1
+import sys
+from kafka import KafkaAdminClient
+admin = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=3000,
+                         bootstrap_timeout_ms=3000, client_id="river-pa-probe")
+admin.list_topics()
+admin.close()
+PY
+}
+
+write_config() {
+  mkdir -p "$RUN/data"
+  cat >"$RUN/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$RUN/data
+num.partitions=1
+default.replication.factor=1
+offsets.topic.num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+min.insync.replicas=1
+group.min.session.timeout.ms=1000
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+delete.topic.enable=true
+log.retention.ms=-1
+PROPS
+  cat >"$RUN/log4j2.properties" <<LOG
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = $RUN/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.apache.name = org.apache
+logger.apache.level = WARN
+LOG
+}
+
+java_cmd() {  # runs in a subshell when backgrounded: exec keeps the pid of that subshell
+  exec java -Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$RUN/log4j2.properties" -cp "$LIBS/*" "$@"
+}
+
+running_pid() {  # print the pid of the broker started here, if it is alive (and still ours)
+  [[ -f "$PIDFILE" ]] || return 1
+  local pid; pid="$(cat "$PIDFILE")"
+  ps -p "$pid" -o args= 2>/dev/null | grep -q "kafka.Kafka $RUN/server.properties" && echo "$pid"
+}
+
+start() {
+  if probe; then log "broker already up on $BOOTSTRAP"; echo "$BOOTSTRAP"; return 0; fi
+  fetch
+  write_config
+  (java_cmd kafka.tools.StorageTool format -t "river-pa-test-cluster0" -c "$RUN/server.properties" \
+    --ignore-formatted) >"$RUN/format.log" 2>&1 || { cat "$RUN/format.log" >&2; exit 1; }
+  if ! running_pid >/dev/null; then
+    (java_cmd kafka.Kafka "$RUN/server.properties") >"$RUN/stdout.log" 2>&1 </dev/null &
+    echo $! >"$PIDFILE"
+  fi
+  local deadline=$((SECONDS + WAIT))
+  until probe; do
+    if ! running_pid >/dev/null; then log "broker exited; see $RUN/stdout.log"; tail -20 "$RUN/stdout.log" >&2; exit 1; fi
+    if ((SECONDS > deadline)); then log "broker not ready after ${WAIT}s; see $RUN/server.log"; exit 1; fi
+    sleep 0.5
+  done
+  log "broker up on $BOOTSTRAP (pid $(cat "$PIDFILE"))"
+  echo "$BOOTSTRAP"
+}
+
+stop() {
+  local pid
+  if ! pid="$(running_pid)"; then log "no broker started here is running"; rm -f "$PIDFILE"; return 0; fi
+  kill -TERM "$pid"
+  for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  if kill -0 "$pid" 2>/dev/null; then log "broker did not stop in 30s; SIGKILL"; kill -KILL "$pid"; fi
+  rm -f "$PIDFILE"
+  log "broker stopped"
+}
+
+status() {
+  if probe; then echo "up $BOOTSTRAP"; else echo "down $BOOTSTRAP"; return 1; fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  fetch) fetch ;;
+  *) echo "usage: $0 start|stop|status|fetch" >&2; exit 2 ;;
+esac

@@ -1,0 +1,219 @@
+"""Fixtures for the tests against a real Apache Kafka broker (scripts/kafka.sh; never mocks).
+
+The broker is the one at RIVER_PA_KAFKA_BOOTSTRAP if set, otherwise the script's local broker,
+started here when it is not up yet. Every test gets topic names of its own.
+
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.admin import NewTopic
+from kafka.structs import TopicPartition
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "kafka.sh"
+ELEC2 = Path(os.environ.get("ELEC2_PATH", ROOT.parent / "shared" / "data" / "elec2" / "elec.csv.gz"))
+if not ELEC2.exists():  # a worktree sits one level deeper than a clone
+    ELEC2 = ROOT.parents[1] / "shared" / "data" / "elec2" / "elec.csv.gz"
+
+
+def broker_script(command: str) -> str:
+    """Run scripts/kafka.sh COMMAND and return its standard output."""
+    done = subprocess.run(["bash", str(SCRIPT), command], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def bootstrap():
+    """host:port of a running broker; one that this session starts, it also stops."""
+    if os.environ.get("RIVER_PA_KAFKA_BOOTSTRAP"):
+        yield os.environ["RIVER_PA_KAFKA_BOOTSTRAP"]
+        return
+    started = subprocess.run(["bash", str(SCRIPT), "status"], capture_output=True).returncode != 0
+    yield broker_script("start").splitlines()[-1]
+    if started:
+        broker_script("stop")
+
+
+class Kafka:
+    """Helpers over one broker: topics, producing, reading back, running the daemon."""
+
+    def __init__(self, bootstrap: str, tmp_path: Path):
+        self.bootstrap = bootstrap
+        self.tmp_path = tmp_path
+        self.prefix = f"t{uuid.uuid4().hex[:10]}"
+        self.daemons: dict[subprocess.Popen, str] = {}
+
+    def topics(self, *names: str, partitions: int = 1) -> list[str]:
+        """Create fresh topics (unique per test) and return their full names."""
+        full = [f"{self.prefix}-{n}" for n in names]
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
+        try:
+            admin.create_topics([NewTopic(t, partitions, 1) for t in full])
+        finally:
+            admin.close()
+        return full
+
+    def producer(self, **kwargs) -> KafkaProducer:
+        """A plain producer on the test broker."""
+        return KafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=5, **kwargs)
+
+    def _reader(self, topic: str, committed_only: bool) -> KafkaConsumer:
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False,
+            isolation_level="read_committed" if committed_only else "read_uncommitted")
+        parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        consumer.assign(parts)
+        consumer.seek_to_beginning(*parts)
+        return consumer
+
+    def read_all(self, topic: str, committed_only: bool = False, timeout_s: float = 30) -> list:
+        """Every record now in `topic` (all partitions), by partition then offset."""
+        consumer = self._reader(topic, committed_only)
+        try:
+            parts = list(consumer.assignment())
+            end = consumer.end_offsets(parts)
+            out, deadline = [], time.monotonic() + timeout_s
+            while any(consumer.position(tp) < end[tp] for tp in parts):
+                assert time.monotonic() < deadline, f"could not read {topic} to its end"
+                for records in consumer.poll(timeout_ms=500).values():
+                    out.extend(records)
+            return sorted(out, key=lambda r: (r.partition, r.offset))
+        finally:
+            consumer.close()
+
+    def wait_for(self, topic: str, count: int, timeout_s: float = 120, committed_only=False,
+                 proc: subprocess.Popen | None = None) -> int:
+        """Poll `topic` until it holds at least `count` records; return how many it holds."""
+        consumer = self._reader(topic, committed_only)
+        seen, deadline = 0, time.monotonic() + timeout_s
+        try:
+            while seen < count:
+                assert proc is None or proc.poll() is None, self.exited(proc)
+                assert time.monotonic() < deadline, f"{topic}: {seen} of {count} records"
+                seen += sum(len(r) for r in consumer.poll(timeout_ms=100).values())
+            return seen
+        finally:
+            consumer.close()
+
+    def wait_for_report(self, name: str, predicate, proc: subprocess.Popen,
+                        timeout_s: float = 120) -> dict:
+        """Wait until the last line of the daemon's JSONL report satisfies `predicate`."""
+        path, deadline, report = self.tmp_path / name, time.monotonic() + timeout_s, None
+        while True:
+            if path.exists() and path.read_text().strip():
+                report = self.last_report(name)
+                if predicate(report):
+                    return report
+            assert proc.poll() is None, self.exited(proc)
+            assert time.monotonic() < deadline, f"report never satisfied the test: {report}"
+            time.sleep(0.2)
+
+    def wait_group(self, group: str, members: int, timeout_s: float = 60) -> None:
+        """Wait until the consumer group is Stable with `members` members."""
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                info = admin.describe_groups([group])[group]
+                if info["group_state"] == "Stable" and len(info["members"]) == members:
+                    return
+                assert time.monotonic() < deadline, f"group {group}: {info}"
+                time.sleep(0.2)
+        finally:
+            admin.close()
+
+    def wait_for_log(self, name: str, text: str, proc: subprocess.Popen, timeout_s: float = 60):
+        """Wait until a daemon's output contains `text`."""
+        deadline = time.monotonic() + timeout_s
+        while text not in self.log(name):
+            assert proc.poll() is None, self.exited(proc)
+            assert time.monotonic() < deadline, f"{name} never logged {text!r}"
+            time.sleep(0.2)
+
+    def serve(self, *args: str, name: str = "d0") -> subprocess.Popen:
+        """Start `river-pa serve` (python -m connectors.cli) in a subprocess."""
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        log = open(self.tmp_path / f"{name}.log", "ab")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "connectors.cli", "--bootstrap-servers", self.bootstrap,
+             "--client-id", name, "--report-seconds", "0.5", "--session-timeout-ms", "2000",
+             *args],
+            cwd=self.tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.daemons[proc] = name
+        return proc
+
+    def exited(self, proc: subprocess.Popen) -> str:
+        """Why a daemon is gone: its exit status and the end of its output."""
+        lines = [line for line in self.log(self.daemons[proc]).splitlines()
+                 if "WARNING kafka" not in line and "ERROR kafka.cluster" not in line]
+        return f"daemon exited with {proc.returncode}:\n" + "\n".join(lines[-25:])
+
+    def serve_stream(self, events: str, labels: str | None, preds: str, *extra: str,
+                     name: str = "d0", group: str | None = None) -> subprocess.Popen:
+        """Serve `events` (+ `labels`) into `preds`; report and checkpoint named after `name`."""
+        args = ["--events-topic", events, "--predictions-topic", preds,
+                "--group-id", group or f"{events}-{name}", "--metrics-topic", f"{events}-metrics",
+                "--dead-letter-topic", f"{events}-dlq", "--report-path", f"{name}.jsonl",
+                "--checkpoint-path", f"{name}.ckpt"]
+        if labels:
+            args += ["--labels-topic", labels]
+        return self.serve(*args, *extra, name=name)
+
+    def stop(self, proc: subprocess.Popen, sig=signal.SIGTERM, timeout_s: float = 60) -> int:
+        """Send `sig` to a daemon and wait for it to exit; return its exit status."""
+        proc.send_signal(sig)
+        return proc.wait(timeout=timeout_s)
+
+    def log(self, name: str = "d0") -> str:
+        """The output of a daemon started with `serve(name=...)`."""
+        return (self.tmp_path / f"{name}.log").read_text(errors="replace")
+
+    def last_report(self, name: str = "report.jsonl") -> dict:
+        """The last line of a daemon's JSONL report (a path relative to the daemon's folder)."""
+        return json.loads((self.tmp_path / name).read_text().splitlines()[-1])
+
+    def close(self) -> None:
+        """Kill daemons the test left running."""
+        for proc in self.daemons:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def restart_broker(bootstrap):
+    """A function that stops the script's broker and starts it again (same data)."""
+    def restart():
+        broker_script("stop")
+        broker_script("start")
+    return restart
+
+
+@pytest.fixture
+def kafka(bootstrap, tmp_path):
+    """A `Kafka` helper with unique topic names for this test."""
+    helper = Kafka(bootstrap, tmp_path)
+    yield helper
+    helper.close()
+
+
+@pytest.fixture(scope="session")
+def elec2_path() -> Path:
+    """The Elec2 data set shipped in shared/."""
+    if not ELEC2.exists():
+        pytest.fail(f"Elec2 not found at {ELEC2}; set ELEC2_PATH")
+    return ELEC2

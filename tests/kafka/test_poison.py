@@ -1,0 +1,70 @@
+"""Bad records of every kind, interleaved with good ones, go to the dead-letter topic."""
+
+from __future__ import annotations
+
+import json
+
+from connectors.replay import elec2, records
+
+N_EVENTS = 300
+DELAY = 10
+GOOD_X = {"a": 1.0}
+BAD_EVENTS = {
+    "undecodable": b"\xff\xfe\xfa not utf-8",
+    "invalid_json": b'{"id": "p1", "x": {',
+    "not_an_object": b"[1, 2, 3]",
+    "missing_id": json.dumps({"x": GOOD_X}).encode(),
+    "missing_x": json.dumps({"id": "p2"}).encode(),
+    "bad_x": json.dumps({"id": "p3", "x": [1, 2]}).encode(),
+    "non_numeric": json.dumps({"id": "p4", "x": {"a": "12"}}).encode(),
+    "non_finite": b'{"id": "p5", "x": {"a": NaN}}',
+    "bad_label": json.dumps({"id": "p6", "x": GOOD_X, "y": "maybe"}).encode(),
+    "oversize": json.dumps({"id": "p7", "x": {f"f{i}": 1.0 for i in range(400)}}).encode(),
+    "bad_ts": json.dumps({"id": "p8", "x": GOOD_X, "ts": "yesterday"}).encode(),
+}
+BAD_LABELS = {
+    "bad_label": json.dumps({"id": "e3"}).encode(),  # no y
+    "invalid_json": b"}{",
+}
+MAX_BYTES = 2_000
+
+
+def test_every_bad_record_is_dead_lettered_and_good_ones_served(kafka, elec2_path):
+    events, labels, preds = kafka.topics("events", "labels", "preds")
+    dlq = f"{events}-dlq"  # the name serve_stream gives the daemon
+    producer = kafka.producer()
+    bad = iter(list(BAD_EVENTS.items()))
+    bad_labels = iter(list(BAD_LABELS.items()))
+    for kind, rid, value, ts in records(elec2(str(elec2_path), N_EVENTS), DELAY):
+        topic = events if kind == "event" else labels
+        producer.send(topic, key=rid.encode(), value=json.dumps(value).encode(), timestamp_ms=ts)
+        poison = next(bad if kind == "event" else bad_labels, None)
+        if poison:  # right after a good record, with its timestamp
+            producer.send(topic, key=b"poison", value=poison[1], timestamp_ms=ts,
+                          headers=[("expect", poison[0].encode())])
+    producer.send(events, key=b"tombstone", value=None)
+    producer.send(labels, key=b"nobody", value=b'{"id": "nobody", "y": true}')  # an orphan
+    producer.flush()
+
+    proc = kafka.serve_stream(events, labels, preds, "--max-record-bytes", str(MAX_BYTES),
+                              group=f"{events}-g")
+    report = kafka.wait_for_report("d0.jsonl", lambda r: r["labelled"] == N_EVENTS, proc)
+    assert kafka.stop(proc) == 0
+
+    sources = {(r.topic, r.partition, r.offset): r
+               for t in (events, labels) for r in kafka.read_all(t) if r.key in (b"poison", b"tombstone")}
+    dead = kafka.read_all(dlq)
+    assert len(dead) == len(sources) == len(BAD_EVENTS) + len(BAD_LABELS) + 1
+    for record in dead:
+        headers = {k: v.decode() for k, v in record.headers}
+        source = sources[(headers["source_topic"], int(headers["source_partition"]),
+                          int(headers["source_offset"]))]
+        assert record.value == source.value  # the original bytes
+        expected = dict(source.headers).get("expect", b"undecodable").decode()
+        assert headers["reason"] == expected, headers
+    ids = [json.loads(r.value)["id"] for r in kafka.read_all(preds)]
+    assert ids == [f"e{i}" for i in range(N_EVENTS)]
+    assert report["events"] == report["learned"] == N_EVENTS
+    assert report["dead_lettered"] == len(dead)
+    assert report["dead_letter_reasons"]["bad_label"] == 2
+    assert report["orphan_labels"] == 1 and report["pending"] == 0

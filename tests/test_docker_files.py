@@ -1,0 +1,75 @@
+"""Static checks of docker/ (no Docker engine here): the compose file and the Dockerfile."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from connectors.config import ServeConfig, build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE = ROOT / "docker" / "compose.yaml"
+DOCKERFILE = ROOT / "docker" / "Dockerfile"
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_compose_has_broker_daemon_and_producer(compose):
+    services = compose["services"]
+    assert set(services) == {"kafka", "serve", "producer"}
+    assert re.fullmatch(r"apache/kafka:4\.\d+\.\d+", services["kafka"]["image"])
+    for name in ("serve", "producer"):
+        build = services[name]["build"]
+        assert (COMPOSE.parent / build["context"] / build["dockerfile"]).resolve() == DOCKERFILE
+        assert services[name]["depends_on"]["kafka"]["condition"] == "service_healthy"
+    env = services["kafka"]["environment"]
+    voters = env["KAFKA_CONTROLLER_QUORUM_VOTERS"]
+    assert voters.split("@")[1] in env["KAFKA_LISTENERS"].replace("CONTROLLER://", "kafka")
+
+
+def test_daemon_flags_and_environment_are_real_settings(compose):
+    serve = compose["services"]["serve"]
+    args = vars(build_parser().parse_args(serve["command"]))  # exits on an unknown flag
+    assert args["events_topic"] == "events" and args["labels_topic"] == "labels"
+    fields = {f.name for f in dataclasses.fields(ServeConfig)}
+    for key in serve["environment"]:
+        assert key.startswith("RIVER_PA_") and key[len("RIVER_PA_"):].lower() in fields
+    assert serve["volumes"][0].split(":")[1] == str(Path(args["checkpoint_path"]).parent)
+
+
+def test_producer_flags_are_the_example_producer_flags(compose):
+    spec = importlib.util.spec_from_file_location("produce_elec2", ROOT / "examples" / "produce_elec2.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    producer = compose["services"]["producer"]
+    args = module.build_parser().parse_args(producer["command"])
+    assert producer["entrypoint"][-1] == "/app/examples/produce_elec2.py"
+    assert args.data.startswith(producer["volumes"][0].rsplit(":", 2)[1] + "/")
+
+
+def test_dockerfile_copies_existing_paths_and_runs_serve():
+    text = DOCKERFILE.read_text()
+    for line in re.findall(r"^COPY (.+)$", text, flags=re.M):
+        for source in line.split()[:-1]:
+            assert (ROOT / source).exists(), source
+    assert 'ENTRYPOINT ["river-pa", "serve"]' in text
+
+
+@pytest.mark.skipif(shutil.which("docker") is None, reason="no docker client on this machine")
+def test_docker_compose_config_accepts_the_file():
+    plugin = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True)
+    if plugin.returncode != 0:
+        pytest.skip(f"docker client without the compose plugin: {plugin.stderr.strip()}")
+    done = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "--quiet"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
