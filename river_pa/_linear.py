@@ -243,12 +243,25 @@ class SparseLinear(TransientCache):
         self._prepare(x)
         return self._margin
 
+    def _passive(self, margin: float, y: float) -> bool:
+        """Whether the loss is 0 (the kernels would take no step): skips a Numba call.
+
+        Classification: 1 - y m <= 0, i.e. y m >= 1; regression: |m - y| <= epsilon. The
+        comparisons are exact rewrites of the kernels' tests in floating point.
+
+        """
+        if self._task == _kernels.CLASSIFY:
+            return y * margin >= 1.0
+        return abs(margin - y) <= self._epsilon
+
     def _learn_event(self, x: dict, y: float, w: float):
         if w.__class__ is not float or w != 1.0:
             w = check_sample_weight(w)
             if w == 0.0:
                 return
         self._prepare(x, learn=True)
+        if self._passive(self._margin, y):
+            return
         val = self._val
         kernel = _kernels.update_packed if val.__class__ is bytes else _kernels.update
         b, step = kernel(
