@@ -85,6 +85,7 @@ class Daemon:
             if candidate.exists() and self._covered_by_committed(consumer, candidate, committed):
                 return candidate
         if not any(v is not None for v in committed.values()):
+            log.info("nothing committed yet for %s", sorted(committed))
             return None  # the first transaction never committed: start afresh
         raise checkpoint.CheckpointError(
             f"{path}: neither it nor its .prev matches the offsets committed in Kafka")
@@ -108,7 +109,9 @@ class Daemon:
         """Restore the state from the checkpoint, if there is one (else start afresh)."""
         self._reset_state()
         path = self._checkpoint_to_load(consumer)
-        if path is not None:
+        if path is None:
+            log.info("no checkpoint to load from %s: starting afresh", self.cfg.checkpoint_path)
+        else:
             self._restore(checkpoint.load(path, self.fresh_meta, self.key))
             log.info("restored %s: %d events, offsets %s", path, self.stats.counts["events"],
                      self.next_offsets)
