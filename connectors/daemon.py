@@ -333,7 +333,10 @@ class Daemon:
                            headers=dead_letter_headers(record, exc.reason, exc.detail))
 
     def _send_report(self, report: dict) -> None:
-        if self.cfg.metrics_topic:
+        # with exactly-once a report joins the open transaction: send it only when a commit
+        # is due soon, or an idle daemon would outlive the broker's transaction timeout
+        idle_transaction = self.cfg.exactly_once and not self.since_checkpoint
+        if self.cfg.metrics_topic and not idle_transaction:
             self.producer.send(self.cfg.metrics_topic, value=encode_json(report))
 
     def _report(self) -> dict:
