@@ -23,6 +23,20 @@ PA, PA_I, PA_II = 0, 1, 2
 CLASSIFY, REGRESS = 0, 1
 
 
+def _crc_table() -> np.ndarray:
+    """The byte table of CRC-32 as zlib computes it (reflected polynomial 0xEDB88320)."""
+    table = np.empty(256, dtype=np.int64)
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
+        table[n] = c
+    return table
+
+
+CRC_TABLE = _crc_table()
+
+
 @njit(cache=True)
 def step_size(variant: int, loss: float, sq_norm: float, c: float) -> float:
     """tau of PA (loss/||x||^2), PA-I (min(C, loss/||x||^2)) or PA-II (loss/(||x||^2 + 1/2C)).
@@ -69,6 +83,12 @@ def dot_sq(w: np.ndarray, idx: np.ndarray, val: np.ndarray) -> tuple[float, floa
 
 
 @njit(cache=True)
+def dot_sq_packed(w: np.ndarray, idx: np.ndarray, packed: bytes) -> tuple[float, float]:
+    """`dot_sq` with the values as packed float64 bytes (`struct.pack`), read in place."""
+    return dot_sq(w, idx, np.frombuffer(packed, dtype=np.float64))
+
+
+@njit(cache=True)
 def axpy(w: np.ndarray, idx: np.ndarray, val: np.ndarray, step: float) -> None:
     """w[idx] += step * val, in place."""
     for j in range(idx.shape[0]):
@@ -88,6 +108,13 @@ def update(task, variant, w, b, intercept, idx, val, margin, sq_norm, y, c, epsi
         axpy(w, idx, val, step)
         b += step * intercept
     return b, step
+
+
+@njit(cache=True)
+def update_packed(task, variant, w, b, intercept, idx, packed, margin, sq_norm, y, c, epsilon):
+    """`update` with the values as packed float64 bytes, read in place."""
+    return update(task, variant, w, b, intercept, idx, np.frombuffer(packed, dtype=np.float64),
+                  margin, sq_norm, y, c, epsilon)
 
 
 @njit(cache=True)
@@ -132,3 +159,94 @@ def margins_dense(w, b, cols, X):
         s, _ = dot_sq(w, cols, X[i])
         out[i] = b + s
     return out
+
+
+BLOCK = 64
+
+
+@njit(cache=True)
+def _c_block(X, lo, hi, buf):
+    """Rows lo..hi of a column-major X copied into the C-order buffer, column by column.
+
+    Reading 64 consecutive rows of one column is contiguous, so this is the cache- and
+    TLB-friendly way to turn a pandas (column-major) batch into rows.
+
+    """
+    for j in range(X.shape[1]):
+        for i in range(lo, hi):
+            buf[i - lo, j] = X[i, j]
+    return buf[: hi - lo]
+
+
+@njit(cache=True)
+def learn_dense_f(task, variant, C, epsilon, w, b, intercept, cols, X, y, sw):
+    """`learn_dense` for a column-major (F-order) batch, BLOCK rows at a time."""
+    n = X.shape[0]
+    out = np.empty(n)
+    buf = np.empty((BLOCK, X.shape[1]))
+    for lo in range(0, n, BLOCK):
+        hi = min(lo + BLOCK, n)
+        out[lo:hi], b = learn_dense(task, variant, C, epsilon, w, b, intercept, cols,
+                                    _c_block(X, lo, hi, buf), y[lo:hi], sw[lo:hi])
+    return out, b
+
+
+@njit(cache=True)
+def margins_dense_f(w, b, cols, X):
+    """`margins_dense` for a column-major (F-order) batch."""
+    n = X.shape[0]
+    out = np.empty(n)
+    buf = np.empty((BLOCK, X.shape[1]))
+    for lo in range(0, n, BLOCK):
+        hi = min(lo + BLOCK, n)
+        out[lo:hi] = margins_dense(w, b, cols, _c_block(X, lo, hi, buf))
+    return out
+
+
+@njit(cache=True)
+def margins_csr(w, b, indptr, indices, data):
+    """b + w . x for every row of a CSR batch (float64, rows)."""
+    out = np.empty(indptr.shape[0] - 1)
+    for i in range(out.shape[0]):
+        lo, hi = indptr[i], indptr[i + 1]
+        s, _ = dot_sq(w, indices[lo:hi], data[lo:hi])
+        out[i] = b + s
+    return out
+
+
+@njit(cache=True)
+def mask_positions(idx: np.ndarray, mask: int) -> bool:
+    """idx &= mask in place (hash -> position); returns whether two positions are equal."""
+    n = idx.shape[0]
+    for j in range(n):
+        idx[j] &= mask
+    if n > 64:
+        s = np.sort(idx)
+        for j in range(1, n):
+            if s[j] == s[j - 1]:
+                return True
+        return False
+    for j in range(n):
+        for k in range(j):
+            if idx[j] == idx[k]:
+                return True
+    return False
+
+
+@njit(cache=True)
+def crc32_segments(data: bytes, table: np.ndarray, idx: np.ndarray) -> None:
+    """idx[k] = zlib.crc32 of the k-th NUL-separated segment of `data`, for every k.
+
+    `idx` (int64) must have one slot per segment (the number of NUL bytes + 1).
+
+    """
+    k = 0
+    crc = 0xFFFFFFFF
+    for b in data:
+        if b == 0:
+            idx[k] = crc ^ 0xFFFFFFFF
+            k += 1
+            crc = 0xFFFFFFFF
+        else:
+            crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    idx[k] = crc ^ 0xFFFFFFFF

@@ -12,14 +12,75 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from river_pa import _kernels
-from river_pa._features import Hashing, make_index, merge_duplicates, to_values
+from river_pa._transient import TransientCache
+from river_pa._features import as_array, make_index, merge_duplicates, packed_values
 
 VARIANTS = {"PA": _kernels.PA, "PA-I": _kernels.PA_I, "PA-II": _kernels.PA_II}
 
-_CACHE = ("_keys", "_pos", "_dups", "_vals", "_epos", "_val", "_margin", "_sq", "_version_seen")
+
+def _check_dtypes(X: pd.DataFrame) -> bool:
+    """Raise TypeError naming a non-numeric column; return whether all columns are sparse.
+
+    Sparse columns must have fill value 0 (ValueError otherwise). Each distinct dtype is checked
+    once: hashing a pandas SparseDtype is slow, so sparse columns are checked by subtype.
+
+    """
+    dtypes = list(X.dtypes)
+    sparse = bool(dtypes) and all(isinstance(d, pd.SparseDtype) for d in dtypes)
+    base = [d.subtype for d in dtypes] if sparse else dtypes
+    for dtype in set(base):
+        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
+            col = X.columns[base.index(dtype)]
+            raise TypeError(f"feature {col!r} has non-numeric dtype {dtypes[base.index(dtype)]}")
+    if sparse:
+        fills = [d.fill_value for d in dtypes]
+        for fill in set(fills):
+            if pd.isna(fill) or fill != 0:
+                col = X.columns[fills.index(fill)]
+                raise ValueError(f"sparse feature columns must have fill value 0, {col!r} has "
+                                 f"{fill!r}")
+    return sparse
+
+
+def _sparse_csr(X: pd.DataFrame) -> sp.csr_matrix:
+    """The CSR matrix of a DataFrame of pandas sparse columns (fill value 0).
+
+    Reads each column's stored rows and values directly: `DataFrame.sparse.to_coo` builds a
+    Series per column and is about 10x slower on batches of tens of thousands of columns.
+
+    """
+    arrays = list(X._iter_column_arrays())  # pandas >= 1.3: the column arrays, in order
+    rows = [a.sp_index.indices for a in arrays]
+    counts = np.fromiter(map(len, rows), np.int64, len(rows))
+    coo = sp.coo_matrix(
+        (np.concatenate([a.sp_values for a in arrays]).astype(np.float64),
+         (np.concatenate(rows), np.repeat(np.arange(len(rows)), counts))),
+        shape=X.shape,
+    )
+    return coo.tocsr()
+
+
+def _csr_positions(csr: sp.csr_matrix, pos: np.ndarray, merge) -> tuple:
+    """(indptr, positions, data) of a CSR batch whose columns sit at `pos` after `merge`.
+
+    `merge` maps each column to its merged column (keys sharing a position), or is None.
+    Without merging, each row keeps the column order of its non-zero entries, which is the
+    dict order of that row's event. With hash collisions the merged row is ordered by the
+    batch's first column of each position, so a row's sum may differ from `learn_one` in the
+    last bits.
+
+    """
+    if merge is not None:
+        csr = sp.csr_matrix((csr.data, merge[csr.indices], csr.indptr),
+                            shape=(csr.shape[0], len(pos)))
+        csr.sum_duplicates()
+    csr.sort_indices()
+    return (csr.indptr.astype(np.int64), pos[csr.indices].astype(np.int64),
+            csr.data.astype(np.float64))
 
 
 def check_variant(variant: str) -> int:
@@ -43,38 +104,52 @@ def check_sample_weight(w) -> float:
     return float(w)
 
 
-def frame_arrays(X: pd.DataFrame, index, learn: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(positions, values) of a DataFrame's columns through `index`, validated.
+def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False):
+    """(positions, batch) of a DataFrame through `index`, validated; positions shared merged.
 
     Columns must be numeric or bool and finite (TypeError / ValueError naming the column,
     raised before `index` changes). With `learn` the column keys are inserted into `index`.
-    Columns sharing a position (hash collisions) are summed, in order of first occurrence, as
-    `merge_duplicates` does for one event. Returns positions (int64, cols) and a C-contiguous
-    float64 matrix (rows x cols).
+    Columns sharing a position (hash collisions) are summed in order of first occurrence, as
+    `merge_duplicates` does for one event.
+
+    The batch is a dense float64 array (rows x positions; C or F order: pandas is column-major)
+    or, with `allow_sparse` and every column a pandas sparse column (fill value 0), a CSR triple
+    (indptr, indices, data) whose indices are already weight positions. Each row's features
+    keep the column order, as the dict of `to_dict("records")` would: a dense batch is bit for
+    bit a `learn_one` loop.
 
     """
-    for col in X.columns:
-        dtype = X[col].dtype
-        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
-            raise TypeError(f"feature {col!r} has non-numeric dtype {dtype}")
-    values = X.to_numpy(dtype=np.float64)
-    finite = np.isfinite(values).all(axis=0)
+    sparse = _check_dtypes(X) and allow_sparse
+    if sparse:
+        values = _sparse_csr(X)
+        finite = np.ones(X.shape[1], dtype=bool)
+        finite[values.indices[~np.isfinite(values.data)]] = False
+    else:
+        values = X.to_numpy(dtype=np.float64)
+        finite = np.isfinite(values.sum(axis=0))  # a cheap first check; overflow is rare
+        if not finite.all():
+            finite = np.isfinite(values).all(axis=0)
     if not finite.all():
         col = X.columns[int(np.argmin(finite))]
         raise ValueError(f"feature {col!r} has non-finite values")
-    keys = tuple(X.columns)
+    keys = tuple(X.columns.tolist())
     pos = index.insert(keys) if learn else index.lookup(keys)
+    merge = None
     if len(set(pos.tolist())) < len(pos):
         uniq, first, inverse = np.unique(pos, return_index=True, return_inverse=True)
-        rank = np.argsort(np.argsort(first))
-        merged = np.zeros((len(values), len(uniq)))
-        for j in range(len(pos)):
-            merged[:, rank[inverse[j]]] += values[:, j]
-        pos, values = uniq[np.argsort(first)], merged
-    return pos, np.ascontiguousarray(values)
+        merge = np.argsort(np.argsort(first))[inverse]  # column -> merged column
+        pos = uniq[np.argsort(first)]
+    if sparse:
+        return pos, _csr_positions(values, pos, merge)
+    if merge is not None:
+        merged = np.zeros((len(values), len(pos)))
+        for j in range(len(merge)):
+            merged[:, merge[j]] += values[:, j]
+        values = merged
+    return pos, values
 
 
-class SparseLinear:
+class SparseLinear(TransientCache):
     """Weights over dict features: a numpy array, an intercept and a feature index.
 
     Subclasses set `_task` (a `river_pa._kernels` task code) and call `_setup` in `__init__`.
@@ -83,6 +158,8 @@ class SparseLinear:
 
     _task: int
     _INITIAL_CAPACITY = 64
+    _TRANSIENT = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_margin", "_sq",
+                  "_version_seen")
 
     def _setup(self, variant, C, epsilon, learn_intercept, n_features):
         self._variant = check_variant(variant)
@@ -100,74 +177,83 @@ class SparseLinear:
     def _clear_cache(self):
         self._keys = self._vals = None
         self._pos = self._epos = self._val = None
-        self._dups = False
+        self._dups = self._known = False
         self._margin = self._sq = 0.0
         self._version_seen = -1
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        for name in _CACHE:
-            state.pop(name, None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._clear_cache()
 
     # -- events ----------------------------------------------------------------------------
 
     def _positions(self, keys: tuple) -> np.ndarray:
         """Positions of `keys` for prediction, cached for the last key tuple."""
         if keys != self._keys:
-            self._pos = self._index.lookup(keys)
+            self._pos, self._dups = self._index.lookup_unique(keys)
+            self._known = self._index.known(self._pos)
             self._keys = keys
-            self._dups = isinstance(self._index, Hashing) and len(set(self._pos.tolist())) < len(
-                keys
-            )
             self._vals = None
         return self._pos
 
     def _grow(self):
+        """Make room for every position of the index, growing by half (amortised O(1))."""
         size = self._index.size
         if size > len(self._w):
-            w = np.zeros(max(size, 2 * len(self._w)))
+            w = np.zeros(max(size, len(self._w) + len(self._w) // 2))
             w[: len(self._w)] = self._w
             self._w = w
 
-    def _event(self, x: dict, learn: bool = False):
-        """(positions, values, margin, ||x||^2) of the event `x`, validated.
+    def _prepare(self, x: dict, learn: bool = False) -> None:
+        """Validate the event `x` and cache its positions, values, margin and ||x||^2.
 
         With `learn`, keys never seen get positions (after validation, so a rejected event
         leaves the model unchanged). Unseen keys sit at the sink, of weight 0, until then, so
-        the margin and the norm stay valid.
+        the margin and the norm stay valid. The values are cached as packed bytes on the fast
+        path (see `packed_values`), which the `_packed` kernels read without an array.
 
         """
-        pos = self._positions(tuple(x))
+        keys = tuple(x)
+        if keys != self._keys:
+            self._positions(keys)
         vals = tuple(x.values())
         if vals != self._vals or self._version_seen != self._version:
-            val = to_values(x)
+            val = packed_values(x, vals)
+            pos = self._pos
             if self._dups:
-                pos, val = merge_duplicates(pos, val)
-            s, q = _kernels.dot_sq(self._w, pos, val)
+                pos, val = merge_duplicates(pos, as_array(val))
+            dot = _kernels.dot_sq_packed if val.__class__ is bytes else _kernels.dot_sq
+            s, q = dot(self._w, pos, val)
             self._vals, self._epos, self._val = vals, pos, val
             self._margin, self._sq = self.intercept + s, q
             self._version_seen = self._version
-        if learn and not self._index.known(self._pos):
+        if learn and not self._known:
             self._pos = self._epos = self._index.insert(self._keys)
+            self._known = True
             self._grow()
-        return self._epos, self._val, self._margin, self._sq
+
+    def _event(self, x: dict, learn: bool = False):
+        """(positions, values, margin, ||x||^2) of the event `x`, validated (see `_prepare`).
+
+        The values are a float64 array of the caller's own (writable, not shared with the cache).
+
+        """
+        self._prepare(x, learn)
+        val = self._val
+        return self._epos, np.frombuffer(val).copy() if val.__class__ is bytes else val.copy(), \
+            self._margin, self._sq
 
     def _margin_one(self, x: dict) -> float:
-        return self._event(x)[2]
+        self._prepare(x)
+        return self._margin
 
     def _learn_event(self, x: dict, y: float, w: float):
-        w = check_sample_weight(w)
-        if w == 0.0:
-            return
-        pos, val, margin, sq = self._event(x, learn=True)
-        b, step = _kernels.update(
-            self._task, self._variant, self._w, self.intercept, self._intercept_norm, pos, val,
-            margin, sq, y, self.C * w, self._epsilon
+        if w.__class__ is not float or w != 1.0:
+            w = check_sample_weight(w)
+            if w == 0.0:
+                return
+        self._prepare(x, learn=True)
+        val = self._val
+        kernel = _kernels.update_packed if val.__class__ is bytes else _kernels.update
+        b, step = kernel(
+            self._task, self._variant, self._w, self.intercept, self._intercept_norm, self._epos,
+            val, self._margin, self._sq, y, self.C * w, self._epsilon
         )
         if step != 0.0:
             self.intercept = b
@@ -176,15 +262,18 @@ class SparseLinear:
     # -- batches ---------------------------------------------------------------------------
 
     def _batch(self, X: pd.DataFrame, learn: bool):
-        """(positions, values) of a DataFrame's columns, validated; duplicates merged."""
-        pos, values = frame_arrays(X, self._index, learn)
+        """(positions, batch) of a DataFrame, validated: see `frame_arrays`."""
+        pos, values = frame_arrays(X, self._index, learn, allow_sparse=True)
         if learn:
             self._grow()
         return pos, values
 
     def _margins_many(self, X: pd.DataFrame) -> np.ndarray:
         pos, values = self._batch(X, learn=False)
-        return _kernels.margins_dense(self._w, self.intercept, pos, values)
+        if isinstance(values, tuple):
+            return _kernels.margins_csr(self._w, self.intercept, *values)
+        kernel = _kernels.margins_dense if values.flags.c_contiguous else _kernels.margins_dense_f
+        return kernel(self._w, self.intercept, pos, values)
 
     def _learn_batch(self, X: pd.DataFrame, y: np.ndarray, w) -> None:
         if len(y) != len(X):
@@ -196,10 +285,13 @@ class SparseLinear:
             if len(sw) != len(X) or not (np.isfinite(sw).all() and (sw >= 0).all()):
                 raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
         pos, values = self._batch(X, learn=True)
-        _, self.intercept = _kernels.learn_dense(
-            self._task, self._variant, self.C, self._epsilon, self._w, self.intercept,
-            self._intercept_norm, pos, values, y, sw
-        )
+        args = (self._task, self._variant, self.C, self._epsilon, self._w, self.intercept,
+                self._intercept_norm)
+        if isinstance(values, tuple):
+            _, self.intercept = _kernels.learn_csr(*args, *values, y, sw)
+        else:
+            kernel = _kernels.learn_dense if values.flags.c_contiguous else _kernels.learn_dense_f
+            _, self.intercept = kernel(*args, pos, values, y, sw)
         self._version += 1
 
     # -- inspection ------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import pandas as pd
 
 from river_pa import _multikernels
 from river_pa._features import merge_duplicates, make_index, to_values
+from river_pa._transient import TransientCache
 from river_pa._linear import (
     SparseLinear,
     check_positive,
@@ -27,10 +28,6 @@ from river_pa._linear import (
     check_variant,
     frame_arrays,
 )
-
-_CACHE = ("_keys", "_pos", "_dups", "_vals", "_epos", "_val", "_sq", "_scores",
-          "_version_seen")
-
 
 def softmax(s: np.ndarray) -> np.ndarray:
     """exp(s - max s), normalised (float64, same shape)."""
@@ -48,7 +45,7 @@ def check_weights(w, rows: int) -> np.ndarray:
     return sw
 
 
-class ScoringClassifier:
+class ScoringClassifier(TransientCache):
     """A label set with one score per label, and the event cache around the scores.
 
     Subclasses create `_index` and call `_setup_labels` and `_clear_cache` in their setup, and
@@ -59,7 +56,8 @@ class ScoringClassifier:
     """
 
     _INITIAL_LABELS = 4
-    _cache_attrs = _CACHE
+    _TRANSIENT = ("_keys", "_pos", "_dups", "_vals", "_epos", "_val", "_sq", "_scores",
+                  "_version_seen")
 
     # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
     _positions = SparseLinear._positions
@@ -76,16 +74,6 @@ class ScoringClassifier:
         self._dups = False
         self._sq = 0.0
         self._version_seen = -1
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        for name in self._cache_attrs:
-            state.pop(name, None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._clear_cache()
 
     @property
     def _n(self) -> int:

@@ -19,6 +19,7 @@ from river import base, optim
 
 from river_pa._features import Vocabulary, to_values
 from river_pa._linear import check_sample_weight
+from river_pa._transient import TransientCache
 from river_pa.pa import _check_target, encode_binary_label
 
 class Intercept:
@@ -35,7 +36,7 @@ class Intercept:
         return "Intercept()"
 
 
-class ParamFreeLinear:
+class ParamFreeLinear(TransientCache):
     """Vocabulary, intercept row, loss and the predict/learn plumbing of a linear learner."""
 
     _default_loss: optim.losses.Loss
@@ -60,16 +61,6 @@ class ParamFreeLinear:
         self._n_unseen = 0
         self._raw_cache = 0.0
         self._raw_at = -1
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        for name in self._TRANSIENT:
-            state.pop(name, None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._clear_cache()
 
     @property
     def _n_coordinates(self) -> int:

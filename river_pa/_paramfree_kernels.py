@@ -1,6 +1,6 @@
 """Numba kernels of the parameter-free learners (no River imports here).
 
-RescaledExp (Cutkosky and Boahen 2017, Algorithm 1; re-centred Algorithm 2, Appendix C.3)
+RescaledExp (Cutkosky and Boahen 2016, Algorithm 1; re-centred Algorithm 2, Appendix C.3)
 ------------------------------------------------------------------------------------------
 Coordinate-wise state is a float64 array `st` of shape (positions, N_STATE), one row per
 coordinate, with the columns `L, G, Q, M, W, W_STAR, W_PREV`: the epoch's gradient bound L_t

@@ -16,7 +16,7 @@ from river import base
 from river_pa import _svkernels
 from river_pa._features import Vocabulary
 from river_pa._linear import check_positive, check_variant, frame_arrays
-from river_pa._multi import _CACHE, ArgmaxPrediction, ScoringClassifier
+from river_pa._multi import ArgmaxPrediction, ScoringClassifier
 
 __all__ = ["KernelPAClassifier"]
 
@@ -104,7 +104,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
     _multiclass = True
     _INITIAL_SUPPORT = 16
     _INITIAL_CAPACITY = 64
-    _cache_attrs = _CACHE + ("_krow",)
+    _TRANSIENT = (*ScoringClassifier._TRANSIENT, "_krow")
 
     def __init__(
         self,

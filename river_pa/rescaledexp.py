@@ -1,6 +1,7 @@
 """RescaledExp: hyperparameter-free online convex optimization.
 
-Source: A. Cutkosky and K. Boahen (2017), Online Learning Without Prior Information, COLT.
+Source: A. Cutkosky and K. Boahen, Online Convex Optimization with Unconstrained Domains and
+Losses, NIPS 2016 (arXiv:1703.02622, 2017; ../shared/papers/rescaledexp-cutkosky-boahen2017.txt).
 Algorithm 1 (rescaledexp), Algorithm 2 (re-centred rescaledexp, Appendix C.3), coordinate-wise
 updates (Appendix C.2). The state of every instance is
 
@@ -35,6 +36,7 @@ from river import optim
 from river_pa import _paramfree_kernels as K
 from river_pa._features import Vocabulary
 from river_pa._paramfree import BinaryMixin, ParamFreeLinear, RegressionMixin
+from river_pa._transient import TransientCache
 
 __all__ = ["RescaledExp", "RescaledExpClassifier", "RescaledExpRegressor"]
 
@@ -77,8 +79,8 @@ class _RescaledExpState:
             K.rescaledexp_full(self._st, self._sc, pos, val, gm, bias, self._center)
 
 
-class RescaledExp(_RescaledExpState, optim.base.Optimizer):
-    """The RescaledExp optimizer (Cutkosky and Boahen 2017, Algorithms 1 and 2): no learning rate.
+class RescaledExp(_RescaledExpState, TransientCache, optim.base.Optimizer):
+    """The RescaledExp optimizer (Cutkosky and Boahen 2016, Algorithms 1 and 2): no learning rate.
 
     For River's linear models, e.g. `linear_model.LogisticRegression(optimizer=RescaledExp())`.
     Note that River's linear models learn their intercept apart, with `intercept_lr` (a fixed
@@ -124,6 +126,8 @@ class RescaledExp(_RescaledExpState, optim.base.Optimizer):
 
     """
 
+    _TRANSIENT = ("_keys", "_pos")  # the position cache of the last key tuple
+
     def __init__(self, coordinatewise: bool = True, center: str | None = None):
         super().__init__(lr=1.0)
         self.coordinatewise = coordinatewise
@@ -132,11 +136,6 @@ class RescaledExp(_RescaledExpState, optim.base.Optimizer):
         self._index = Vocabulary()
         self._keys = None
         self._pos = None
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_keys"] = state["_pos"] = None
-        return state
 
     def _positions(self, keys: tuple) -> np.ndarray:
         if keys != self._keys:
@@ -221,7 +220,7 @@ class RescaledExpClassifier(_RescaledExpLinear, BinaryMixin):
 
     y_hat = w . x + b; each round the loss gradient g = dl/dy_hat gives the gradient g x on the
     weights and g on the intercept b (a constant feature of value 1), all fed to RescaledExp
-    (Cutkosky and Boahen 2017, Algorithm 1; Algorithm 2 with `center`; one 1-D instance per
+    (Cutkosky and Boahen 2016, Algorithm 1; Algorithm 2 with `center`; one 1-D instance per
     coordinate by default, Appendix C.2). See `RescaledExp` for the update and the overflow guard.
 
     Parameters

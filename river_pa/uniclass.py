@@ -16,11 +16,12 @@ from river import base
 from river_pa import _uniclass_kernels as kernels
 from river_pa._features import Vocabulary, to_values
 from river_pa._linear import check_positive, check_variant
+from river_pa._transient import TransientCache
 
 __all__ = ["PAUniclass"]
 
 
-class PAUniclass(base.AnomalyDetector):
+class PAUniclass(TransientCache, base.AnomalyDetector):
     """Passive-Aggressive uniclass learner: a centre that follows the stream, within a radius.
 
     The centre w starts at 0. Each event is a point y (its features; a feature absent from the
@@ -110,6 +111,8 @@ class PAUniclass(base.AnomalyDetector):
 
     """
 
+    _TRANSIENT = ("_keys", "_pos")  # the position cache of the last key tuple
+
     def __init__(
         self,
         variant: str = "PA-I",
@@ -145,11 +148,6 @@ class PAUniclass(base.AnomalyDetector):
         yield {"variant": "PA-I", "C": 1.0, "epsilon": 10.0}
         yield {"variant": "PA", "epsilon": None, "B": 50.0}
         yield {"variant": "PA-II", "C": 0.5, "epsilon": 0.0}
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_keys"] = state["_pos"] = None
-        return state
 
     # -- events ----------------------------------------------------------------------------
 

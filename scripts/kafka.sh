@@ -6,19 +6,20 @@
 #   scripts/kafka.sh status   exit 0 when a client can reach the broker
 #   scripts/kafka.sh fetch    only download the jars into the cache
 #
-# Environment: RIVER_PA_KAFKA_PORT (19092; the controller uses PORT+1),
-# RIVER_PA_KAFKA_VERSION (4.1.1), RIVER_PA_KAFKA_HOME (.cache/kafka),
-# RIVER_PA_KAFKA_WAIT (seconds to wait for readiness, 90).
+# Environment (RIVER_PA_BROKER_*, not RIVER_PA_KAFKA_*: the daemon reads those as client settings):
+# RIVER_PA_BROKER_PORT (19092; the controller uses PORT+1),
+# RIVER_PA_BROKER_VERSION (4.1.1), RIVER_PA_BROKER_HOME (.cache/kafka),
+# RIVER_PA_BROKER_WAIT (seconds to wait for readiness, 90).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VERSION="${RIVER_PA_KAFKA_VERSION:-4.1.1}"
-LOG4J_VERSION="${RIVER_PA_LOG4J_VERSION:-2.24.3}"
-HOME_DIR="${RIVER_PA_KAFKA_HOME:-$ROOT/.cache/kafka}"
-PORT="${RIVER_PA_KAFKA_PORT:-19092}"
+VERSION="${RIVER_PA_BROKER_VERSION:-4.1.1}"
+LOG4J_VERSION="${RIVER_PA_BROKER_LOG4J_VERSION:-2.24.3}"
+HOME_DIR="${RIVER_PA_BROKER_HOME:-$ROOT/.cache/kafka}"
+PORT="${RIVER_PA_BROKER_PORT:-19092}"
 CONTROLLER_PORT="$((PORT + 1))"
 BOOTSTRAP="127.0.0.1:$PORT"
-WAIT="${RIVER_PA_KAFKA_WAIT:-90}"
+WAIT="${RIVER_PA_BROKER_WAIT:-90}"
 LIBS="$HOME_DIR/libs-$VERSION"
 RUN="$HOME_DIR/run-$PORT"
 PIDFILE="$RUN/kafka.pid"
