@@ -372,11 +372,11 @@ class Daemon:
         self.last_checkpoint = time.monotonic()
 
     def _commit(self, offsets: dict) -> None:
-        from kafka.errors import CommitFailedError
-
+        """Commit offsets; a failure (a rebalance took the partitions, the broker is away) is
+        not fatal: the checkpoint on disk covers them and the next commit moves them on."""
         try:
             self.consumer.commit(offsets)
-        except CommitFailedError as exc:  # a rebalance took the partitions away meanwhile
+        except KafkaError as exc:
             log.warning("offset commit failed (%s); the checkpoint still covers them", exc)
 
     def _final_checkpoint(self) -> None:
