@@ -4,8 +4,8 @@ File layout: one JSON header line (format, versions, model class, offsets, signa
 pickled state. The header is read and checked (versions, then the HMAC over header fields and
 payload) before a single byte is unpickled, so a checkpoint from another version or one that
 does not verify is refused with a clear error. Writes go to a temporary file that is fsynced and
-renamed over the previous checkpoint, which is kept as `<path>.prev`: with `--exactly-once` the
-daemon may need the checkpoint that matches the last committed transaction.
+renamed over the previous checkpoint, which is kept (hard-linked first) as `<path>.prev`: with
+`--exactly-once` the daemon may need the checkpoint that matches the last committed transaction.
 
 """
 
@@ -63,8 +63,11 @@ def save(path: str | Path, state: dict, model, offsets: dict[str, int], key: byt
         fh.write(payload)
         fh.flush()
         os.fsync(fh.fileno())
-    if path.exists():
-        os.replace(path, path.with_name(path.name + ".prev"))
+    if path.exists():  # keep it as .prev; `path` itself never goes missing, even on SIGKILL
+        prev_tmp = path.with_name(path.name + ".prev.tmp")
+        prev_tmp.unlink(missing_ok=True)
+        os.link(path, prev_tmp)
+        os.replace(prev_tmp, path.with_name(path.name + ".prev"))
     os.replace(tmp, path)
     _fsync_dir(path.parent)
 

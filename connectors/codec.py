@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import orjson
+
 __all__ = [
     "BadRecord", "Event", "Label", "decode_event", "decode_label", "encode_json", "label_check_for",
 ]
@@ -99,16 +101,31 @@ def _load_object(raw: bytes | None, max_bytes: int) -> dict:
     if len(raw) > max_bytes:
         raise BadRecord("oversize", f"{len(raw)} bytes > {max_bytes}")
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadRecord("undecodable", str(exc)) from None
-    try:
-        obj = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise BadRecord("invalid_json", str(exc)) from None
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise _why_invalid(raw, exc) from None
     if not isinstance(obj, dict):
         raise BadRecord("not_an_object", type(obj).__name__)
     return obj
+
+
+def _why_invalid(raw: bytes, error: Exception) -> BadRecord:
+    """The reason a value the strict (fast) parser refused is bad: bytes that are not UTF-8,
+    NaN/Infinity or an overflowing number, or broken JSON."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return BadRecord("undecodable", str(exc))
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+        json.dumps(obj, allow_nan=False)
+    except BadRecord as exc:
+        return exc
+    except json.JSONDecodeError as exc:
+        return BadRecord("invalid_json", str(exc))
+    except ValueError:
+        return BadRecord("non_finite", "a number overflows a double")
+    return BadRecord("invalid_json", str(error))
 
 
 def _record_id(obj: dict) -> str:
@@ -164,19 +181,4 @@ def decode_label(raw: bytes | None, check_label: Callable, max_bytes: int) -> La
 
 def encode_json(value: dict) -> bytes:
     """Compact UTF-8 JSON; non-finite floats become null rather than invalid JSON."""
-    try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
-    except (ValueError, TypeError):  # rare: NaN/inf or numpy scalars; clean and retry
-        return json.dumps(_finite(value), separators=(",", ":"), allow_nan=False).encode()
-
-
-def _finite(value):
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if hasattr(value, "item"):  # numpy scalars
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)

@@ -136,8 +136,21 @@ def load_config(argv: list[str], environ=None) -> ServeConfig:
     client = {**values.get("kafka", {}), **env.pop("kafka", {}), **(args.pop("kafka") or {})}
     values.update(env)
     values.update({k: v for k, v in args.items() if v is not None})
-    values["kafka"] = client
+    values["kafka"] = _check_client(client)
     return ServeConfig(**values)
+
+
+def _check_client(settings: dict) -> dict:
+    """Refuse client settings that one of the two kafka-python clients would reject."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    shared = set(KafkaConsumer.DEFAULT_CONFIG) & set(KafkaProducer.DEFAULT_CONFIG)
+    unknown = sorted(set(settings) - shared)
+    if unknown:
+        raise SystemExit(f"river-pa serve: unknown Kafka client settings {unknown} (from [kafka], "
+                         "--kafka or RIVER_PA_KAFKA_*); settings both clients take are: "
+                         + ", ".join(sorted(shared)))
+    return settings
 
 
 def _check_keys(table: dict, path: str) -> dict:

@@ -85,6 +85,7 @@ class Daemon:
             if candidate.exists() and self._covered_by_committed(consumer, candidate, committed):
                 return candidate
         if not any(v is not None for v in committed.values()):
+            log.info("nothing committed yet for %s", sorted(committed))
             return None  # the first transaction never committed: start afresh
         raise checkpoint.CheckpointError(
             f"{path}: neither it nor its .prev matches the offsets committed in Kafka")
@@ -108,7 +109,9 @@ class Daemon:
         """Restore the state from the checkpoint, if there is one (else start afresh)."""
         self._reset_state()
         path = self._checkpoint_to_load(consumer)
-        if path is not None:
+        if path is None:
+            log.info("no checkpoint to load from %s: starting afresh", self.cfg.checkpoint_path)
+        else:
             self._restore(checkpoint.load(path, self.fresh_meta, self.key))
             log.info("restored %s: %d events, offsets %s", path, self.stats.counts["events"],
                      self.next_offsets)
@@ -330,7 +333,10 @@ class Daemon:
                            headers=dead_letter_headers(record, exc.reason, exc.detail))
 
     def _send_report(self, report: dict) -> None:
-        if self.cfg.metrics_topic:
+        # with exactly-once a report joins the open transaction: send it only when a commit
+        # is due soon, or an idle daemon would outlive the broker's transaction timeout
+        idle_transaction = self.cfg.exactly_once and not self.since_checkpoint
+        if self.cfg.metrics_topic and not idle_transaction:
             self.producer.send(self.cfg.metrics_topic, value=encode_json(report))
 
     def _report(self) -> dict:
@@ -366,11 +372,11 @@ class Daemon:
         self.last_checkpoint = time.monotonic()
 
     def _commit(self, offsets: dict) -> None:
-        from kafka.errors import CommitFailedError
-
+        """Commit offsets; a failure (a rebalance took the partitions, the broker is away) is
+        not fatal: the checkpoint on disk covers them and the next commit moves them on."""
         try:
             self.consumer.commit(offsets)
-        except CommitFailedError as exc:  # a rebalance took the partitions away meanwhile
+        except KafkaError as exc:
             log.warning("offset commit failed (%s); the checkpoint still covers them", exc)
 
     def _final_checkpoint(self) -> None:

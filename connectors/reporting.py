@@ -8,12 +8,13 @@ topic.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from pathlib import Path
 
 from river import metrics, stats, utils
+
+from connectors.codec import encode_json
 
 __all__ = ["Reporter", "Stats", "make_metric"]
 
@@ -124,8 +125,8 @@ class Reporter:
         }
         if self.path:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a") as fh:
-                fh.write(json.dumps(record) + "\n")
+            with open(self.path, "ab") as fh:
+                fh.write(encode_json(record) + b"\n")
         self.send(record)
         self.last_time, self.last_events = now, snapshot["events"]
         return record

@@ -109,8 +109,9 @@ java_cmd() {  # runs in a subshell when backgrounded: exec keeps the pid of that
 
 running_pid() {  # print the pid of the broker started here, if it is alive (and still ours)
   [[ -f "$PIDFILE" ]] || return 1
-  local pid; pid="$(cat "$PIDFILE")"
-  ps -p "$pid" -o args= 2>/dev/null | grep -q "kafka.Kafka $RUN/server.properties" && echo "$pid"
+  local pid args; pid="$(cat "$PIDFILE")"
+  args="$(ps -ww -p "$pid" -o args= 2>/dev/null)" || return 1  # -ww: never cut to $COLUMNS
+  [[ "$args" == *"kafka.Kafka $RUN/server.properties"* ]] && echo "$pid"
 }
 
 start() {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from connectors.config import load_config
 from connectors.pending import Pending, PendingStore
 
@@ -19,6 +21,11 @@ def test_flags_beat_environment_beat_toml(tmp_path):
     assert cfg.kafka == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
                          "ssl_check_hostname": False}
     assert cfg.exactly_once is True and cfg.model_params == {"C": 0.5}
+
+
+def test_unknown_client_settings_are_refused_by_name():
+    with pytest.raises(SystemExit, match=r"\['port'\]"):
+        load_config([], {"RIVER_PA_KAFKA_PORT": "19092"})
 
 
 def test_pending_store_evicts_by_size_and_event_time_ttl():
