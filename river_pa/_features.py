@@ -81,15 +81,19 @@ def _packer(n: int) -> struct.Struct:
 def packed_values(x: dict, vals: tuple) -> bytes | np.ndarray:
     """The validated values of `x`, given ``vals = tuple(x.values())``: packed float64 bytes.
 
-    The fast path sums the values in C: a non-number raises there and a NaN or an infinity
-    makes the sum non-finite. Only then is every value checked one by one, to name the culprit
-    (the result is then a float64 array). The values are packed by `struct`: several times
+    The fast path sums the values in C: a non-number raises there, a complex number or a
+    `Decimal` makes the sum a non-real and a NaN or an infinity makes it non-finite. Only then
+    is every value checked one by one, to name the culprit (the result is then a float64
+    array). The sum must be a real number because `struct` and `math.isfinite` would take a
+    numpy complex scalar through its `__float__`, silently dropping the imaginary part. The values are packed by `struct`: several times
     faster than `np.fromiter`, exact (each becomes the float64 `float(value)`), and Numba
     kernels read the bytes in place (`np.frombuffer`).
 
     """
     try:
-        if math.isfinite(sum(vals)):
+        total = sum(vals)
+        if (total.__class__ is float or total.__class__ is int
+                or isinstance(total, numbers.Real)) and math.isfinite(total):
             return (_PACKERS.get(len(vals)) or _packer(len(vals))).pack(*vals)
     except (TypeError, OverflowError, struct.error):
         pass

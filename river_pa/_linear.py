@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from pandas.api.types import is_bool_dtype, is_numeric_dtype
+from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
 
 from river_pa import _kernels
 from river_pa._transient import TransientCache
@@ -23,7 +23,8 @@ VARIANTS = {"PA": _kernels.PA, "PA-I": _kernels.PA_I, "PA-II": _kernels.PA_II}
 
 
 def _check_dtypes(X: pd.DataFrame) -> bool:
-    """Raise TypeError naming a non-numeric column; return whether all columns are sparse.
+    """Raise TypeError naming a non-numeric (or complex) column; return whether all columns are
+    sparse.
 
     Sparse columns must have fill value 0 (ValueError otherwise). Each distinct dtype is checked
     once: hashing a pandas SparseDtype is slow, so sparse columns are checked by subtype.
@@ -33,7 +34,7 @@ def _check_dtypes(X: pd.DataFrame) -> bool:
     sparse = bool(dtypes) and all(isinstance(d, pd.SparseDtype) for d in dtypes)
     base = [d.subtype for d in dtypes] if sparse else dtypes
     for dtype in set(base):
-        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
+        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)) or is_complex_dtype(dtype):
             col = X.columns[base.index(dtype)]
             raise TypeError(f"feature {col!r} has non-numeric dtype {dtypes[base.index(dtype)]}")
     if sparse:

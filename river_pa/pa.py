@@ -260,9 +260,14 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
 
 
 def _check_target(y) -> float:
-    if isinstance(y, str) or not isinstance(y, numbers.Real | np.number):
+    """`y` as a float: TypeError unless a real number (numpy complex too), ValueError unless
+    finite (an int beyond the float64 range too)."""
+    if isinstance(y, str) or not isinstance(y, numbers.Real | np.integer | np.floating):
         raise TypeError(f"target y must be a real number, got {y!r}")
-    value = float(y)
+    try:
+        value = float(y)
+    except OverflowError:
+        value = math.inf
     if not math.isfinite(value):
         raise ValueError(f"target y must be finite, got {y!r}")
     return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -115,6 +116,9 @@ def test_sample_weights_in_batches(phishing):
         ({"a": float("nan")}, ValueError, "feature 'a' has a non-finite value nan"),
         ({"new": float("inf"), "a": 1.0}, ValueError, "feature 'new' has a non-finite value inf"),
         ({"a": None}, TypeError, "feature 'a' has a non-numeric value None"),
+        # numpy complex scalars pass float() with a warning, dropping the imaginary part
+        ({"a": np.complex128(3 + 4j)}, TypeError, r"feature 'a' has a non-numeric value"),
+        ({"a": 1.0, "new": Decimal("1.5")}, TypeError, "feature 'new' has a non-numeric value"),
     ],
 )
 def test_a_rejected_event_leaves_the_model_unchanged(model, x, error, message):
@@ -135,6 +139,7 @@ def test_a_rejected_event_leaves_the_model_unchanged(model, x, error, message):
     [
         (["x"] * 3, TypeError, "feature 'bad' has non-numeric dtype"),
         ([1.0, float("nan"), 0.0], ValueError, "feature 'bad' has non-finite values"),
+        ([1 + 1j, 2 + 0j, 0j], TypeError, "feature 'bad' has non-numeric dtype complex128"),
     ],
 )
 def test_a_rejected_batch_leaves_the_model_unchanged(column, error, message):
@@ -294,6 +299,22 @@ def test_bad_batch_targets():
         PARegressor().learn_many(X, pd.Series([1.0, float("nan")]))
     with pytest.raises(TypeError, match="target y must be a real number, got '1'"):
         PARegressor().learn_many(X, pd.Series(["1", "2"], dtype=object))
+
+
+@pytest.mark.parametrize(
+    "y, error, message",
+    [
+        (np.complex128(1 + 2j), TypeError, r"target y must be a real number, got np.complex128"),
+        (10**400, ValueError, "target y must be finite, got 1000"),
+    ],
+)
+def test_bad_targets_leave_the_regressor_unchanged(y, error, message):
+    model = PARegressor()
+    model.learn_one({"a": 1.0}, 2.0)
+    before = pickle.dumps(model)
+    with pytest.raises(error, match=message):
+        model.learn_one({"a": 1.0}, y)
+    assert pickle.dumps(model) == before
 
 
 def test_event_arrays_for_other_learners_are_writable_copies():
