@@ -109,7 +109,8 @@ def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False
     """(positions, batch) of a DataFrame through `index`, validated; positions shared merged.
 
     Columns must be numeric or bool and finite (TypeError / ValueError naming the column,
-    raised before `index` changes). With `learn` the column keys are inserted into `index`.
+    raised before `index` changes), and their names unique: a repeated name has no
+    ``to_dict("records")`` meaning (the dict keeps the last value), so it is a ValueError. With `learn` the column keys are inserted into `index`.
     Columns sharing a position (hash collisions) are summed in order of first occurrence, as
     `merge_duplicates` does for one event.
 
@@ -120,6 +121,9 @@ def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False
     bit a `learn_one` loop.
 
     """
+    if not X.columns.is_unique:
+        col = X.columns[X.columns.duplicated()][0]
+        raise ValueError(f"feature {col!r} names more than one column")
     sparse = _check_dtypes(X) and allow_sparse
     if sparse:
         values = _sparse_csr(X)

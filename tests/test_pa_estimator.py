@@ -154,6 +154,20 @@ def test_a_rejected_batch_leaves_the_model_unchanged(column, error, message):
     assert pickle.dumps(model) == before
 
 
+@pytest.mark.parametrize("model", [PAClassifier(), PARegressor()], ids=["clf", "reg"])
+def test_a_batch_with_a_repeated_column_name_is_rejected(model):
+    # to_dict("records") keeps the last of the two 'a' values; summing them was a third answer
+    model = model.clone()
+    model.learn_one({"a": 1.0}, 1)
+    before = pickle.dumps(model)
+    X = pd.DataFrame([[1.0, 2.0, 0.5], [3.0, 4.0, 0.5]], columns=["a", "b", "a"])
+    with pytest.raises(ValueError, match="feature 'a' names more than one column"):
+        model.learn_many(X, pd.Series([1, 0]))
+    with pytest.raises(ValueError, match="feature 'a' names more than one column"):
+        model.predict_many(X)
+    assert pickle.dumps(model) == before
+
+
 def test_a_bad_label_leaves_the_model_unchanged():
     model = PAClassifier()
     model.learn_one({"a": 1.0}, True)
