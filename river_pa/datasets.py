@@ -300,16 +300,21 @@ def load(source: str, target: str | None = None, task: str | None = None) -> Dat
         return _from_river(source, task)
     if source in SHARED:
         return _from_shared(source, task)
+    if os.path.isdir(source):
+        raise ValueError(f"{source} is a directory; give a data set name or a file")
     if not os.path.isfile(source):
         choices = [n for n in RIVER if n != "trumpapproval"] + list(SHARED)
         raise ValueError(f"unknown data set {source!r}; choose one of {', '.join(choices)}, "
                          "or give a path to a libsvm, CSV (with --target) or JSONL file")
     ext = _base_extension(source)
     name = os.path.basename(source)
-    if ext == ".csv":
-        if target is None:
-            raise ValueError(f"{source}: a CSV file needs --target COLUMN")
-        return _from_csv(source, name, target, task)
-    if ext in (".jsonl", ".ndjson"):
-        return _from_jsonl(source, name, task)
-    return _from_libsvm(source, name, task)
+    if ext == ".csv" and target is None:
+        raise ValueError(f"{source}: a CSV file needs --target COLUMN")
+    try:
+        if ext == ".csv":
+            return _from_csv(source, name, target, task)
+        if ext in (".jsonl", ".ndjson"):
+            return _from_jsonl(source, name, task)
+        return _from_libsvm(source, name, task)
+    except (OSError, EOFError, UnicodeDecodeError) as exc:  # unreadable, corrupt .gz/.bz2, binary
+        raise ValueError(f"{source}: cannot read the file: {exc}") from None

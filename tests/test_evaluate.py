@@ -296,7 +296,43 @@ def test_bad_csv_and_jsonl_lines(tmp_path, capsys):
     nan_csv = tmp_path / "nan.csv"
     nan_csv.write_text("a,b,y\n1,2,0\nnan,1,1\n")  # not compiled: the model rejects it
     assert main([str(nan_csv), "--target", "y", "--quiet"]) == 1
-    assert "event rejected: feature 'a' has a non-finite value nan" in capsys.readouterr().err
+    assert ("event rejected: nan.csv: event 2: feature 'a' has a non-finite value nan"
+            in capsys.readouterr().err)
+    bad_value = tmp_path / "bad_value.jsonl"
+    bad_value.write_text('{"x": {"a": 1}, "y": true}\n{"x": {"a": 2}, "y": false}\n'
+                         '{"x": {"a": "s"}, "y": true}\n')
+    assert main([str(bad_value), "--quiet", "--delay", "2"]) == 1
+    assert ("event rejected: bad_value.jsonl: event 3 (or the one it learned, 2 earlier): "
+            "feature 'a' has a non-numeric value 's'" in capsys.readouterr().err)
+
+
+def test_unreadable_data_files_are_usage_errors(tmp_path, capsys):
+    fake_gz = tmp_path / "fake.svm.gz"
+    fake_gz.write_bytes(b"1 1:0.5\n")
+    fake_bz2 = tmp_path / "fake.svm.bz2"
+    fake_bz2.write_bytes(b"1 1:0.5\n")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    for path, message in [
+        (fake_gz, "cannot read the file: Not a gzipped file"),
+        (fake_bz2, "cannot read the file: Invalid data stream"),
+        (binary, "cannot read the file: 'utf-8' codec can't decode byte 0xff"),
+        (tmp_path, "is a directory; give a data set name or a file"),
+    ]:
+        assert main([str(path), "--quiet"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"river-pa evaluate: {path}{':' if path != tmp_path else ''} {message}" \
+            or (message in err and str(path) in err), err
+        assert "\n" not in err and "Traceback" not in err
+
+
+def test_an_unwritable_plot_or_report_keeps_the_summary(tmp_path, capsys):
+    assert main(["phishing", "--limit", "100", "--quiet", "--plot", str(tmp_path / "a.txt")]) == 1
+    out, err = capsys.readouterr()
+    assert "Accuracy" in out and "Traceback" not in err
+    assert err.startswith("river-pa evaluate: cannot write the outputs: Format 'txt' is not")
+    assert main(["phishing", "--limit", "100", "--quiet", "--report", str(tmp_path)]) == 1
+    assert "cannot write the outputs: [Errno 21] Is a directory" in capsys.readouterr().err
 
 
 # -- reports, plots, errors, the command --------------------------------------------------------
