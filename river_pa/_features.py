@@ -212,7 +212,8 @@ class Hashing(FeatureIndex):
     """
 
     def __init__(self, n_features: int):
-        if n_features < 1 or n_features & (n_features - 1):
+        if (not isinstance(n_features, numbers.Integral) or isinstance(n_features, bool)
+                or n_features < 1 or n_features & (n_features - 1)):
             raise ValueError(f"n_features must be a positive power of two, got {n_features!r}")
         self.n_features = n_features
 

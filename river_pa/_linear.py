@@ -98,9 +98,13 @@ def check_positive(name: str, value) -> None:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
+_MAX_FLOAT = float(np.finfo(np.float64).max)
+
+
 def check_sample_weight(w) -> float:
     """The sample weight as a float; a ValueError unless it is finite and >= 0."""
-    if not isinstance(w, int | float | np.number) or not 0 <= w < float("inf"):
+    if (not isinstance(w, int | float | np.integer | np.floating)
+            or not 0 <= w < float("inf") or w > _MAX_FLOAT):
         raise ValueError(f"sample weight w must be a finite number >= 0, got {w!r}")
     return float(w)
 

@@ -69,6 +69,17 @@ def test_hashing_rejects_non_powers_of_two():
         Hashing(1000)
 
 
+@pytest.mark.parametrize("n", [1024.0, "1024", True, None.__class__])
+def test_hashing_rejects_non_integers_by_name(n):
+    # these raised TypeErrors about '&' or '<' (or True passed as 2**0)
+    with pytest.raises(ValueError, match=r"n_features must be a positive power of two, got "):
+        PAClassifier(n_features=n)
+
+
+def test_hashing_takes_numpy_integers():
+    assert Hashing(np.int64(16)).size == 16
+
+
 def test_merge_duplicates_sums_in_order_of_first_occurrence():
     idx, val = merge_duplicates(np.array([5, 2, 5, 7, 2]), np.array([1.0, 2.0, 4.0, 8.0, 16.0]))
     assert idx.tolist() == [5, 2, 7] and val.tolist() == [5.0, 18.0, 8.0]

@@ -181,6 +181,18 @@ def test_a_bad_label_leaves_the_model_unchanged():
     assert pickle.dumps(model) == before
 
 
+@pytest.mark.parametrize("w", [10**400, np.complex128(2 + 1j), -1, float("nan")],
+                         ids=["huge-int", "complex", "negative", "nan"])
+def test_bad_sample_weights_are_value_errors(w):
+    # 10**400 raised a bare OverflowError; a numpy complex weight lost its imaginary part
+    model = PAClassifier()
+    model.learn_one({"a": 1.0}, True)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="sample weight w must be a finite number >= 0, got "):
+        model.learn_one({"a": -1.0}, True, w)
+    assert pickle.dumps(model) == before
+
+
 def test_empty_dict_predicts_from_the_intercept():
     model = PAClassifier(variant="PA")
     assert model.predict_proba_one({}) == {False: 0.5, True: 0.5}
