@@ -210,6 +210,8 @@ def _from_csv(path: str, name: str, target, task: str | None) -> Data:
     """Read a CSV file; `target` names the target column (an int: its position, no header)."""
     with open_data(path, "rt") as f:
         rows = list(csv.reader(f))
+    if rows and rows[0] and rows[0][0].startswith("\ufeff"):  # a UTF-8 byte order mark
+        rows[0][0] = rows[0][0][1:]  # (spreadsheet exports) is not part of the first name
     if isinstance(target, int):
         header = [str(j) for j in range(len(rows[0]))] if rows else []
         first = 1

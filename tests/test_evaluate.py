@@ -306,6 +306,16 @@ def test_bad_csv_and_jsonl_lines(tmp_path, capsys):
             "feature 'a' has a non-numeric value 's'" in capsys.readouterr().err)
 
 
+def test_a_csv_file_with_a_byte_order_mark(tmp_path):
+    # Excel's "CSV UTF-8" starts with U+FEFF: --target a said "no target column 'a'; columns:
+    # a, label", the mark being invisible
+    path = tmp_path / "bom.csv"
+    path.write_bytes("a,label\n1,x\n2,y\n3,z\n".encode("utf-8-sig"))
+    data = datasets.load(str(path), target="a")
+    assert data.x == [{"label": "x"}, {"label": "y"}, {"label": "z"}]
+    assert data.y == [1.0, 2.0, 3.0] and data.task == "regression"
+
+
 def test_unreadable_data_files_are_usage_errors(tmp_path, capsys):
     fake_gz = tmp_path / "fake.svm.gz"
     fake_gz.write_bytes(b"1 1:0.5\n")
