@@ -34,10 +34,13 @@ def encode_binary_label(y) -> float:
 
     """
     if not isinstance(y, str):
-        if y == 1:
-            return 1.0
-        if y == 0 or y == -1:
-            return -1.0
+        try:  # pd.NA and arrays have no truth value: they get the message below
+            if y == 1:
+                return 1.0
+            if y == 0 or y == -1:
+                return -1.0
+        except (TypeError, ValueError):
+            pass
     raise ValueError(
         f"PAClassifier is binary: labels must be bool, 0/1 or -1/+1, got {y!r}; "
         "for more than two classes or other labels use river_pa.PAMultiClassifier"

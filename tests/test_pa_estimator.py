@@ -193,6 +193,16 @@ def test_bad_sample_weights_are_value_errors(w):
     assert pickle.dumps(model) == before
 
 
+@pytest.mark.parametrize("y", [pd.NA, np.array([1, 1])], ids=["NA", "array"])
+def test_labels_without_a_truth_value_get_the_binary_label_message(y):
+    # were "boolean value of NA is ambiguous" / "truth value of an array ... is ambiguous"
+    with pytest.raises(ValueError, match="PAClassifier is binary: labels must be bool, 0/1 or"):
+        PAClassifier().learn_one({"a": 1.0}, y)
+    with pytest.raises(ValueError, match="PAClassifier is binary: .* got <NA>"):
+        PAClassifier().learn_many(pd.DataFrame({"a": [1.0, 2.0]}),
+                                  pd.Series([True, pd.NA], dtype="boolean"))
+
+
 def test_empty_dict_predicts_from_the_intercept():
     model = PAClassifier(variant="PA")
     assert model.predict_proba_one({}) == {False: 0.5, True: 0.5}
