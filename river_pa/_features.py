@@ -181,20 +181,46 @@ class Vocabulary(FeatureIndex):
         return list(self.positions)
 
 
+def _canonical(key):
+    """`key` with its numbers (and str subclasses) as plain int, float or str, in tuples too.
+
+    Keys that are equal are one dict key (``{1: a, 1.0: b, True: c}`` has one entry), so a
+    `Vocabulary` gives them one position; their `repr` differ (``1``, ``1.0``, ``True``,
+    ``np.int64(1)``), so the hash must not see it. An integral float becomes an int.
+
+    """
+    cls = key.__class__
+    if cls is str or cls is int:
+        return key
+    if isinstance(key, str):
+        return str(key)
+    if isinstance(key, tuple):
+        return tuple(map(_canonical, key))
+    if isinstance(key, numbers.Integral | np.bool_):
+        return int(key)
+    if isinstance(key, numbers.Real):
+        value = float(key)
+        return int(value) if value.is_integer() else value
+    return key
+
+
 def stable_hash(key) -> int:
     """A 32-bit hash of `key` that is the same in every process.
 
-    A `str` is hashed from its UTF-8 bytes; any other key from a NUL byte followed by its
-    `repr`, so the string ``"1"`` and the integer ``1`` differ.
+    A `str` is hashed from its UTF-8 bytes; any other key from a NUL byte followed by the
+    `repr` of its canonical form (see `_canonical`), so the string ``"1"`` and the integer
+    ``1`` differ but keys that are equal, such as ``1``, ``1.0``, ``True`` and
+    ``np.int64(1)``, do not.
 
     >>> stable_hash("user=42")
     1629494019
-    >>> stable_hash(("a", 1)) == stable_hash(("a", 1))
+    >>> stable_hash(("a", 1)) == stable_hash(("a", 1.0)) == stable_hash(("a", True))
     True
 
     """
-    data = key.encode("utf-8") if isinstance(key, str) else b"\x00" + repr(key).encode("utf-8")
-    return zlib.crc32(data)
+    if isinstance(key, str):
+        return zlib.crc32(key.encode("utf-8"))
+    return zlib.crc32(b"\x00" + repr(_canonical(key)).encode("utf-8"))
 
 
 class Hashing(FeatureIndex):
