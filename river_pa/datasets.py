@@ -220,6 +220,9 @@ def _from_csv(path: str, name: str, target, task: str | None) -> Data:
         header, rows, first = (rows[0], rows[1:], 2) if rows else ([], [], 2)
         if target not in header:
             raise ValueError(f"{path}: no target column {target!r}; columns: {', '.join(header)}")
+    repeated = sorted({k for k in header if header.count(k) > 1})
+    if repeated:  # one feature dict key for two columns: the dicts and the CSR arrays disagree
+        raise ValueError(f"{path}: column {repeated[0]!r} appears more than once in the header")
     t = header.index(target)
     keys = [k for j, k in enumerate(header) if j != t]
     x, labels = [], []

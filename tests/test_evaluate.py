@@ -316,6 +316,15 @@ def test_a_csv_file_with_a_byte_order_mark(tmp_path):
     assert data.y == [1.0, 2.0, 3.0] and data.task == "regression"
 
 
+def test_a_csv_header_with_a_repeated_name_is_a_usage_error(tmp_path, capsys):
+    # was "cannot reshape array of size 2 into shape (4,)"
+    path = tmp_path / "dup.csv"
+    path.write_text("a,a,label\n1,2,0\n3,4,1\n")
+    assert main([str(path), "--target", "label", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"river-pa evaluate: {path}: column 'a' appears more than once in the header")
+
+
 def test_unreadable_data_files_are_usage_errors(tmp_path, capsys):
     fake_gz = tmp_path / "fake.svm.gz"
     fake_gz.write_bytes(b"1 1:0.5\n")
