@@ -233,6 +233,8 @@ def _from_csv(path: str, name: str, target, task: str | None) -> Data:
         values = [_number(v) for j, v in enumerate(row) if j != t]
         x.append({k: v for k, v in zip(keys, values) if v != ""})
         numeric = numeric and all(isinstance(v, float) and math.isfinite(v) for v in values)
+        if row[t] == "":  # else a class "" (or a usage error far from the line)
+            raise ValueError(f"{path}:{line}: the target {target!r} is empty")
         labels.append(_number(row[t]))
     csr = None
     if numeric and x:
@@ -257,6 +259,9 @@ def _from_jsonl(path: str, name: str, task: str | None) -> Data:
                                  f'{{"x": {{...}}, "y": ...}} ({exc})') from None
             if not isinstance(features, dict):
                 raise ValueError(f"{path}:{line}: 'x' must be an object, got {features!r}")
+            if isinstance(label, list | dict):  # unhashable: the task cannot be inferred
+                raise ValueError(f"{path}:{line}: 'y' must be a number, a string, true/false "
+                                 f"or null, got {label!r}")
             x.append(features)
             labels.append(label)
     return _finish(name, task, x, labels, None, path)

@@ -325,6 +325,22 @@ def test_a_csv_header_with_a_repeated_name_is_a_usage_error(tmp_path, capsys):
         f"river-pa evaluate: {path}: column 'a' appears more than once in the header")
 
 
+def test_labels_that_cannot_be_targets_name_the_line(tmp_path, capsys):
+    # a list label ended in a traceback (unhashable type: 'list'); an empty CSV target became a
+    # class "" of a multiclass task
+    listy = tmp_path / "listy.jsonl"
+    listy.write_text('{"x": {"a": 1}, "y": 1}\n{"x": {"a": 2}, "y": [0]}\n')
+    assert main([str(listy), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"river-pa evaluate: {listy}:2: 'y' must be a number, a string, true/false or null, "
+        "got [0]")
+    empty = tmp_path / "empty_target.csv"
+    empty.write_text("a,label\n1,1\n2,\n3,0\n")
+    assert main([str(empty), "--target", "label", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"river-pa evaluate: {empty}:3: the target 'label' is empty")
+
+
 def test_unreadable_data_files_are_usage_errors(tmp_path, capsys):
     fake_gz = tmp_path / "fake.svm.gz"
     fake_gz.write_bytes(b"1 1:0.5\n")
