@@ -159,7 +159,11 @@ def build_metrics(names: list[str], model) -> list:
             raise UsageError(f"unknown metric {name!r}; choose one of {', '.join(valid)}")
         metric = getattr(metrics, name)()
         if not metric.works_with(model):
-            raise UsageError(f"metric {name} does not work with {type(model).__name__}")
+            raise UsageError(
+                f"metric {name} does not work with {type(model).__name__}; the default metrics "
+                "follow the data's task: give --metric names for this model, --task, or a "
+                "--model for this task"
+            )
         out.append(metric)
     return out
 

@@ -395,6 +395,9 @@ def test_report_rows_and_plot(tmp_path):
     (["--param", "variant=PA-III"], "variant must be one of ['PA', 'PA-I', 'PA-II']"),
     (["--model", "river.nope:Model"], "cannot import model factory 'river.nope:Model'"),
     (["--delay", "x"], "argument --delay: invalid int value: 'x'"),
+    (["trump-approval", "--model", "PAClassifier"], "metric MAE does not work with PAClassifier; "
+     "the default metrics follow the data's task: give --metric names for this model, --task, "
+     "or a --model for this task"),
 ])
 def test_usage_errors_are_one_line_with_status_2(capsys, args, message):
     assert main(args) == 2
