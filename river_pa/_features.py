@@ -81,15 +81,19 @@ def _packer(n: int) -> struct.Struct:
 def packed_values(x: dict, vals: tuple) -> bytes | np.ndarray:
     """The validated values of `x`, given ``vals = tuple(x.values())``: packed float64 bytes.
 
-    The fast path sums the values in C: a non-number raises there and a NaN or an infinity
-    makes the sum non-finite. Only then is every value checked one by one, to name the culprit
-    (the result is then a float64 array). The values are packed by `struct`: several times
+    The fast path sums the values in C: a non-number raises there, a complex number or a
+    `Decimal` makes the sum a non-real and a NaN or an infinity makes it non-finite. Only then
+    is every value checked one by one, to name the culprit (the result is then a float64
+    array). The sum must be a real number because `struct` and `math.isfinite` would take a
+    numpy complex scalar through its `__float__`, silently dropping the imaginary part. The values are packed by `struct`: several times
     faster than `np.fromiter`, exact (each becomes the float64 `float(value)`), and Numba
     kernels read the bytes in place (`np.frombuffer`).
 
     """
     try:
-        if math.isfinite(sum(vals)):
+        total = sum(vals)
+        if (total.__class__ is float or total.__class__ is int
+                or isinstance(total, numbers.Real)) and math.isfinite(total):
             return (_PACKERS.get(len(vals)) or _packer(len(vals))).pack(*vals)
     except (TypeError, OverflowError, struct.error):
         pass
@@ -177,20 +181,46 @@ class Vocabulary(FeatureIndex):
         return list(self.positions)
 
 
+def _canonical(key):
+    """`key` with its numbers (and str subclasses) as plain int, float or str, in tuples too.
+
+    Keys that are equal are one dict key (``{1: a, 1.0: b, True: c}`` has one entry), so a
+    `Vocabulary` gives them one position; their `repr` differ (``1``, ``1.0``, ``True``,
+    ``np.int64(1)``), so the hash must not see it. An integral float becomes an int.
+
+    """
+    cls = key.__class__
+    if cls is str or cls is int:
+        return key
+    if isinstance(key, str):
+        return str(key)
+    if isinstance(key, tuple):
+        return tuple(map(_canonical, key))
+    if isinstance(key, numbers.Integral | np.bool_):
+        return int(key)
+    if isinstance(key, numbers.Real):
+        value = float(key)
+        return int(value) if value.is_integer() else value
+    return key
+
+
 def stable_hash(key) -> int:
     """A 32-bit hash of `key` that is the same in every process.
 
-    A `str` is hashed from its UTF-8 bytes; any other key from a NUL byte followed by its
-    `repr`, so the string ``"1"`` and the integer ``1`` differ.
+    A `str` is hashed from its UTF-8 bytes; any other key from a NUL byte followed by the
+    `repr` of its canonical form (see `_canonical`), so the string ``"1"`` and the integer
+    ``1`` differ but keys that are equal, such as ``1``, ``1.0``, ``True`` and
+    ``np.int64(1)``, do not.
 
     >>> stable_hash("user=42")
     1629494019
-    >>> stable_hash(("a", 1)) == stable_hash(("a", 1))
+    >>> stable_hash(("a", 1)) == stable_hash(("a", 1.0)) == stable_hash(("a", True))
     True
 
     """
-    data = key.encode("utf-8") if isinstance(key, str) else b"\x00" + repr(key).encode("utf-8")
-    return zlib.crc32(data)
+    if isinstance(key, str):
+        return zlib.crc32(key.encode("utf-8"))
+    return zlib.crc32(b"\x00" + repr(_canonical(key)).encode("utf-8"))
 
 
 class Hashing(FeatureIndex):
@@ -208,7 +238,8 @@ class Hashing(FeatureIndex):
     """
 
     def __init__(self, n_features: int):
-        if n_features < 1 or n_features & (n_features - 1):
+        if (not isinstance(n_features, numbers.Integral) or isinstance(n_features, bool)
+                or n_features < 1 or n_features & (n_features - 1)):
             raise ValueError(f"n_features must be a positive power of two, got {n_features!r}")
         self.n_features = n_features
 

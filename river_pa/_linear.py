@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from pandas.api.types import is_bool_dtype, is_numeric_dtype
+from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
 
 from river_pa import _kernels
 from river_pa._transient import TransientCache
@@ -23,7 +23,8 @@ VARIANTS = {"PA": _kernels.PA, "PA-I": _kernels.PA_I, "PA-II": _kernels.PA_II}
 
 
 def _check_dtypes(X: pd.DataFrame) -> bool:
-    """Raise TypeError naming a non-numeric column; return whether all columns are sparse.
+    """Raise TypeError naming a non-numeric (or complex) column; return whether all columns are
+    sparse.
 
     Sparse columns must have fill value 0 (ValueError otherwise). Each distinct dtype is checked
     once: hashing a pandas SparseDtype is slow, so sparse columns are checked by subtype.
@@ -33,7 +34,7 @@ def _check_dtypes(X: pd.DataFrame) -> bool:
     sparse = bool(dtypes) and all(isinstance(d, pd.SparseDtype) for d in dtypes)
     base = [d.subtype for d in dtypes] if sparse else dtypes
     for dtype in set(base):
-        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
+        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)) or is_complex_dtype(dtype):
             col = X.columns[base.index(dtype)]
             raise TypeError(f"feature {col!r} has non-numeric dtype {dtypes[base.index(dtype)]}")
     if sparse:
@@ -97,9 +98,13 @@ def check_positive(name: str, value) -> None:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
+_MAX_FLOAT = float(np.finfo(np.float64).max)
+
+
 def check_sample_weight(w) -> float:
     """The sample weight as a float; a ValueError unless it is finite and >= 0."""
-    if not isinstance(w, int | float | np.number) or not 0 <= w < float("inf"):
+    if (not isinstance(w, int | float | np.integer | np.floating)
+            or not 0 <= w < float("inf") or w > _MAX_FLOAT):
         raise ValueError(f"sample weight w must be a finite number >= 0, got {w!r}")
     return float(w)
 
@@ -108,7 +113,8 @@ def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False
     """(positions, batch) of a DataFrame through `index`, validated; positions shared merged.
 
     Columns must be numeric or bool and finite (TypeError / ValueError naming the column,
-    raised before `index` changes). With `learn` the column keys are inserted into `index`.
+    raised before `index` changes), and their names unique: a repeated name has no
+    ``to_dict("records")`` meaning (the dict keeps the last value), so it is a ValueError. With `learn` the column keys are inserted into `index`.
     Columns sharing a position (hash collisions) are summed in order of first occurrence, as
     `merge_duplicates` does for one event.
 
@@ -119,6 +125,9 @@ def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False
     bit a `learn_one` loop.
 
     """
+    if not X.columns.is_unique:
+        col = X.columns[X.columns.duplicated()][0]
+        raise ValueError(f"feature {col!r} names more than one column")
     sparse = _check_dtypes(X) and allow_sparse
     if sparse:
         values = _sparse_csr(X)

@@ -15,6 +15,8 @@ validates an event completely before changing anything.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -33,6 +35,23 @@ def softmax(s: np.ndarray) -> np.ndarray:
     """exp(s - max s), normalised (float64, same shape)."""
     e = np.exp(s - s.max())
     return e / e.sum()
+
+
+def check_label(label) -> None:
+    """Raise TypeError for an unhashable label and ValueError for a NaN one.
+
+    A NaN is not equal to itself, so each NaN object would look up as a new label and get a
+    row of its own: a stream of NaN labels would grow the model without bound.
+
+    >>> check_label(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: a label must not be NaN, got nan
+
+    """
+    hash(label)
+    if isinstance(label, float | np.floating) and math.isnan(label):
+        raise ValueError(f"a label must not be NaN, got {label!r}")
 
 
 def check_weights(w, rows: int) -> np.ndarray:
@@ -56,8 +75,8 @@ class ScoringClassifier(TransientCache):
     """
 
     _INITIAL_LABELS = 4
-    _TRANSIENT = ("_keys", "_pos", "_dups", "_vals", "_epos", "_val", "_sq", "_scores",
-                  "_version_seen")
+    _TRANSIENT = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_sq",
+                  "_scores", "_version_seen")
 
     # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
     _positions = SparseLinear._positions
@@ -71,7 +90,7 @@ class ScoringClassifier(TransientCache):
     def _clear_cache(self):
         self._keys = self._vals = None
         self._pos = self._epos = self._val = self._scores = None
-        self._dups = False
+        self._dups = self._known = False
         self._sq = 0.0
         self._version_seen = -1
 
@@ -84,7 +103,7 @@ class ScoringClassifier(TransientCache):
         row = self._labels.get(label)
         if row is not None:
             return row
-        hash(label)  # an unhashable label raises TypeError here, before any change
+        check_label(label)  # an unhashable or NaN label raises here, before any change
         row = self._n
         if row == self._label_capacity:
             self._label_capacity *= 2

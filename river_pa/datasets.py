@@ -210,6 +210,8 @@ def _from_csv(path: str, name: str, target, task: str | None) -> Data:
     """Read a CSV file; `target` names the target column (an int: its position, no header)."""
     with open_data(path, "rt") as f:
         rows = list(csv.reader(f))
+    if rows and rows[0] and rows[0][0].startswith("\ufeff"):  # a UTF-8 byte order mark
+        rows[0][0] = rows[0][0][1:]  # (spreadsheet exports) is not part of the first name
     if isinstance(target, int):
         header = [str(j) for j in range(len(rows[0]))] if rows else []
         first = 1
@@ -218,6 +220,9 @@ def _from_csv(path: str, name: str, target, task: str | None) -> Data:
         header, rows, first = (rows[0], rows[1:], 2) if rows else ([], [], 2)
         if target not in header:
             raise ValueError(f"{path}: no target column {target!r}; columns: {', '.join(header)}")
+    repeated = sorted({k for k in header if header.count(k) > 1})
+    if repeated:  # one feature dict key for two columns: the dicts and the CSR arrays disagree
+        raise ValueError(f"{path}: column {repeated[0]!r} appears more than once in the header")
     t = header.index(target)
     keys = [k for j, k in enumerate(header) if j != t]
     x, labels = [], []
@@ -228,6 +233,8 @@ def _from_csv(path: str, name: str, target, task: str | None) -> Data:
         values = [_number(v) for j, v in enumerate(row) if j != t]
         x.append({k: v for k, v in zip(keys, values) if v != ""})
         numeric = numeric and all(isinstance(v, float) and math.isfinite(v) for v in values)
+        if row[t] == "":  # else a class "" (or a usage error far from the line)
+            raise ValueError(f"{path}:{line}: the target {target!r} is empty")
         labels.append(_number(row[t]))
     csr = None
     if numeric and x:
@@ -252,6 +259,9 @@ def _from_jsonl(path: str, name: str, task: str | None) -> Data:
                                  f'{{"x": {{...}}, "y": ...}} ({exc})') from None
             if not isinstance(features, dict):
                 raise ValueError(f"{path}:{line}: 'x' must be an object, got {features!r}")
+            if isinstance(label, list | dict):  # unhashable: the task cannot be inferred
+                raise ValueError(f"{path}:{line}: 'y' must be a number, a string, true/false "
+                                 f"or null, got {label!r}")
             x.append(features)
             labels.append(label)
     return _finish(name, task, x, labels, None, path)
@@ -300,16 +310,21 @@ def load(source: str, target: str | None = None, task: str | None = None) -> Dat
         return _from_river(source, task)
     if source in SHARED:
         return _from_shared(source, task)
+    if os.path.isdir(source):
+        raise ValueError(f"{source} is a directory; give a data set name or a file")
     if not os.path.isfile(source):
         choices = [n for n in RIVER if n != "trumpapproval"] + list(SHARED)
         raise ValueError(f"unknown data set {source!r}; choose one of {', '.join(choices)}, "
                          "or give a path to a libsvm, CSV (with --target) or JSONL file")
     ext = _base_extension(source)
     name = os.path.basename(source)
-    if ext == ".csv":
-        if target is None:
-            raise ValueError(f"{source}: a CSV file needs --target COLUMN")
-        return _from_csv(source, name, target, task)
-    if ext in (".jsonl", ".ndjson"):
-        return _from_jsonl(source, name, task)
-    return _from_libsvm(source, name, task)
+    if ext == ".csv" and target is None:
+        raise ValueError(f"{source}: a CSV file needs --target COLUMN")
+    try:
+        if ext == ".csv":
+            return _from_csv(source, name, target, task)
+        if ext in (".jsonl", ".ndjson"):
+            return _from_jsonl(source, name, task)
+        return _from_libsvm(source, name, task)
+    except (OSError, EOFError, UnicodeDecodeError) as exc:  # unreadable, corrupt .gz/.bz2, binary
+        raise ValueError(f"{source}: cannot read the file: {exc}") from None

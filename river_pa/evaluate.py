@@ -16,7 +16,9 @@ Two paths give the same numbers:
   equal a `learn_one` loop's.
 
 Exit status: 0 on success, 2 on a usage error (unknown data set, model, parameter or metric:
-one line naming the valid choices), 1 when an event is rejected during the run.
+one line naming the valid choices; an unreadable data file), 1 when an event is rejected during
+the run (the message names the data and the event number) or the report or plot cannot be
+written (after the summary is printed).
 
 """
 
@@ -157,7 +159,11 @@ def build_metrics(names: list[str], model) -> list:
             raise UsageError(f"unknown metric {name!r}; choose one of {', '.join(valid)}")
         metric = getattr(metrics, name)()
         if not metric.works_with(model):
-            raise UsageError(f"metric {name} does not work with {type(model).__name__}")
+            raise UsageError(
+                f"metric {name} does not work with {type(model).__name__}; the default metrics "
+                "follow the data's task: give --metric names for this model, --task, or a "
+                "--model for this task"
+            )
         out.append(metric)
     return out
 
@@ -283,11 +289,22 @@ def _run_river(data, model, names: list[str], delay: int, every: int, clock: _Cl
 
     metrics = build_metrics(names, model)
     bundle = river_metrics.base.Metrics(metrics)
+    read = 0
+
+    def events():
+        nonlocal read
+        for read, event in enumerate(data, start=1):  # read: the events read so far
+            yield event
+
     steps = river_evaluate.iter_progressive_val_score(
-        iter(data), model, bundle, delay=delay or None, step=every
+        events(), model, bundle, delay=delay or None, step=every
     )
-    for state in steps:
-        clock.checkpoint(state["Step"], {type(m).__name__: m.get() for m in metrics})
+    try:
+        for state in steps:
+            clock.checkpoint(state["Step"], {type(m).__name__: m.get() for m in metrics})
+    except (TypeError, ValueError) as exc:  # name where: River's loop does not
+        where = f"event {read}" + (f" (or the one it learned, {delay} earlier)" if delay else "")
+        raise type(exc)(f"{data.name}: {where}: {exc}") from exc
     if not clock.rows or clock.rows[-1].step != len(data):
         clock.checkpoint(len(data), {type(m).__name__: m.get() for m in metrics})
     return "River iter_progressive_val_score" + (f" (delay {delay})" if delay else "")
@@ -453,9 +470,13 @@ def main(argv: list[str] | None = None) -> int:
         "delay": args.delay, "seconds": result.seconds,
         "events_per_s": result.events / max(result.seconds, 1e-9), "path": result.path,
     }
-    if args.report:
-        write_report(args.report, result, summary)
-    if args.plot:
-        write_plot(args.plot, result, f"{summary['model']} on {data.name}")
     _print_summary(summary, result)
+    try:  # after the summary: a bad output path does not lose the run's figures
+        if args.report:
+            write_report(args.report, result, summary)
+        if args.plot:
+            write_plot(args.plot, result, f"{summary['model']} on {data.name}")
+    except (OSError, ValueError) as exc:
+        print(f"river-pa evaluate: cannot write the outputs: {exc}", file=sys.stderr)
+        return 1
     return 0

@@ -16,7 +16,7 @@ from river import base
 from river_pa import _svkernels
 from river_pa._features import Vocabulary
 from river_pa._linear import check_positive, check_variant, frame_arrays
-from river_pa._multi import ArgmaxPrediction, ScoringClassifier
+from river_pa._multi import ArgmaxPrediction, ScoringClassifier, check_label
 
 __all__ = ["KernelPAClassifier"]
 
@@ -231,7 +231,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
         labels = list(y)
         for label in labels:
-            hash(label)
+            check_label(label)
         pos, values, sw = self._batch(X, len(labels), w)
         for i, label in enumerate(labels):
             row = self._add_label(label)

@@ -14,7 +14,7 @@ import pandas as pd
 from river import base
 
 from river_pa import _multikernels
-from river_pa._multi import ArgmaxPrediction, MultiPrototype
+from river_pa._multi import ArgmaxPrediction, MultiPrototype, check_label
 
 __all__ = ["MarginClassifier", "PAMultiClassifier"]
 
@@ -47,7 +47,7 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
         row = self._labels.get(label)
         if row is not None:
             return row
-        hash(label)
+        check_label(label)
         out = [self._pair_margin(label, r) for r in self._classes]
         into = [self._pair_margin(r, label) for r in self._classes]
         row = super()._add_label(label)
@@ -73,7 +73,7 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
         labels = list(y)
         for label in labels:
-            hash(label)
+            check_label(label)
         pos, values, sw = self._batch(X, len(labels), w)
         n_before = self._n
         rows = np.array([self._add_label(label) for label in labels], dtype=np.int64)

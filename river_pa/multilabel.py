@@ -15,7 +15,7 @@ from river.utils.math import sigmoid
 
 from river_pa import _multikernels
 from river_pa._linear import check_sample_weight
-from river_pa._multi import MultiPrototype
+from river_pa._multi import MultiPrototype, check_label
 
 __all__ = ["PAMultiLabelClassifier"]
 
@@ -116,7 +116,14 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         `Y` has one bool (or 0/1) column per label, one row per row of X.
 
         """
+        if not isinstance(Y, pd.DataFrame):
+            raise TypeError(f"Y must be a DataFrame with one column per label, got "
+                            f"{type(Y).__name__}")
+        if not Y.columns.is_unique:
+            label = Y.columns[Y.columns.duplicated()][0]
+            raise ValueError(f"label {label!r} names more than one column of Y")
         for label in Y.columns:
+            check_label(label)  # before _batch inserts the feature keys
             for value in pd.unique(Y[label]):
                 _relevance(label, value)
         pos, values, sw = self._batch(X, len(Y), w)

@@ -34,10 +34,13 @@ def encode_binary_label(y) -> float:
 
     """
     if not isinstance(y, str):
-        if y == 1:
-            return 1.0
-        if y == 0 or y == -1:
-            return -1.0
+        try:  # pd.NA and arrays have no truth value: they get the message below
+            if y == 1:
+                return 1.0
+            if y == 0 or y == -1:
+                return -1.0
+        except (TypeError, ValueError):
+            pass
     raise ValueError(
         f"PAClassifier is binary: labels must be bool, 0/1 or -1/+1, got {y!r}; "
         "for more than two classes or other labels use river_pa.PAMultiClassifier"
@@ -260,9 +263,14 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
 
 
 def _check_target(y) -> float:
-    if isinstance(y, str) or not isinstance(y, numbers.Real | np.number):
+    """`y` as a float: TypeError unless a real number (numpy complex too), ValueError unless
+    finite (an int beyond the float64 range too)."""
+    if isinstance(y, str) or not isinstance(y, numbers.Real | np.integer | np.floating):
         raise TypeError(f"target y must be a real number, got {y!r}")
-    value = float(y)
+    try:
+        value = float(y)
+    except OverflowError:
+        value = math.inf
     if not math.isfinite(value):
         raise ValueError(f"target y must be finite, got {y!r}")
     return value

@@ -161,6 +161,8 @@ class PASequenceTagger(base.Estimator):
                 hash(tag)
             except TypeError:
                 raise TypeError(f"tag {i} ({tag!r}) is not hashable") from None
+            if isinstance(tag, float | np.floating) and math.isnan(tag):  # NaN != NaN: each
+                raise ValueError(f"tag {i} must not be NaN, got {tag!r}")  # would be a new tag
             if not learn and tag not in self._tag_index:
                 raise ValueError(f"tag {i} ({tag!r}) was never seen in training")
         if learn:

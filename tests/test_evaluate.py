@@ -296,7 +296,78 @@ def test_bad_csv_and_jsonl_lines(tmp_path, capsys):
     nan_csv = tmp_path / "nan.csv"
     nan_csv.write_text("a,b,y\n1,2,0\nnan,1,1\n")  # not compiled: the model rejects it
     assert main([str(nan_csv), "--target", "y", "--quiet"]) == 1
-    assert "event rejected: feature 'a' has a non-finite value nan" in capsys.readouterr().err
+    assert ("event rejected: nan.csv: event 2: feature 'a' has a non-finite value nan"
+            in capsys.readouterr().err)
+    bad_value = tmp_path / "bad_value.jsonl"
+    bad_value.write_text('{"x": {"a": 1}, "y": true}\n{"x": {"a": 2}, "y": false}\n'
+                         '{"x": {"a": "s"}, "y": true}\n')
+    assert main([str(bad_value), "--quiet", "--delay", "2"]) == 1
+    assert ("event rejected: bad_value.jsonl: event 3 (or the one it learned, 2 earlier): "
+            "feature 'a' has a non-numeric value 's'" in capsys.readouterr().err)
+
+
+def test_a_csv_file_with_a_byte_order_mark(tmp_path):
+    # Excel's "CSV UTF-8" starts with U+FEFF: --target a said "no target column 'a'; columns:
+    # a, label", the mark being invisible
+    path = tmp_path / "bom.csv"
+    path.write_bytes("a,label\n1,x\n2,y\n3,z\n".encode("utf-8-sig"))
+    data = datasets.load(str(path), target="a")
+    assert data.x == [{"label": "x"}, {"label": "y"}, {"label": "z"}]
+    assert data.y == [1.0, 2.0, 3.0] and data.task == "regression"
+
+
+def test_a_csv_header_with_a_repeated_name_is_a_usage_error(tmp_path, capsys):
+    # was "cannot reshape array of size 2 into shape (4,)"
+    path = tmp_path / "dup.csv"
+    path.write_text("a,a,label\n1,2,0\n3,4,1\n")
+    assert main([str(path), "--target", "label", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"river-pa evaluate: {path}: column 'a' appears more than once in the header")
+
+
+def test_labels_that_cannot_be_targets_name_the_line(tmp_path, capsys):
+    # a list label ended in a traceback (unhashable type: 'list'); an empty CSV target became a
+    # class "" of a multiclass task
+    listy = tmp_path / "listy.jsonl"
+    listy.write_text('{"x": {"a": 1}, "y": 1}\n{"x": {"a": 2}, "y": [0]}\n')
+    assert main([str(listy), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"river-pa evaluate: {listy}:2: 'y' must be a number, a string, true/false or null, "
+        "got [0]")
+    empty = tmp_path / "empty_target.csv"
+    empty.write_text("a,label\n1,1\n2,\n3,0\n")
+    assert main([str(empty), "--target", "label", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"river-pa evaluate: {empty}:3: the target 'label' is empty")
+
+
+def test_unreadable_data_files_are_usage_errors(tmp_path, capsys):
+    fake_gz = tmp_path / "fake.svm.gz"
+    fake_gz.write_bytes(b"1 1:0.5\n")
+    fake_bz2 = tmp_path / "fake.svm.bz2"
+    fake_bz2.write_bytes(b"1 1:0.5\n")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    for path, message in [
+        (fake_gz, "cannot read the file: Not a gzipped file"),
+        (fake_bz2, "cannot read the file: Invalid data stream"),
+        (binary, "cannot read the file: 'utf-8' codec can't decode byte 0xff"),
+        (tmp_path, "is a directory; give a data set name or a file"),
+    ]:
+        assert main([str(path), "--quiet"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"river-pa evaluate: {path}{':' if path != tmp_path else ''} {message}" \
+            or (message in err and str(path) in err), err
+        assert "\n" not in err and "Traceback" not in err
+
+
+def test_an_unwritable_plot_or_report_keeps_the_summary(tmp_path, capsys):
+    assert main(["phishing", "--limit", "100", "--quiet", "--plot", str(tmp_path / "a.txt")]) == 1
+    out, err = capsys.readouterr()
+    assert "Accuracy" in out and "Traceback" not in err
+    assert err.startswith("river-pa evaluate: cannot write the outputs: Format 'txt' is not")
+    assert main(["phishing", "--limit", "100", "--quiet", "--report", str(tmp_path)]) == 1
+    assert "cannot write the outputs: [Errno 21] Is a directory" in capsys.readouterr().err
 
 
 # -- reports, plots, errors, the command --------------------------------------------------------
@@ -324,6 +395,9 @@ def test_report_rows_and_plot(tmp_path):
     (["--param", "variant=PA-III"], "variant must be one of ['PA', 'PA-I', 'PA-II']"),
     (["--model", "river.nope:Model"], "cannot import model factory 'river.nope:Model'"),
     (["--delay", "x"], "argument --delay: invalid int value: 'x'"),
+    (["trump-approval", "--model", "PAClassifier"], "metric MAE does not work with PAClassifier; "
+     "the default metrics follow the data's task: give --metric names for this model, --task, "
+     "or a --model for this task"),
 ])
 def test_usage_errors_are_one_line_with_status_2(capsys, args, message):
     assert main(args) == 2

@@ -34,6 +34,21 @@ def test_stable_hash_is_crc32_of_a_canonical_encoding():
                                                   zlib.crc32(b"\x001") % 2**18]
 
 
+def test_equal_keys_hash_to_one_position():
+    # 1, 1.0, True and np.int64(1) are one dict key and one Vocabulary feature; hashed by their
+    # repr they were four features, and the key-tuple cache (tuple equality) made a prediction
+    # depend on the event before it: {1.0: 1} scored 1.0 right after {1: 1}, else 0.0
+    equal = [1, 1.0, True, np.int64(1), np.float32(1.0), np.bool_(True)]
+    assert len({stable_hash(k) for k in equal}) == 1
+    assert stable_hash(("a", np.int64(2), np.str_("b"))) == stable_hash(("a", 2.0, "b"))
+    assert stable_hash(0.5) == zlib.crc32(b"\x000.5") and stable_hash(-0.0) == stable_hash(0)
+    model = PAClassifier(n_features=2**20, learn_intercept=False)
+    model.learn_one({1: 1.0}, True)
+    for key in equal:
+        model.predict_one({"other": 1.0})  # a different key tuple: no cached positions
+        assert model.decision_function_one({key: 1.0}) == 1.0
+
+
 def test_hash_positions_are_the_same_in_another_process():
     here = Hashing(2**18).lookup(tuple(KEYS)).tolist()
     code = (
@@ -67,6 +82,17 @@ def test_a_pickled_hashing_model_predicts_the_same_in_another_process(tmp_path):
 def test_hashing_rejects_non_powers_of_two():
     with pytest.raises(ValueError, match="power of two"):
         Hashing(1000)
+
+
+@pytest.mark.parametrize("n", [1024.0, "1024", True, None.__class__])
+def test_hashing_rejects_non_integers_by_name(n):
+    # these raised TypeErrors about '&' or '<' (or True passed as 2**0)
+    with pytest.raises(ValueError, match=r"n_features must be a positive power of two, got "):
+        PAClassifier(n_features=n)
+
+
+def test_hashing_takes_numpy_integers():
+    assert Hashing(np.int64(16)).size == 16
 
 
 def test_merge_duplicates_sums_in_order_of_first_occurrence():

@@ -124,6 +124,39 @@ def test_rejected_event_leaves_the_model_unchanged(x, y, error):
     assert pickle.dumps(model) == before
 
 
+@pytest.mark.parametrize(
+    "model",
+    [river_pa.PAMultiClassifier(), river_pa.PACostSensitiveClassifier(),
+     river_pa.KernelPAClassifier()],
+    ids=["multi", "cost", "kernel"],
+)
+def test_nan_labels_are_rejected_and_add_no_class(model):
+    model = model.clone()
+    model.learn_one({"a": 1.0}, "u")
+    before = pickle.dumps(model)
+    for label in [float("nan"), float("nan"), np.float64("nan")]:
+        with pytest.raises(ValueError, match="a label must not be NaN, got "):
+            model.learn_one({"a": 1.0}, label)
+    with pytest.raises(ValueError, match="a label must not be NaN, got nan"):
+        model.learn_many(pd.DataFrame({"a": [1.0, 2.0]}), pd.Series(["u", float("nan")]))
+    assert model.classes == ["u"]
+    assert pickle.dumps(model) == before
+
+
+def test_predicting_unseen_keys_leaves_the_pickle_unchanged():
+    # the "all keys known" flag of the position cache is a cache too, not model state
+    model = river_pa.PAMultiClassifier()
+    model.learn_one({"a": 1.0}, "u")
+    model.predict_one({"unseen": 1.0})
+    model.predict_one({"a": 1.0})  # a known key tuple: the cache flag turns True
+    before = pickle.dumps(model)
+    model.predict_one({"unseen": 1.0})
+    assert pickle.dumps(model) == before
+    with pytest.raises(TypeError, match="feature 'b' has a non-numeric value"):
+        model.learn_one({"a": 1.0, "b": "x"}, "u")
+    assert pickle.dumps(model) == before
+
+
 def test_bad_parameters():
     with pytest.raises(ValueError, match="variant"):
         river_pa.PAMultiClassifier(variant="PA-III")

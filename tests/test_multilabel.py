@@ -115,3 +115,22 @@ def test_rejected_event_leaves_the_model_unchanged(x, y, error):
     with pytest.raises(error):
         model.learn_one(x, y)
     assert pickle.dumps(model) == before
+
+
+@pytest.mark.parametrize("Y, error, message", [
+    (pd.Series([True, False]), TypeError, "Y must be a DataFrame with one column per label, got "
+                                          "Series"),
+    (pd.DataFrame([[True, False], [False, True]], columns=["l", "l"]), ValueError,
+     "label 'l' names more than one column of Y"),
+    (pd.DataFrame({float("nan"): [True, False]}), ValueError, "a label must not be NaN"),
+    (pd.DataFrame({"l": ["yes", "no"]}), ValueError, "label 'l' must be True or False"),
+])
+def test_a_rejected_batch_leaves_the_model_unchanged(Y, error, message):
+    # a Series or repeated label columns ended in pandas AttributeError/TypeError; a NaN label
+    # column was refused only after the batch's feature keys had been inserted
+    model = river_pa.PAMultiLabelClassifier()
+    model.learn_one({"a": 1.0}, {"k": True})
+    before = pickle.dumps(model)
+    with pytest.raises(error, match=message):
+        model.learn_many(pd.DataFrame({"a": [1.0, 2.0], "new": [0.5, 0.5]}), Y)
+    assert pickle.dumps(model) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -115,6 +116,9 @@ def test_sample_weights_in_batches(phishing):
         ({"a": float("nan")}, ValueError, "feature 'a' has a non-finite value nan"),
         ({"new": float("inf"), "a": 1.0}, ValueError, "feature 'new' has a non-finite value inf"),
         ({"a": None}, TypeError, "feature 'a' has a non-numeric value None"),
+        # numpy complex scalars pass float() with a warning, dropping the imaginary part
+        ({"a": np.complex128(3 + 4j)}, TypeError, r"feature 'a' has a non-numeric value"),
+        ({"a": 1.0, "new": Decimal("1.5")}, TypeError, "feature 'new' has a non-numeric value"),
     ],
 )
 def test_a_rejected_event_leaves_the_model_unchanged(model, x, error, message):
@@ -135,6 +139,7 @@ def test_a_rejected_event_leaves_the_model_unchanged(model, x, error, message):
     [
         (["x"] * 3, TypeError, "feature 'bad' has non-numeric dtype"),
         ([1.0, float("nan"), 0.0], ValueError, "feature 'bad' has non-finite values"),
+        ([1 + 1j, 2 + 0j, 0j], TypeError, "feature 'bad' has non-numeric dtype complex128"),
     ],
 )
 def test_a_rejected_batch_leaves_the_model_unchanged(column, error, message):
@@ -145,6 +150,20 @@ def test_a_rejected_batch_leaves_the_model_unchanged(column, error, message):
     with pytest.raises(error, match=message):
         model.learn_many(X, pd.Series([True, False, True]))
     with pytest.raises(error, match=message):
+        model.predict_many(X)
+    assert pickle.dumps(model) == before
+
+
+@pytest.mark.parametrize("model", [PAClassifier(), PARegressor()], ids=["clf", "reg"])
+def test_a_batch_with_a_repeated_column_name_is_rejected(model):
+    # to_dict("records") keeps the last of the two 'a' values; summing them was a third answer
+    model = model.clone()
+    model.learn_one({"a": 1.0}, 1)
+    before = pickle.dumps(model)
+    X = pd.DataFrame([[1.0, 2.0, 0.5], [3.0, 4.0, 0.5]], columns=["a", "b", "a"])
+    with pytest.raises(ValueError, match="feature 'a' names more than one column"):
+        model.learn_many(X, pd.Series([1, 0]))
+    with pytest.raises(ValueError, match="feature 'a' names more than one column"):
         model.predict_many(X)
     assert pickle.dumps(model) == before
 
@@ -160,6 +179,28 @@ def test_a_bad_label_leaves_the_model_unchanged():
     with pytest.raises(ValueError, match="X has 2 rows but y has 1"):
         model.learn_many(pd.DataFrame({"a": [1.0, 2.0]}), pd.Series([1]))
     assert pickle.dumps(model) == before
+
+
+@pytest.mark.parametrize("w", [10**400, np.complex128(2 + 1j), -1, float("nan")],
+                         ids=["huge-int", "complex", "negative", "nan"])
+def test_bad_sample_weights_are_value_errors(w):
+    # 10**400 raised a bare OverflowError; a numpy complex weight lost its imaginary part
+    model = PAClassifier()
+    model.learn_one({"a": 1.0}, True)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="sample weight w must be a finite number >= 0, got "):
+        model.learn_one({"a": -1.0}, True, w)
+    assert pickle.dumps(model) == before
+
+
+@pytest.mark.parametrize("y", [pd.NA, np.array([1, 1])], ids=["NA", "array"])
+def test_labels_without_a_truth_value_get_the_binary_label_message(y):
+    # were "boolean value of NA is ambiguous" / "truth value of an array ... is ambiguous"
+    with pytest.raises(ValueError, match="PAClassifier is binary: labels must be bool, 0/1 or"):
+        PAClassifier().learn_one({"a": 1.0}, y)
+    with pytest.raises(ValueError, match="PAClassifier is binary: .* got <NA>"):
+        PAClassifier().learn_many(pd.DataFrame({"a": [1.0, 2.0]}),
+                                  pd.Series([True, pd.NA], dtype="boolean"))
 
 
 def test_empty_dict_predicts_from_the_intercept():
@@ -294,6 +335,22 @@ def test_bad_batch_targets():
         PARegressor().learn_many(X, pd.Series([1.0, float("nan")]))
     with pytest.raises(TypeError, match="target y must be a real number, got '1'"):
         PARegressor().learn_many(X, pd.Series(["1", "2"], dtype=object))
+
+
+@pytest.mark.parametrize(
+    "y, error, message",
+    [
+        (np.complex128(1 + 2j), TypeError, r"target y must be a real number, got np.complex128"),
+        (10**400, ValueError, "target y must be finite, got 1000"),
+    ],
+)
+def test_bad_targets_leave_the_regressor_unchanged(y, error, message):
+    model = PARegressor()
+    model.learn_one({"a": 1.0}, 2.0)
+    before = pickle.dumps(model)
+    with pytest.raises(error, match=message):
+        model.learn_one({"a": 1.0}, y)
+    assert pickle.dumps(model) == before
 
 
 def test_event_arrays_for_other_learners_are_writable_copies():

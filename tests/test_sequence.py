@@ -182,6 +182,17 @@ def test_bad_input_is_rejected_and_leaves_the_model_unchanged(xs, ys, error, mes
             model.predict_one(xs)
 
 
+def test_nan_tags_are_rejected_and_add_no_tag():
+    model = PASequenceTagger()
+    model.learn_one([{"a": 1.0}], ["X"])
+    snapshot = pickle.dumps(model)
+    for _ in range(2):  # each float("nan") used to become a tag of its own
+        with pytest.raises(ValueError, match="tag 1 must not be NaN, got nan"):
+            model.learn_one([{"a": 1.0}, {"b": 1.0}], ["X", float("nan")])
+    assert model._tag_list == ["X"]
+    assert pickle.dumps(model) == snapshot
+
+
 def test_bad_parameters():
     with pytest.raises(ValueError, match="variant must be one of"):
         PASequenceTagger(variant="perceptron")
