@@ -3,7 +3,9 @@
 A `ParamFreeLinear` maps dict features to rows of numpy state arrays through a
 `river_pa._features.Vocabulary` (position 0 is the zero sink for keys never learned), keeps the
 intercept as a constant feature of value 1 at its own row (so it is learned by the same rule as
-the weights), validates every input before touching the model, and turns the loss (one of
+the weights), validates every input before touching the model (feature values must be finite
+and of magnitude below `MAX_ABS_VALUE` = 1e150, so their squares and sums of squares stay
+finite: a ValueError names the largest one otherwise), and turns the loss (one of
 `river.optim.losses`) into the scalar gradient dl/dy_hat that every learner here consumes.
 
 Subclasses set `_default_loss` and implement `_raw(pos, val) -> y_hat` (never mutating; keys
@@ -19,8 +21,19 @@ from river import base, optim
 
 from river_pa._features import Vocabulary, to_values
 from river_pa._linear import check_sample_weight
+from river_pa._paramfree_kernels import MAX_ABS_VALUE, max_abs
 from river_pa._transient import TransientCache
 from river_pa.pa import _check_target, encode_binary_label
+
+def reject_huge(keys: tuple, vals: tuple, val: np.ndarray):
+    """Raise the ValueError for an event with a feature value of magnitude >= MAX_ABS_VALUE,
+    naming the largest one."""
+    j = int(np.argmax(np.abs(val)))
+    raise ValueError(
+        f"feature {keys[j]!r} has value {vals[j]!r}, too large for this learner: its state sums "
+        f"squared values, so |value| must stay below {MAX_ABS_VALUE:g} (rescale the feature)"
+    )
+
 
 class Intercept:
     """The key of the constant feature inside a learner's vocabulary (equal to every instance,
@@ -84,7 +97,10 @@ class ParamFreeLinear(TransientCache):
             self._n_unseen = int(np.count_nonzero(self._pos == 0))
             self._vals = None
         if vals != self._vals:
-            self._val = to_values(x)
+            val = to_values(x)
+            if not max_abs(val) < MAX_ABS_VALUE:
+                reject_huge(keys, vals, val)
+            self._val = val
             self._vals = vals
             self._raw_at = -1
         if self._raw_at != self._version:

@@ -46,6 +46,18 @@ CENTER_NONE, CENTER_LAST, CENTER_BEFORE_LAST = 0, 1, 2
 K = math.sqrt(2.0)
 EXP_CAP = 0.5 * math.log(np.finfo(np.float64).max)
 RANK_TOL = 1e-15
+# Largest |feature value| accepted: x^2 < 1e300, so sums of up to 1e8 squares (features x
+# events at the limit) stay below float64's 1.8e308.
+MAX_ABS_VALUE = 1e150
+
+
+@njit(cache=True)
+def max_abs(val: np.ndarray) -> float:
+    """max_j |val[j]| (0 for none)."""
+    m = 0.0
+    for j in range(val.shape[0]):
+        m = max(m, abs(val[j]))
+    return m
 
 
 @njit(cache=True)

@@ -313,3 +313,17 @@ def test_classifier_matches_a_plain_transcription_of_algorithm_1():
             ref.setdefault(k, _Algorithm1()).step(g * val)
         model.learn_one(x, y)
     assert sum(r.restarts for r in ref.values()) >= 4
+
+
+@pytest.mark.parametrize("coordinatewise", [True, False])
+def test_huge_values_are_rejected_before_their_squares_overflow(coordinatewise):
+    """|x| >= 1e150 is a ValueError naming the feature, the model unchanged; predictions stay
+    finite."""
+    model = river_pa.RescaledExpRegressor(coordinatewise=coordinatewise)
+    model.learn_one({"a": 1.0, "b": 2.0}, 1.0)
+    before = pickle.dumps(model)
+    for _ in range(3):
+        with pytest.raises(ValueError, match=r"feature 'a' has value 1e\+160.*below 1e\+150"):
+            model.learn_one({"a": 1e160, "b": 1e160}, 1.0)
+    assert pickle.dumps(model) == before
+    assert math.isfinite(model.predict_one({"a": 1, "b": 1}))
