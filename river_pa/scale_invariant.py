@@ -232,7 +232,8 @@ _CLASSIFIER_DOC = """
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
     nothing happens). `predict_proba_one` applies the loss's mean function to y_hat. Bad
-    feature values raise TypeError/ValueError naming the feature, leaving the model unchanged.
+    feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
+    so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
     State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
 """
 
@@ -248,7 +249,8 @@ _REGRESSOR_DOC = """
     learn_intercept
         Whether to add a constant feature of value 1.
 
-    Targets must be finite real numbers.
+    Targets must be finite real numbers; feature values finite with |x| < 1e150 (so x^2 and the
+    sums of squares stay finite): a ValueError naming the feature otherwise, model unchanged.
 """
 
 
