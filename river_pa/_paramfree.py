@@ -9,7 +9,8 @@ finite: a ValueError names the largest one otherwise), and turns the loss (one o
 `river.optim.losses`) into the scalar gradient dl/dy_hat that every learner here consumes.
 
 Subclasses set `_default_loss` and implement `_raw(pos, val) -> y_hat` (never mutating; keys
-never learned sit at position 0, the sink), `_update(pos, val, y_hat, g)` (one round given the
+never learned sit at position 0, the sink; NaN when a value has |x| >= MAX_ABS_VALUE, which
+the kernels check in the loop they already run over the values), `_update(pos, val, y_hat, g)` (one round given the
 loss gradient g = w dl/dy_hat, positions already inserted) and `_grow()`.
 
 """
@@ -25,9 +26,11 @@ from river_pa._paramfree_kernels import MAX_ABS_VALUE, max_abs
 from river_pa._transient import TransientCache
 from river_pa.pa import _check_target, encode_binary_label
 
-def reject_huge(keys: tuple, vals: tuple, val: np.ndarray):
-    """Raise the ValueError for an event with a feature value of magnitude >= MAX_ABS_VALUE,
-    naming the largest one."""
+def check_magnitudes(keys: tuple, vals: tuple, val: np.ndarray) -> None:
+    """Raise a ValueError naming the largest feature value of an event (keys, raw values, float
+    values) when its magnitude is >= MAX_ABS_VALUE."""
+    if max_abs(val) < MAX_ABS_VALUE:
+        return
     j = int(np.argmax(np.abs(val)))
     raise ValueError(
         f"feature {keys[j]!r} has value {vals[j]!r}, too large for this learner: its state sums "
@@ -97,14 +100,14 @@ class ParamFreeLinear(TransientCache):
             self._n_unseen = int(np.count_nonzero(self._pos == 0))
             self._vals = None
         if vals != self._vals:
-            val = to_values(x)
-            if not max_abs(val) < MAX_ABS_VALUE:
-                reject_huge(keys, vals, val)
-            self._val = val
+            self._val = to_values(x)
             self._vals = vals
             self._raw_at = -1
         if self._raw_at != self._version:
-            self._raw_cache = self._raw(self._pos, self._val)
+            y_hat = self._raw(self._pos, self._val)
+            if y_hat != y_hat:  # NaN: what `_raw` returns for a value of |x| >= MAX_ABS_VALUE
+                check_magnitudes(keys, vals, self._val)
+            self._raw_cache = y_hat
             self._raw_at = self._version
         if learn and self._n_unseen:
             self._pos = self._index.insert(keys)

@@ -219,9 +219,12 @@ def rescaledexp_full(st, sc, idx, val, gm, bias, center):
 
 @njit(cache=True)
 def rescaledexp_margin(st, idx, val, bias):
-    """y_hat = sum_j W[idx[j]] val[j] (+ W[bias] for the constant feature, bias >= 0)."""
+    """y_hat = sum_j W[idx[j]] val[j] (+ W[bias] for the constant feature, bias >= 0); NaN if
+    some |val[j]| >= MAX_ABS_VALUE."""
     s = 0.0
     for j in range(idx.shape[0]):
+        if not abs(val[j]) < MAX_ABS_VALUE:
+            return np.nan
         s += st[idx[j], W] * val[j]
     if bias >= 0:
         s += st[bias, W]
@@ -239,7 +242,8 @@ def si_coordinate_margin(s2, h, idx, val, bias, t, d, alpha):
     eta_i = exp((h_i^2 + x_i^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2.
     Each term w_i x_i is formed as exp(E) (h_i x_i / s_i^2) / (alpha t d), which stays finite
     under the exponent cap because |h_i x_i| / s_i^2 <= sqrt(t) for |g| <= 1.
-    `bias` >= 0 is the row of the constant feature (value 1); -1 for none.
+    `bias` >= 0 is the row of the constant feature (value 1); -1 for none. NaN if some
+    |val[j]| >= MAX_ABS_VALUE.
 
     """
     atd = alpha * t * d
@@ -248,6 +252,8 @@ def si_coordinate_margin(s2, h, idx, val, bias, t, d, alpha):
         if j < idx.shape[0]:
             i = idx[j]
             x = val[j]
+            if not abs(x) < MAX_ABS_VALUE:
+                return np.nan
         elif bias >= 0:
             i = bias
             x = 1.0

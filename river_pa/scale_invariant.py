@@ -14,6 +14,8 @@ exponential step sizes can blow up: the kernels cap the unitless exponent (see
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from river import optim
 
@@ -187,6 +189,8 @@ class _Full(_ScaleInvariant):
         return new, K.si_full_eta(hPh, self._gamma, self.alpha) * xPh, xPx
 
     def _raw(self, pos, val):
+        if not K.max_abs(val) < K.MAX_ABS_VALUE:
+            return math.nan
         known = pos != 0
         if known.all():
             new, y_hat, xPx = self._round(*self._with_bias(pos, val))
