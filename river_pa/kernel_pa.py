@@ -9,6 +9,8 @@ AISTATS, JMLR W&CP 9: 908-915 (BPA-S budget maintenance).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from river import base
@@ -211,8 +213,10 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         """||x||^2, or a ValueError naming the largest feature when ||x||^2 or K(x, x)
         overflows float64 (before anything changes)."""
         qx = _svkernels.sq_norm(val)
+        if qx < math.inf and self._kind != _svkernels.POLY:  # K(x, x) = ||x||^2 or 1
+            return qx
         kxx = _svkernels.kernel_value(self._kind, qx, qx, qx, *self._kernel_params[1:])
-        if not abs(qx) + abs(kxx) < np.inf:
+        if not abs(qx) + abs(kxx) < math.inf:
             j = int(np.argmax(np.abs(val)))
             raise ValueError(
                 f"feature {keys[j]!r} has value {float(val[j])!r}, too large: ||x||^2 = {qx!r} "
