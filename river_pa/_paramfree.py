@@ -3,11 +3,14 @@
 A `ParamFreeLinear` maps dict features to rows of numpy state arrays through a
 `river_pa._features.Vocabulary` (position 0 is the zero sink for keys never learned), keeps the
 intercept as a constant feature of value 1 at its own row (so it is learned by the same rule as
-the weights), validates every input before touching the model, and turns the loss (one of
+the weights), validates every input before touching the model (feature values must be finite
+and of magnitude below `MAX_ABS_VALUE` = 1e150, so their squares and sums of squares stay
+finite: a ValueError names the largest one otherwise), and turns the loss (one of
 `river.optim.losses`) into the scalar gradient dl/dy_hat that every learner here consumes.
 
 Subclasses set `_default_loss` and implement `_raw(pos, val) -> y_hat` (never mutating; keys
-never learned sit at position 0, the sink), `_update(pos, val, y_hat, g)` (one round given the
+never learned sit at position 0, the sink; NaN when a value has |x| >= MAX_ABS_VALUE, which
+the kernels check in the loop they already run over the values), `_update(pos, val, y_hat, g)` (one round given the
 loss gradient g = w dl/dy_hat, positions already inserted) and `_grow()`.
 
 """
@@ -19,8 +22,21 @@ from river import base, optim
 
 from river_pa._features import Vocabulary, to_values
 from river_pa._linear import check_sample_weight
+from river_pa._paramfree_kernels import MAX_ABS_VALUE, max_abs
 from river_pa._transient import TransientCache
 from river_pa.pa import _check_target, encode_binary_label
+
+def check_magnitudes(keys: tuple, vals: tuple, val: np.ndarray) -> None:
+    """Raise a ValueError naming the largest feature value of an event (keys, raw values, float
+    values) when its magnitude is >= MAX_ABS_VALUE."""
+    if max_abs(val) < MAX_ABS_VALUE:
+        return
+    j = int(np.argmax(np.abs(val)))
+    raise ValueError(
+        f"feature {keys[j]!r} has value {vals[j]!r}, too large for this learner: its state sums "
+        f"squared values, so |value| must stay below {MAX_ABS_VALUE:g} (rescale the feature)"
+    )
+
 
 class Intercept:
     """The key of the constant feature inside a learner's vocabulary (equal to every instance,
@@ -88,7 +104,10 @@ class ParamFreeLinear(TransientCache):
             self._vals = vals
             self._raw_at = -1
         if self._raw_at != self._version:
-            self._raw_cache = self._raw(self._pos, self._val)
+            y_hat = self._raw(self._pos, self._val)
+            if y_hat != y_hat:  # NaN: what `_raw` returns for a value of |x| >= MAX_ABS_VALUE
+                check_magnitudes(keys, vals, self._val)
+            self._raw_cache = y_hat
             self._raw_at = self._version
         if learn and self._n_unseen:
             self._pos = self._index.insert(keys)

@@ -46,6 +46,19 @@ CENTER_NONE, CENTER_LAST, CENTER_BEFORE_LAST = 0, 1, 2
 K = math.sqrt(2.0)
 EXP_CAP = 0.5 * math.log(np.finfo(np.float64).max)
 RANK_TOL = 1e-15
+TINY = np.finfo(np.float64).tiny  # the smallest normal float64, ~2.2e-308
+# Largest |feature value| accepted: x^2 < 1e300, so sums of up to 1e8 squares (features x
+# events at the limit) stay below float64's 1.8e308.
+MAX_ABS_VALUE = 1e150
+
+
+@njit(cache=True)
+def max_abs(val: np.ndarray) -> float:
+    """max_j |val[j]| (0 for none)."""
+    m = 0.0
+    for j in range(val.shape[0]):
+        m = max(m, abs(val[j]))
+    return m
 
 
 @njit(cache=True)
@@ -55,11 +68,21 @@ def capped_expm1(z: float) -> float:
 
 
 @njit(cache=True)
-def eta_rescaledexp(L_t: float, G_norm: float, Q_t: float, M_prev: float) -> tuple[float, float]:
-    """(M_t, eta_t) of Algorithm 1: M_t = max(M_{t-1}, |G| / p - Q) with 1/p = L_t, and
-    eta_t = 1 / (k sqrt(2 (M_t + Q))) with k = sqrt(2)."""
+def exponent_rescaledexp(L_t: float, G_norm: float, Q_t: float, M_prev: float):
+    """(M_t, eta_t |G|) of Algorithm 1: M_t = max(M_{t-1}, |G| / p - Q) with 1/p = L_t, and
+    eta_t = 1 / (k sqrt(2 (M_t + Q))) with k = sqrt(2).
+
+    Since M_t + Q >= |G| L_t, eta_t |G| <= sqrt(|G| / L_t) / 2 (equal on an epoch's first
+    round). Gradients below ~1e-154 make M_t + Q underflow (to 0: a division by zero, or to a
+    subnormal that has lost its digits); the exponent is then that bound, computed from |G| / L_t,
+    which does not underflow: the first step of an epoch stays exactly Algorithm 1's at any scale.
+
+    """
     M_t = max(M_prev, G_norm * L_t - Q_t)
-    return M_t, 1.0 / (K * math.sqrt(2.0 * (M_t + Q_t)))
+    s = M_t + Q_t
+    if s >= TINY:
+        return M_t, G_norm / (K * math.sqrt(2.0 * s))
+    return M_t, 0.5 * math.sqrt(G_norm / L_t)
 
 
 @njit(cache=True)
@@ -77,12 +100,12 @@ def rescaledexp_1d(st: np.ndarray, i: int, g: float, center: int) -> None:
         st[i, L] = ag
     Gs = st[i, G] + g
     Qs = st[i, Q] + g * g
-    Ms, eta = eta_rescaledexp(st[i, L], abs(Gs), Qs, st[i, M])
+    Ms, z = exponent_rescaledexp(st[i, L], abs(Gs), Qs, st[i, M])
     played = st[i, W]
     if Gs > 0.0:
-        nxt = st[i, W_STAR] - capped_expm1(eta * Gs)
+        nxt = st[i, W_STAR] - capped_expm1(z)
     elif Gs < 0.0:
-        nxt = st[i, W_STAR] + capped_expm1(-eta * Gs)
+        nxt = st[i, W_STAR] + capped_expm1(z)
     else:
         nxt = st[i, W_STAR]
     if ag > 2.0 * st[i, L]:
@@ -118,6 +141,33 @@ def rescaledexp_coordinates(st, idx, val, gm, bias, center):
 
 
 @njit(cache=True)
+def _rescaled_norm(v: np.ndarray) -> float:
+    """||v|| without underflow: max |v_i| sqrt(sum (v_i / max |v_i|)^2)."""
+    m = 0.0
+    for x in v:
+        m = max(m, abs(x))
+    if m == 0.0:
+        return 0.0
+    s = 0.0
+    for x in v:
+        s += (x / m) * (x / m)
+    return m * math.sqrt(s)
+
+
+@njit(cache=True)
+def _grad_norm_tiny(idx, val, gm, bias):
+    """||g|| of the gradient gm * x (+ gm at `bias`) when its squares underflow."""
+    g = gm * val
+    return _rescaled_norm(np.append(g, gm) if bias >= 0 else g)
+
+
+@njit(cache=True)
+def _column_norm_tiny(st, col):
+    """||st[:, col]|| when its squares underflow."""
+    return _rescaled_norm(st[:, col].copy())
+
+
+@njit(cache=True)
 def rescaledexp_full(st, sc, idx, val, gm, bias, center):
     """Full-vector (dimension-free) RescaledExp: Algorithm 1 with Euclidean norms.
 
@@ -134,19 +184,19 @@ def rescaledexp_full(st, sc, idx, val, gm, bias, center):
     if bias >= 0:
         st[bias, G] += gm
         gsq += gm * gm
-    if gsq == 0.0:
+    ag = math.sqrt(gsq) if gsq >= TINY else _grad_norm_tiny(idx, val, gm, bias)
+    if ag == 0.0:
         return
-    ag = math.sqrt(gsq)
     if sc[SC_L] == 0.0:
         sc[SC_L] = ag
     n = st.shape[0]
     gn2 = 0.0
     for i in range(n):
         gn2 += st[i, G] * st[i, G]
-    gnorm = math.sqrt(gn2)
+    gnorm = math.sqrt(gn2) if gn2 >= TINY else _column_norm_tiny(st, G)
     Qs = sc[SC_Q] + gsq
-    Ms, eta = eta_rescaledexp(sc[SC_L], gnorm, Qs, sc[SC_M])
-    scale = capped_expm1(eta * gnorm) / gnorm if gnorm > 0.0 else 0.0
+    Ms, z = exponent_rescaledexp(sc[SC_L], gnorm, Qs, sc[SC_M])
+    scale = capped_expm1(z) / gnorm if gnorm > 0.0 else 0.0
     restart = ag > 2.0 * sc[SC_L]
     for i in range(n):
         played = st[i, W]
@@ -169,9 +219,12 @@ def rescaledexp_full(st, sc, idx, val, gm, bias, center):
 
 @njit(cache=True)
 def rescaledexp_margin(st, idx, val, bias):
-    """y_hat = sum_j W[idx[j]] val[j] (+ W[bias] for the constant feature, bias >= 0)."""
+    """y_hat = sum_j W[idx[j]] val[j] (+ W[bias] for the constant feature, bias >= 0); NaN if
+    some |val[j]| >= MAX_ABS_VALUE."""
     s = 0.0
     for j in range(idx.shape[0]):
+        if not abs(val[j]) < MAX_ABS_VALUE:
+            return np.nan
         s += st[idx[j], W] * val[j]
     if bias >= 0:
         s += st[bias, W]
@@ -189,7 +242,8 @@ def si_coordinate_margin(s2, h, idx, val, bias, t, d, alpha):
     eta_i = exp((h_i^2 + x_i^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2.
     Each term w_i x_i is formed as exp(E) (h_i x_i / s_i^2) / (alpha t d), which stays finite
     under the exponent cap because |h_i x_i| / s_i^2 <= sqrt(t) for |g| <= 1.
-    `bias` >= 0 is the row of the constant feature (value 1); -1 for none.
+    `bias` >= 0 is the row of the constant feature (value 1); -1 for none. NaN if some
+    |val[j]| >= MAX_ABS_VALUE.
 
     """
     atd = alpha * t * d
@@ -198,6 +252,8 @@ def si_coordinate_margin(s2, h, idx, val, bias, t, d, alpha):
         if j < idx.shape[0]:
             i = idx[j]
             x = val[j]
+            if not abs(x) < MAX_ABS_VALUE:
+                return np.nan
         elif bias >= 0:
             i = bias
             x = 1.0

@@ -9,6 +9,8 @@ AISTATS, JMLR W&CP 9: 908-915 (BPA-S budget maintenance).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from river import base
@@ -77,7 +79,8 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
     Sample weights scale C as in `PAClassifier`; probabilities are softmax(scores) over every
     label seen (a fixed link, not calibrated; with large kernel values they are close to 0/1).
     Bad feature values raise TypeError / ValueError naming the feature and leave the model
-    unchanged.
+    unchanged; so does an event whose ||x||^2 or K(x, x) overflows float64 (e.g. |x| >~ 1e154,
+    or a polynomial kernel of a large degree), which would turn the model's state into inf/NaN.
 
     Examples
     --------
@@ -206,8 +209,23 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         _svkernels.label_scores(self._A, self._n_sv, self._n, k, s)
         return k, s
 
-    def _score_event(self, pos, val):
+    def _checked_sq_norm(self, keys, val) -> float:
+        """||x||^2, or a ValueError naming the largest feature when ||x||^2 or K(x, x)
+        overflows float64 (before anything changes)."""
         qx = _svkernels.sq_norm(val)
+        if qx < math.inf and self._kind != _svkernels.POLY:  # K(x, x) = ||x||^2 or 1
+            return qx
+        kxx = _svkernels.kernel_value(self._kind, qx, qx, qx, *self._kernel_params[1:])
+        if not abs(qx) + abs(kxx) < math.inf:
+            j = int(np.argmax(np.abs(val)))
+            raise ValueError(
+                f"feature {keys[j]!r} has value {float(val[j])!r}, too large: ||x||^2 = {qx!r} "
+                f"and K(x, x) = {kxx!r} must be finite float64 (rescale the features)"
+            )
+        return qx
+
+    def _score_event(self, pos, val):
+        qx = self._checked_sq_norm(self._keys, val)
         self._krow, s = self._kernel_scores(pos, val, qx)
         return qx, s
 
@@ -233,11 +251,12 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         for label in labels:
             check_label(label)
         pos, values, sw = self._batch(X, len(labels), w)
+        qxs = [self._checked_sq_norm(tuple(X.columns), val) for val in values]
         for i, label in enumerate(labels):
             row = self._add_label(label)
             if sw[i] > 0.0:
                 val = values[i]
-                qx = _svkernels.sq_norm(val)
+                qx = qxs[i]
                 k, s = self._kernel_scores(pos, val, qx)
                 self._step(pos, val, qx, k, s, row, float(sw[i]))
         self._version += 1

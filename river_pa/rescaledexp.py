@@ -22,7 +22,9 @@ part, so the next play is w_star itself.
 
 Overflow guard: see `river_pa._paramfree_kernels` (the exponent is capped at
 log(sqrt(DBL_MAX)) ~ 354.9, reached only after about 250,000 consecutive same-sign gradients of
-the epoch's largest size; below it the update is exact).
+the epoch's largest size; below it the update is exact). Gradients below ~1e-154, whose squares
+underflow, use the bound eta_t ||g_{t*:t}|| <= sqrt(||g_{t*:t}|| / L_t) / 2 (exact on an epoch's
+first round; see `exponent_rescaledexp`).
 
 """
 
@@ -239,7 +241,8 @@ class RescaledExpClassifier(_RescaledExpLinear, BinaryMixin):
     (w = 0: nothing happens). `predict_proba_one` applies the loss's mean function (the logistic
     sigmoid for every River binary loss) to y_hat. Features never seen have weight 0 at
     prediction. Bad feature values raise TypeError/ValueError naming the feature; the model is
-    unchanged after a rejected event. Vocabulary state in plain dicts, the rest numpy: picklable.
+    unchanged after a rejected event. Values must be finite with |x| < 1e150 (so x^2 and its
+    sums stay finite float64; larger is a ValueError); tiny ones (x^2 underflowing) are fine. Vocabulary state in plain dicts, the rest numpy: picklable.
 
     Examples
     --------

@@ -14,6 +14,8 @@ exponential step sizes can blow up: the kernels cap the unitless exponent (see
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from river import optim
 
@@ -187,6 +189,8 @@ class _Full(_ScaleInvariant):
         return new, K.si_full_eta(hPh, self._gamma, self.alpha) * xPh, xPx
 
     def _raw(self, pos, val):
+        if not K.max_abs(val) < K.MAX_ABS_VALUE:
+            return math.nan
         known = pos != 0
         if known.all():
             new, y_hat, xPx = self._round(*self._with_bias(pos, val))
@@ -232,7 +236,8 @@ _CLASSIFIER_DOC = """
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
     nothing happens). `predict_proba_one` applies the loss's mean function to y_hat. Bad
-    feature values raise TypeError/ValueError naming the feature, leaving the model unchanged.
+    feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
+    so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
     State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
 """
 
@@ -248,7 +253,8 @@ _REGRESSOR_DOC = """
     learn_intercept
         Whether to add a constant feature of value 1.
 
-    Targets must be finite real numbers.
+    Targets must be finite real numbers; feature values finite with |x| < 1e150 (so x^2 and the
+    sums of squares stay finite): a ValueError naming the feature otherwise, model unchanged.
 """
 
 

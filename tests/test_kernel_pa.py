@@ -3,6 +3,7 @@ BPA-S budget, exact batches, bad input."""
 
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
@@ -128,3 +129,25 @@ def test_rejected_event_leaves_the_model_unchanged():
     with pytest.raises(ValueError, match="'b'"):
         model.learn_one({"a": 1.0, "b": float("inf")}, "w")
     assert pickle.dumps(model) == before
+
+
+@pytest.mark.parametrize("kernel", ["linear", "poly", "rbf"])
+def test_event_whose_kernel_value_overflows_is_rejected(kernel):
+    """||x||^2 = inf (|x| = 1e160) or K(x, x) = inf (a cubic kernel at |x| = 1e60) would store
+    inf/NaN support-vector norms: a ValueError naming the feature, the model unchanged, in
+    learn_one and learn_many; a large but finite K(x, x) is learned."""
+    model = river_pa.KernelPAClassifier(kernel=kernel, degree=3)
+    model.learn_one({"a": 1.0, "b": 2.0}, True)
+    model.learn_one({"a": -1.0, "b": 0.5}, False)
+    before = pickle.dumps(model)
+    big = 1e60 if kernel == "poly" else 1e160
+    with pytest.raises(ValueError, match=r"feature 'b' has value 1e\+\d+, too large"):
+        model.learn_one({"a": 1.0, "b": big}, True)
+    with pytest.raises(ValueError, match="'b'"):
+        model.learn_many(pd.DataFrame({"a": [1.0, 1.0], "b": [1.0, big]}),
+                         pd.Series([True, False]))
+    assert pickle.dumps(model) == before
+    model.learn_one({"a": 1.0, "b": 1e40}, False)
+    n = model.n_support
+    assert np.isfinite(model._kd[:n]).all() and np.isfinite(model._svsq[:n]).all()
+    assert all(math.isfinite(p) for p in model.predict_proba_one({"a": 1.0, "b": 1.0}).values())

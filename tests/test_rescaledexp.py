@@ -313,3 +313,48 @@ def test_classifier_matches_a_plain_transcription_of_algorithm_1():
             ref.setdefault(k, _Algorithm1()).step(g * val)
         model.learn_one(x, y)
     assert sum(r.restarts for r in ref.values()) >= 4
+
+
+@pytest.mark.parametrize("coordinatewise", [True, False])
+def test_huge_values_are_rejected_before_their_squares_overflow(coordinatewise):
+    """|x| >= 1e150 is a ValueError naming the feature, the model unchanged; predictions stay
+    finite."""
+    model = river_pa.RescaledExpRegressor(coordinatewise=coordinatewise)
+    model.learn_one({"a": 1.0, "b": 2.0}, 1.0)
+    before = pickle.dumps(model)
+    for _ in range(3):
+        with pytest.raises(ValueError, match=r"feature 'a' has value 1e\+160.*below 1e\+150"):
+            model.learn_one({"a": 1e160, "b": 1e160}, 1.0)
+    assert pickle.dumps(model) == before
+    assert math.isfinite(model.predict_one({"a": 1, "b": 1}))
+
+
+@pytest.mark.parametrize("coordinatewise", [True, False])
+def test_gradients_whose_squares_underflow_follow_algorithm_1(coordinatewise):
+    """Algorithm 1 is invariant to scaling every gradient by c > 0 (eta |G| is unitless). At
+    c = 1e-300, g^2 underflows to 0 (M + Q = 0 raised ZeroDivisionError mid-update): the
+    weights are those of the hand-computed rounds at c = 1 wherever M_t + Q attains its floor
+    |G| L_t. On round 4 it does not (M + Q = 16 c^2, lost to underflow): the exponent is then
+    the bound sqrt(|G| / L_t) / 2 instead of eta(1, 15) |G|, and the next restart clears it."""
+    opt = river_pa.RescaledExp(coordinatewise=coordinatewise)
+    w = {"a": 0.0}
+    expected = [-(math.exp(0.5) - 1), -math.expm1(eta(1, 5) * 3), 0.0,
+                -math.expm1(0.5 * math.sqrt(1 / 2)), 0.0, -math.expm1(eta(4, 1) * 1)]
+    for g, e in zip([2.0, 1.0, -3.0, 1.0, 5.0, 1.0], expected):
+        opt.step(w, {"a": 1e-300 * g})
+        assert w["a"] == pytest.approx(e, rel=1e-12)
+
+
+@pytest.mark.parametrize("coordinatewise", [True, False])
+def test_tiny_feature_values_learn_without_error(coordinatewise):
+    """The tester's repro: learning 1e-300 features raised ZeroDivisionError. Now the
+    coordinate-wise weights take Algorithm 1's first step e^(1/2) - 1 (as at unit scale) and
+    the full variant, with no intercept, the same step along -G / ||G||."""
+    model = river_pa.RescaledExpRegressor(coordinatewise=coordinatewise,
+                                          learn_intercept=False)
+    model.learn_one({"a": -1e-300, "b": 1e-300}, 0.0)
+    model.learn_one({"a": 1e-300, "b": 1e-300}, 1.0)
+    step = math.exp(0.5) - 1
+    expected = step if coordinatewise else step / math.sqrt(2.0)
+    assert model.weights["a"] == pytest.approx(expected, rel=1e-12)
+    assert model.weights["b"] == pytest.approx(expected, rel=1e-12)

@@ -219,3 +219,28 @@ def test_refresh_from_s_reproduces_the_rank_one_state():
     np.testing.assert_allclose(model._P, P, atol=1e-10)
     np.testing.assert_allclose(model._N, N, atol=1e-10)
 
+
+
+@pytest.mark.parametrize("cls", COORD + FULL)
+def test_huge_values_are_rejected_before_their_squares_overflow(cls):
+    """|x| >= 1e150 is a ValueError naming the feature (x^2 would be inf at 1e160 and turn the
+    state into inf/NaN for good); the model is unchanged and keeps predicting finite values,
+    and values just below the limit are learned with a finite state."""
+    model = cls()
+    target = True if cls in (COORD[0], FULL[0]) else 1.0
+    model.learn_one({"a": 1.0, "b": 2.0}, target)
+    before = pickle.dumps(model)
+    for _ in range(3):
+        with pytest.raises(ValueError, match=r"feature 'b' has value -1e\+160.*below 1e\+150"):
+            model.learn_one({"a": 1e155, "b": -1e160}, target)
+        with pytest.raises(ValueError, match="'a'"):
+            model.predict_one({"a": 1e150, "b": 1.0})
+    assert pickle.dumps(model) == before
+    for _ in range(5):
+        model.learn_one({"a": 9e149, "b": -9e149}, target)
+        model.learn_one({"a": -9e149, "b": -9e149}, target)
+    assert math.isfinite(model.decision_function_one({"a": 1, "b": 1})
+                         if hasattr(model, "decision_function_one")
+                         else model.predict_one({"a": 1, "b": 1}))
+    state = [v for v in vars(model).values() if isinstance(v, np.ndarray | float)]
+    assert all(np.isfinite(v).all() for v in state)
