@@ -1,8 +1,9 @@
-"""Shared fixtures: the location of the shared real data sets."""
+"""Shared fixtures: the location of the shared real data sets, and a seeded `random`."""
 
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,14 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared data folder {path} is absent (set RIVER_PA_DATA to its location)")
     return path
+
+
+@pytest.fixture(autouse=True)
+def seeded_random():
+    """Seed the global `random` before each test.
+
+    River's checks (e.g. `check_shuffle_features_no_impact`) draw from it without a seed, so
+    without this a test's inputs would depend on which tests ran before it.
+
+    """
+    random.seed(0)
