@@ -130,14 +130,42 @@ def load_config(argv: list[str], environ=None) -> ServeConfig:
     values: dict = {}
     path = args.pop("config")
     if path:
-        with open(path, "rb") as fh:
-            values.update(_check_keys(tomllib.load(fh), path))
+        try:
+            with open(path, "rb") as fh:
+                table = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SystemExit(f"river-pa serve: cannot read --config {path}: {exc}") from None
+        values.update(_check_types(_check_keys(table, path), path))
     env = _from_env(environ)
     client = {**values.get("kafka", {}), **env.pop("kafka", {}), **(args.pop("kafka") or {})}
     values.update(env)
     values.update({k: v for k, v in args.items() if v is not None})
     values["kafka"] = _check_client(client)
+    for name in ("model_params",):
+        if name in values and not isinstance(values[name], dict):
+            raise SystemExit(f"river-pa serve: {name} must be a JSON object, got "
+                             f"{type(values[name]).__name__} {values[name]!r:.60}")
     return ServeConfig(**values)
+
+
+_TOML_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),
+               "str": (str,)}
+
+
+def _check_types(table: dict, path: str) -> dict:
+    """Refuse TOML values of the wrong type (a string where a number goes was accepted, and
+    the daemon died mid-stream at its first comparison)."""
+    fields = {f.name: f.type for f in dataclasses.fields(ServeConfig)}
+    for name, value in table.items():
+        kind = fields[name]
+        base = kind.removesuffix(" | None")
+        ok = isinstance(value, _TOML_TYPES.get(base, (object,)))
+        if base in ("int", "float") and isinstance(value, bool):
+            ok = False
+        if not ok:
+            raise SystemExit(f"{path}: {name} must be {'a' if base != 'int' else 'an'} {base}, "
+                             f"got {type(value).__name__} {value!r:.60}")
+    return table
 
 
 def _check_client(settings: dict) -> dict:

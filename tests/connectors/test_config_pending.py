@@ -36,3 +36,31 @@ def test_pending_store_evicts_by_size_and_event_time_ttl():
     assert [e.ts for e in evicted] == [0] and len(store) == 2
     assert [e.ts for e in store.expire(155)] == [50]
     assert store.pop("c").ts == 60 and store.pop("c") is None
+
+
+@pytest.mark.parametrize("toml,match", [
+    ('checkpoint_every = "often"\n', "checkpoint_every must be an int"),  # crashed mid-stream
+    ("report_seconds = true\n", "report_seconds must be a float"),
+    ("model_params = 3\n", "model_params must be a dict"),
+    ("exactly_once = 1\n", "exactly_once must be a bool"),
+    ("x = \n", "cannot read --config"),  # a TOML syntax error was a traceback
+])
+def test_bad_toml_files_are_one_line_errors(tmp_path, toml, match):
+    path = tmp_path / "serve.toml"
+    path.write_text(toml)
+    with pytest.raises(SystemExit, match=match):
+        load_config(["--config", str(path)], environ={})
+
+
+def test_a_missing_toml_file_and_non_object_model_params_are_one_line_errors(tmp_path):
+    with pytest.raises(SystemExit, match="cannot read --config"):
+        load_config(["--config", str(tmp_path / "nope.toml")], environ={})
+    with pytest.raises(SystemExit, match="model_params must be a JSON object"):
+        load_config(["--model-params", "[1]"], environ={})  # was a TypeError traceback
+
+
+def test_good_toml_types_still_load(tmp_path):
+    path = tmp_path / "serve.toml"
+    path.write_text('checkpoint_every = 10\nbatch_seconds = 2\npending_ttl_ms = 5\nlabels_topic = "l"\n')
+    cfg = load_config(["--config", str(path)], environ={})
+    assert (cfg.checkpoint_every, cfg.batch_seconds, cfg.pending_ttl_ms, cfg.labels_topic) == (10, 2, 5, "l")
