@@ -82,12 +82,18 @@ def _fsync_dir(folder: Path) -> None:
 
 def read_header(path: str | Path) -> dict:
     """The JSON header of a checkpoint (offsets, versions), without touching the payload."""
-    with open(path, "rb") as fh:
-        line = fh.readline()
     try:
-        return json.loads(line)
-    except json.JSONDecodeError:
-        raise CheckpointError(f"{path}: not a river-pa checkpoint (no JSON header)") from None
+        with open(path, "rb") as fh:
+            line = fh.readline()
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        header = json.loads(line)
+    except ValueError:  # also bytes that are not UTF-8 (a UnicodeDecodeError was a traceback)
+        header = None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: not a river-pa checkpoint (no JSON header)")
+    return header
 
 
 def load(path: str | Path, model_factory_meta: dict, key: bytes | None) -> dict:
