@@ -99,7 +99,10 @@ def _from_env(environ) -> dict:
             continue
         name = key[len(ENV_PREFIX):].lower()
         if name in names and name != "kafka":
-            values[name] = _coerce(names[name], raw)
+            try:
+                values[name] = _coerce(names[name], raw)
+            except ValueError as exc:  # was a traceback
+                raise SystemExit(f"river-pa serve: {key}={raw!r:.60} is not valid: {exc}") from None
         elif name.startswith("kafka_") and name != "kafka_bootstrap":
             client[name[len("kafka_"):]] = _json_or_text(raw)
     if "RIVER_PA_KAFKA_BOOTSTRAP" in environ and "bootstrap_servers" not in values:

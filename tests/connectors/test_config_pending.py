@@ -64,3 +64,11 @@ def test_good_toml_types_still_load(tmp_path):
     path.write_text('checkpoint_every = 10\nbatch_seconds = 2\npending_ttl_ms = 5\nlabels_topic = "l"\n')
     cfg = load_config(["--config", str(path)], environ={})
     assert (cfg.checkpoint_every, cfg.batch_seconds, cfg.pending_ttl_ms, cfg.labels_topic) == (10, 2, 5, "l")
+
+
+@pytest.mark.parametrize("name,raw", [("RIVER_PA_CHECKPOINT_EVERY", "often"),
+                                      ("RIVER_PA_MODEL_PARAMS", "{C: 1}"),
+                                      ("RIVER_PA_BATCH_SECONDS", "soon")])
+def test_bad_environment_values_are_one_line_errors(name, raw):
+    with pytest.raises(SystemExit, match=f"{name}="):
+        load_config([], environ={name: raw})
