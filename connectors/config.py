@@ -86,8 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _json_object(text: str) -> dict:
+    """A JSON object from the command line or the environment."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r:.60}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"not a JSON object: {text!r:.60}")
+    return value
+
+
 def _parser_for(f: dataclasses.Field):
-    kinds = {"int": int, "float": float, "dict": json.loads, "int | None": int}
+    kinds = {"int": int, "float": float, "dict": _json_object, "int | None": int}
     return kinds.get(f.type, str)
 
 
@@ -101,7 +112,7 @@ def _from_env(environ) -> dict:
         if name in names and name != "kafka":
             try:
                 values[name] = _coerce(names[name], raw)
-            except ValueError as exc:  # was a traceback
+            except (ValueError, argparse.ArgumentTypeError) as exc:  # was a traceback
                 raise SystemExit(f"river-pa serve: {key}={raw!r:.60} is not valid: {exc}") from None
         elif name.startswith("kafka_") and name != "kafka_bootstrap":
             client[name[len("kafka_"):]] = _json_or_text(raw)

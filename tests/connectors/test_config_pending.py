@@ -55,8 +55,10 @@ def test_bad_toml_files_are_one_line_errors(tmp_path, toml, match):
 def test_a_missing_toml_file_and_non_object_model_params_are_one_line_errors(tmp_path):
     with pytest.raises(SystemExit, match="cannot read --config"):
         load_config(["--config", str(tmp_path / "nope.toml")], environ={})
-    with pytest.raises(SystemExit, match="model_params must be a JSON object"):
-        load_config(["--model-params", "[1]"], environ={})  # was a TypeError traceback
+    with pytest.raises(SystemExit, match="RIVER_PA_MODEL_PARAMS='\\[1\\]' is not valid"):
+        load_config([], environ={"RIVER_PA_MODEL_PARAMS": "[1]"})  # was a TypeError traceback
+    with pytest.raises(SystemExit, match="2"):  # argparse: "not a JSON object"
+        load_config(["--model-params", "[1]"], environ={})
 
 
 def test_good_toml_types_still_load(tmp_path):
@@ -72,3 +74,10 @@ def test_good_toml_types_still_load(tmp_path):
 def test_bad_environment_values_are_one_line_errors(name, raw):
     with pytest.raises(SystemExit, match=f"{name}="):
         load_config([], environ={name: raw})
+
+
+def test_bad_model_params_flag_says_what_is_wrong(capsys):
+    with pytest.raises(SystemExit):
+        load_config(["--model-params", "{C: 0.5}"], environ={})
+    err = capsys.readouterr().err  # was "invalid loads value: '{C: 0.5}'"
+    assert "--model-params: not valid JSON" in err and "loads" not in err
