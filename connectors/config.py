@@ -159,7 +159,29 @@ def load_config(argv: list[str], environ=None) -> ServeConfig:
         if name in values and not isinstance(values[name], dict):
             raise SystemExit(f"river-pa serve: {name} must be a JSON object, got "
                              f"{type(values[name]).__name__} {values[name]!r:.60}")
-    return ServeConfig(**values)
+    return _check_values(ServeConfig(**values))
+
+
+_POSITIVE = ("rolling_window", "checkpoint_every", "pending_max", "max_record_bytes",
+             "max_poll_records", "max_buffered", "session_timeout_ms", "batch_seconds")
+_NOT_NEGATIVE = ("checkpoint_seconds", "report_every", "report_seconds", "pending_ttl_ms",
+                 "poll_timeout_ms")
+
+
+def _check_values(cfg: ServeConfig) -> ServeConfig:
+    """Refuse values out of range: --max-buffered 0 processed nothing, silently, for ever;
+    --rolling-window 0 and --max-poll-records 0 died with tracebacks once records came."""
+    for name in _POSITIVE + _NOT_NEGATIVE:
+        value = getattr(cfg, name)
+        if value is None:
+            continue
+        if value < 0 or (value == 0 and name in _POSITIVE):
+            bound = "> 0" if name in _POSITIVE else ">= 0"
+            raise SystemExit(f"river-pa serve: {name} must be {bound}, got {value}")
+    if cfg.auto_offset_reset not in ("earliest", "latest"):
+        raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
+                         f"got {cfg.auto_offset_reset!r}")
+    return cfg
 
 
 _TOML_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),

@@ -81,3 +81,15 @@ def test_bad_model_params_flag_says_what_is_wrong(capsys):
         load_config(["--model-params", "{C: 0.5}"], environ={})
     err = capsys.readouterr().err  # was "invalid loads value: '{C: 0.5}'"
     assert "--model-params: not valid JSON" in err and "loads" not in err
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--max-buffered", "0"], "max_buffered must be > 0"),  # was a silent stall
+    (["--rolling-window", "0"], "rolling_window must be > 0"),  # was an IndexError mid-stream
+    (["--max-poll-records", "0"], "max_poll_records must be > 0"),
+    (["--pending-ttl-ms", "-1"], "pending_ttl_ms must be >= 0"),
+    (["--auto-offset-reset", "bogus"], "earliest or latest"),
+])
+def test_out_of_range_values_are_one_line_errors(argv, match):
+    with pytest.raises(SystemExit, match=match):
+        load_config(argv, environ={})
