@@ -19,7 +19,7 @@ import pickle
 import platform
 from pathlib import Path
 
-__all__ = ["CheckpointError", "load", "metadata", "read_header", "save"]
+__all__ = ["CheckpointError", "check_writable", "load", "metadata", "read_header", "save"]
 
 FORMAT = 1
 
@@ -70,6 +70,20 @@ def save(path: str | Path, state: dict, model, offsets: dict[str, int], key: byt
         os.replace(prev_tmp, path.with_name(path.name + ".prev"))
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+
+
+def check_writable(path: str | Path) -> None:
+    """Raise CheckpointError unless `save` can write next to `path` (checked at start: the
+    first save comes after a batch of predictions, and a restart would repeat it for ever)."""
+    path = Path(path)
+    probe = path.with_name(path.name + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb"):
+            pass
+        probe.unlink()
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot write a checkpoint there ({exc.strerror})") from None
 
 
 def _fsync_dir(folder: Path) -> None:

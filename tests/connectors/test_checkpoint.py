@@ -82,3 +82,18 @@ def test_garbage_files_are_refused_not_tracebacks(tmp_path, model, content):
 def test_a_directory_as_checkpoint_path_is_refused(tmp_path, model):
     with pytest.raises(checkpoint.CheckpointError, match="cannot read it"):
         checkpoint.load(tmp_path, checkpoint.metadata(model), None)
+
+
+def test_an_unwritable_checkpoint_path_stops_the_daemon_before_it_consumes(capsys):
+    # it used to emit a batch of predictions, die with a traceback at the first save, and do
+    # the same again on every restart
+    from connectors import cli
+
+    assert cli.main(["--checkpoint-path", "/proc/river-pa-test/ck.bin",
+                     "--bootstrap-servers", "127.0.0.1:1"]) == 3
+    assert "cannot write a checkpoint there" in capsys.readouterr().err
+
+
+def test_check_writable_creates_the_folder(tmp_path):
+    checkpoint.check_writable(tmp_path / "a" / "b" / "ck.bin")
+    assert (tmp_path / "a" / "b").is_dir() and not list((tmp_path / "a" / "b").iterdir())
