@@ -19,7 +19,7 @@ import pickle
 import platform
 from pathlib import Path
 
-__all__ = ["CheckpointError", "load", "metadata", "read_header", "save"]
+__all__ = ["CheckpointError", "check_writable", "load", "metadata", "read_header", "save"]
 
 FORMAT = 1
 
@@ -72,6 +72,20 @@ def save(path: str | Path, state: dict, model, offsets: dict[str, int], key: byt
     _fsync_dir(path.parent)
 
 
+def check_writable(path: str | Path) -> None:
+    """Raise CheckpointError unless `save` can write next to `path` (checked at start: the
+    first save comes after a batch of predictions, and a restart would repeat it for ever)."""
+    path = Path(path)
+    probe = path.with_name(path.name + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb"):
+            pass
+        probe.unlink()
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot write a checkpoint there ({exc.strerror})") from None
+
+
 def _fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
@@ -82,12 +96,18 @@ def _fsync_dir(folder: Path) -> None:
 
 def read_header(path: str | Path) -> dict:
     """The JSON header of a checkpoint (offsets, versions), without touching the payload."""
-    with open(path, "rb") as fh:
-        line = fh.readline()
     try:
-        return json.loads(line)
-    except json.JSONDecodeError:
-        raise CheckpointError(f"{path}: not a river-pa checkpoint (no JSON header)") from None
+        with open(path, "rb") as fh:
+            line = fh.readline()
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        header = json.loads(line)
+    except ValueError:  # also bytes that are not UTF-8 (a UnicodeDecodeError was a traceback)
+        header = None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{path}: not a river-pa checkpoint (no JSON header)")
+    return header
 
 
 def load(path: str | Path, model_factory_meta: dict, key: bytes | None) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from connectors.checkpoint import CheckpointError
+from connectors.checkpoint import CheckpointError, check_writable
 from connectors.config import load_config
 from connectors.daemon import Daemon
 
@@ -24,6 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 2
+    try:
+        check_writable(cfg.checkpoint_path)
+    except CheckpointError as exc:
+        print(f"river-pa serve: {exc}", file=sys.stderr)
+        return 3
     try:
         return Daemon(cfg, model).run()
     except CheckpointError as exc:

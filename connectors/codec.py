@@ -95,6 +95,17 @@ def _reject_constant(token: str):
     raise BadRecord("non_finite", f"JSON constant {token}")
 
 
+def _parse_int(token: str) -> int:
+    """An integer literal; one too large for a double is refused like 1e999 (orjson reads
+    integers beyond 64 bits as doubles, so this is what made its fast parse fail)."""
+    value = int(token)
+    try:
+        float(value)
+    except OverflowError:
+        raise BadRecord("non_finite", "a number overflows a double") from None
+    return value
+
+
 def _load_object(raw: bytes | None, max_bytes: int) -> dict:
     if raw is None:
         raise BadRecord("undecodable", "null value (tombstone)")
@@ -117,7 +128,7 @@ def _why_invalid(raw: bytes, error: Exception) -> BadRecord:
     except UnicodeDecodeError as exc:
         return BadRecord("undecodable", str(exc))
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
         json.dumps(obj, allow_nan=False)
     except BadRecord as exc:
         return exc
@@ -155,6 +166,8 @@ def _timestamp(obj: dict) -> int | None:
         return None
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise BadRecord("bad_ts", f"{ts!r:.40}")
+    if not -2**63 <= ts < 2**63:  # event_ts is echoed in the prediction; orjson writes int64 only
+        raise BadRecord("bad_ts", f"{ts!r:.40} is outside the 64-bit range of epoch ms")
     return int(ts)
 
 

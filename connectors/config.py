@@ -86,8 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _json_object(text: str) -> dict:
+    """A JSON object from the command line or the environment."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r:.60}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"not a JSON object: {text!r:.60}")
+    return value
+
+
 def _parser_for(f: dataclasses.Field):
-    kinds = {"int": int, "float": float, "dict": json.loads, "int | None": int}
+    kinds = {"int": int, "float": float, "dict": _json_object, "int | None": int}
     return kinds.get(f.type, str)
 
 
@@ -99,7 +110,10 @@ def _from_env(environ) -> dict:
             continue
         name = key[len(ENV_PREFIX):].lower()
         if name in names and name != "kafka":
-            values[name] = _coerce(names[name], raw)
+            try:
+                values[name] = _coerce(names[name], raw)
+            except (ValueError, argparse.ArgumentTypeError) as exc:  # was a traceback
+                raise SystemExit(f"river-pa serve: {key}={raw!r:.60} is not valid: {exc}") from None
         elif name.startswith("kafka_") and name != "kafka_bootstrap":
             client[name[len("kafka_"):]] = _json_or_text(raw)
     if "RIVER_PA_KAFKA_BOOTSTRAP" in environ and "bootstrap_servers" not in values:
@@ -130,14 +144,64 @@ def load_config(argv: list[str], environ=None) -> ServeConfig:
     values: dict = {}
     path = args.pop("config")
     if path:
-        with open(path, "rb") as fh:
-            values.update(_check_keys(tomllib.load(fh), path))
+        try:
+            with open(path, "rb") as fh:
+                table = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise SystemExit(f"river-pa serve: cannot read --config {path}: {exc}") from None
+        values.update(_check_types(_check_keys(table, path), path))
     env = _from_env(environ)
     client = {**values.get("kafka", {}), **env.pop("kafka", {}), **(args.pop("kafka") or {})}
     values.update(env)
     values.update({k: v for k, v in args.items() if v is not None})
     values["kafka"] = _check_client(client)
-    return ServeConfig(**values)
+    for name in ("model_params",):
+        if name in values and not isinstance(values[name], dict):
+            raise SystemExit(f"river-pa serve: {name} must be a JSON object, got "
+                             f"{type(values[name]).__name__} {values[name]!r:.60}")
+    return _check_values(ServeConfig(**values))
+
+
+_POSITIVE = ("rolling_window", "checkpoint_every", "pending_max", "max_record_bytes",
+             "max_poll_records", "max_buffered", "session_timeout_ms", "batch_seconds")
+_NOT_NEGATIVE = ("checkpoint_seconds", "report_every", "report_seconds", "pending_ttl_ms",
+                 "poll_timeout_ms")
+
+
+def _check_values(cfg: ServeConfig) -> ServeConfig:
+    """Refuse values out of range: --max-buffered 0 processed nothing, silently, for ever;
+    --rolling-window 0 and --max-poll-records 0 died with tracebacks once records came."""
+    for name in _POSITIVE + _NOT_NEGATIVE:
+        value = getattr(cfg, name)
+        if value is None:
+            continue
+        if value < 0 or (value == 0 and name in _POSITIVE):
+            bound = "> 0" if name in _POSITIVE else ">= 0"
+            raise SystemExit(f"river-pa serve: {name} must be {bound}, got {value}")
+    if cfg.auto_offset_reset not in ("earliest", "latest"):
+        raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
+                         f"got {cfg.auto_offset_reset!r}")
+    return cfg
+
+
+_TOML_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),
+               "str": (str,)}
+
+
+def _check_types(table: dict, path: str) -> dict:
+    """Refuse TOML values of the wrong type (a string where a number goes was accepted, and
+    the daemon died mid-stream at its first comparison)."""
+    fields = {f.name: f.type for f in dataclasses.fields(ServeConfig)}
+    for name, value in table.items():
+        kind = fields[name]
+        base = kind.removesuffix(" | None")
+        ok = isinstance(value, _TOML_TYPES.get(base, (object,)))
+        if base in ("int", "float") and isinstance(value, bool):
+            ok = False
+        if not ok:
+            raise SystemExit(f"{path}: {name} must be {'a' if base != 'int' else 'an'} {base}, "
+                             f"got {type(value).__name__} {value!r:.60}")
+    return table
 
 
 def _check_client(settings: dict) -> dict:

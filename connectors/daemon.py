@@ -23,7 +23,8 @@ from connectors import checkpoint
 from connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
 from connectors.config import ServeConfig
 from connectors.kafka_io import (
-    RebalanceQueue, dead_letter_headers, make_consumer, make_producer, offsets_to_commit, tp_key,
+    RebalanceQueue, dead_letter_headers, make_consumer, make_offsets_client, make_producer,
+    offsets_to_commit, tp_key,
 )
 from connectors.merge import Merger
 from connectors.pending import Pending, PendingStore
@@ -53,6 +54,7 @@ class Daemon:
         self.last_checkpoint = time.monotonic()
         self.buffered_upto: dict[TopicPartition, int] = {}
         self.backlog = False
+        self.log_ends: dict[TopicPartition, int] = {}
 
     # ---- state -------------------------------------------------------------------------
 
@@ -125,6 +127,7 @@ class Daemon:
         cfg = self.cfg
         self.consumer = make_consumer(cfg)
         self.producer = make_producer(cfg)
+        self.offsets_client = make_offsets_client(cfg) if cfg.labels_topic else None
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
             self.producer.begin_transaction()
@@ -142,6 +145,8 @@ class Daemon:
         finally:  # after an error: no checkpoint; a restart recovers from the last one
             self.producer.close()
             self.consumer.close(autocommit=False)
+            if self.offsets_client is not None:
+                self.offsets_client.close()
         return 0
 
     def _on_signal(self, signum, frame) -> None:
@@ -152,6 +157,7 @@ class Daemon:
         """Poll (without waiting while ready records remain), then process one bounded batch."""
         timeout = 0 if self.backlog else self.cfg.poll_timeout_ms
         polled = self.consumer.poll(timeout_ms=timeout)
+        self.log_ends.clear()
         revoked = self._take_revoked()
         self.merger.drop(revoked)
         if revoked and self.cfg.exactly_once and self.since_checkpoint:
@@ -238,7 +244,22 @@ class Daemon:
         known = self.buffered_upto.get(tp, self.next_offsets.get(tp_key(tp)))
         if known is None:
             known = self.consumer.position(tp, timeout_ms=1000)
-        return known is not None and known >= highwater
+        if known is None or known < highwater:
+            return False
+        # The high watermark is the one of the last fetch of `tp`, which can be far behind
+        # while the other partition keeps being fetched: with a live producer, labels were
+        # released before their events (orphans, lost once committed). Ask the broker.
+        return known >= self._log_end(tp)
+
+    def _log_end(self, tp: TopicPartition) -> int:
+        """The broker's end offset of `tp`, asked at most once per poll (-1: unknown)."""
+        if tp not in self.log_ends:
+            try:
+                self.log_ends[tp] = self.offsets_client.end_offsets([tp])[tp]
+            except KafkaError as exc:  # the broker is away: hold the other side back
+                log.warning("end offset of %s unknown (%s)", tp, exc)
+                self.log_ends[tp] = 2**63
+        return self.log_ends[tp]
 
     def _flow_control(self) -> None:
         """Bound the merge buffers: drop the newest records beyond the limit and seek back

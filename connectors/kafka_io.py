@@ -37,6 +37,20 @@ def make_consumer(cfg: ServeConfig) -> KafkaConsumer:
     })
 
 
+def make_offsets_client(cfg: ServeConfig) -> KafkaConsumer:
+    """A group-less consumer that only asks end offsets, on a connection of its own: on the
+    main consumer's the request queues behind a fetch that long-polls for fetch_max_wait_ms."""
+    return KafkaConsumer(**{
+        "bootstrap_servers": cfg.bootstrap_servers,
+        "group_id": None,
+        "client_id": f"{cfg.client_id}-offsets",
+        "enable_auto_commit": False,
+        "isolation_level": "read_committed" if cfg.exactly_once else "read_uncommitted",
+        **CLIENT_DEFAULTS,
+        **cfg.kafka,
+    })
+
+
 def make_producer(cfg: ServeConfig) -> KafkaProducer:
     """An idempotent producer batching for throughput; transactional with `exactly_once`."""
     settings = {

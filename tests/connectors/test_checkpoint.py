@@ -69,3 +69,31 @@ def test_tampered_payload_is_refused(tmp_path, model):
     path.write_bytes(header + b"\n" + pickle.dumps({"model": Bomb()}))
     with pytest.raises(checkpoint.CheckpointError, match="HMAC"):
         checkpoint.load(path, checkpoint.metadata(model), b"key")
+
+
+@pytest.mark.parametrize("content", [b"\x8b\xbf\x00 random bytes\n", b"[1, 2]\n", b"42"])
+def test_garbage_files_are_refused_not_tracebacks(tmp_path, model, content):
+    path = tmp_path / "ck.bin"
+    path.write_bytes(content)  # was UnicodeDecodeError / AttributeError out of the daemon
+    with pytest.raises(checkpoint.CheckpointError, match="not a river-pa checkpoint"):
+        checkpoint.load(path, checkpoint.metadata(model), None)
+
+
+def test_a_directory_as_checkpoint_path_is_refused(tmp_path, model):
+    with pytest.raises(checkpoint.CheckpointError, match="cannot read it"):
+        checkpoint.load(tmp_path, checkpoint.metadata(model), None)
+
+
+def test_an_unwritable_checkpoint_path_stops_the_daemon_before_it_consumes(capsys):
+    # it used to emit a batch of predictions, die with a traceback at the first save, and do
+    # the same again on every restart
+    from connectors import cli
+
+    assert cli.main(["--checkpoint-path", "/proc/river-pa-test/ck.bin",
+                     "--bootstrap-servers", "127.0.0.1:1"]) == 3
+    assert "cannot write a checkpoint there" in capsys.readouterr().err
+
+
+def test_check_writable_creates_the_folder(tmp_path):
+    checkpoint.check_writable(tmp_path / "a" / "b" / "ck.bin")
+    assert (tmp_path / "a" / "b").is_dir() and not list((tmp_path / "a" / "b").iterdir())

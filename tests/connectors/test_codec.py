@@ -33,6 +33,9 @@ def test_a_good_event_decodes():
     (b'{"id": "a", "x": {"f": 1e999}}', "non_finite"),
     (b'{"id": "a", "x": {}, "y": 1}', "bad_label"),
     (b'{"id": "a", "x": {}, "ts": "now"}', "bad_ts"),
+    # an int beyond 64 bits crashed the daemon in encode_json, at the same record on restart
+    (b'{"id": "a", "x": {}, "ts": 1e300}', "bad_ts"),
+    (b'{"id": "a", "x": {}, "ts": 9223372036854775808}', "bad_ts"),
     (b'{"id": "a", "x": {"f": 1.0}, "pad": "' + b"z" * 200 + b'"}', "oversize"),
 ])
 def test_bad_events_name_their_reason(raw, reason):
@@ -47,6 +50,18 @@ def test_labels_follow_the_model_kind():
                        (b'{"id": "a"}', BINARY)):
         with pytest.raises(BadRecord, match="bad_label"):
             decode_label(raw, check, 100)
+
+
+def test_an_integer_beyond_a_double_is_non_finite_not_invalid_json():
+    with pytest.raises(BadRecord) as info:
+        decode_event(b'{"id": "a", "x": {"f": 1' + b"0" * 400 + b"}}", BINARY, 1000)
+    assert info.value.reason == "non_finite"
+
+
+def test_every_accepted_timestamp_can_be_echoed_in_a_prediction():
+    for ts in (b"-9223372036854775808", b"9223372036854775807", b"1.7e12"):
+        event = decode_event(b'{"id": "a", "x": {}, "ts": ' + ts + b"}", BINARY, 100)
+        assert json.loads(encode_json({"event_ts": event.ts}))["event_ts"] == event.ts
 
 
 def test_encode_json_never_writes_invalid_json():

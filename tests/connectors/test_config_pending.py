@@ -36,3 +36,60 @@ def test_pending_store_evicts_by_size_and_event_time_ttl():
     assert [e.ts for e in evicted] == [0] and len(store) == 2
     assert [e.ts for e in store.expire(155)] == [50]
     assert store.pop("c").ts == 60 and store.pop("c") is None
+
+
+@pytest.mark.parametrize("toml,match", [
+    ('checkpoint_every = "often"\n', "checkpoint_every must be an int"),  # crashed mid-stream
+    ("report_seconds = true\n", "report_seconds must be a float"),
+    ("model_params = 3\n", "model_params must be a dict"),
+    ("exactly_once = 1\n", "exactly_once must be a bool"),
+    ("x = \n", "cannot read --config"),  # a TOML syntax error was a traceback
+])
+def test_bad_toml_files_are_one_line_errors(tmp_path, toml, match):
+    path = tmp_path / "serve.toml"
+    path.write_text(toml)
+    with pytest.raises(SystemExit, match=match):
+        load_config(["--config", str(path)], environ={})
+
+
+def test_a_missing_toml_file_and_non_object_model_params_are_one_line_errors(tmp_path):
+    with pytest.raises(SystemExit, match="cannot read --config"):
+        load_config(["--config", str(tmp_path / "nope.toml")], environ={})
+    with pytest.raises(SystemExit, match="RIVER_PA_MODEL_PARAMS='\\[1\\]' is not valid"):
+        load_config([], environ={"RIVER_PA_MODEL_PARAMS": "[1]"})  # was a TypeError traceback
+    with pytest.raises(SystemExit, match="2"):  # argparse: "not a JSON object"
+        load_config(["--model-params", "[1]"], environ={})
+
+
+def test_good_toml_types_still_load(tmp_path):
+    path = tmp_path / "serve.toml"
+    path.write_text('checkpoint_every = 10\nbatch_seconds = 2\npending_ttl_ms = 5\nlabels_topic = "l"\n')
+    cfg = load_config(["--config", str(path)], environ={})
+    assert (cfg.checkpoint_every, cfg.batch_seconds, cfg.pending_ttl_ms, cfg.labels_topic) == (10, 2, 5, "l")
+
+
+@pytest.mark.parametrize("name,raw", [("RIVER_PA_CHECKPOINT_EVERY", "often"),
+                                      ("RIVER_PA_MODEL_PARAMS", "{C: 1}"),
+                                      ("RIVER_PA_BATCH_SECONDS", "soon")])
+def test_bad_environment_values_are_one_line_errors(name, raw):
+    with pytest.raises(SystemExit, match=f"{name}="):
+        load_config([], environ={name: raw})
+
+
+def test_bad_model_params_flag_says_what_is_wrong(capsys):
+    with pytest.raises(SystemExit):
+        load_config(["--model-params", "{C: 0.5}"], environ={})
+    err = capsys.readouterr().err  # was "invalid loads value: '{C: 0.5}'"
+    assert "--model-params: not valid JSON" in err and "loads" not in err
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--max-buffered", "0"], "max_buffered must be > 0"),  # was a silent stall
+    (["--rolling-window", "0"], "rolling_window must be > 0"),  # was an IndexError mid-stream
+    (["--max-poll-records", "0"], "max_poll_records must be > 0"),
+    (["--pending-ttl-ms", "-1"], "pending_ttl_ms must be >= 0"),
+    (["--auto-offset-reset", "bogus"], "earliest or latest"),
+])
+def test_out_of_range_values_are_one_line_errors(argv, match):
+    with pytest.raises(SystemExit, match=match):
+        load_config(argv, environ={})
