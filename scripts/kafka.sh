@@ -45,7 +45,9 @@ fetch() {
 POM
   log "fetching Kafka $VERSION jars into $LIBS"
   rm -rf "$LIBS.tmp"
-  mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$LIBS.tmp"
+  # stdout carries only the broker address (callers read it): Maven talks on stderr, without colours
+  mvn -q -B -Dstyle.color=never -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
+    -DoutputDirectory="$LIBS.tmp" >&2
   rm -rf "$LIBS" && mv "$LIBS.tmp" "$LIBS" && touch "$LIBS/.complete"
 }
 
