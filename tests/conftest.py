@@ -1,7 +1,8 @@
-"""Shared fixtures: the location of the shared real data sets, and a seeded `random`."""
+"""Shared fixtures: the shared real data sets, the example scripts, and a seeded `random`."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
 
 
 def shared_data_dir() -> Path:
@@ -40,3 +42,16 @@ def seeded_random():
 
     """
     random.seed(0)
+
+
+def _load_example(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def load_example():
+    """A function loading `examples/<name>.py` as a fresh module (the examples are scripts)."""
+    return _load_example

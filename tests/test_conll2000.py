@@ -11,23 +11,14 @@ differences between machines only; NP, PP and VP are the three types with > 4,00
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import pytest
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "conll2000_chunking.py"
+@pytest.fixture
+def example(load_example):
+    return load_example("conll2000_chunking")
 
 
-def load_example():
-    spec = importlib.util.spec_from_file_location("conll2000_chunking", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_reduced_chunking_reproduction(tmp_path):
-    example = load_example()
+def test_reduced_chunking_reproduction(example, tmp_path):
     if not example.DATA.exists():
         pytest.skip(f"CoNLL-2000 data not found at {example.DATA}")
     result = example.main(["--quick", "--out", str(tmp_path / "curve.png")])
@@ -43,8 +34,7 @@ def test_reduced_chunking_reproduction(tmp_path):
     assert (tmp_path / "curve.png").exists()
 
 
-def test_features_and_loader():
-    example = load_example()
+def test_features_and_loader(example):
     assert example.shape("McDonald") == "XxXx" and example.shape("1,000") == "d,d"
     feats = example.features(["He", "runs"], ["PRP", "VBZ"])
     assert feats[0]["w-1=<s1>"] == 1 and feats[1]["p-1p=PRP|VBZ"] == 1

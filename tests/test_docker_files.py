@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -47,10 +46,8 @@ def test_daemon_flags_and_environment_are_real_settings(compose):
     assert serve["volumes"][0].split(":")[1] == str(Path(args["checkpoint_path"]).parent)
 
 
-def test_producer_flags_are_the_example_producer_flags(compose):
-    spec = importlib.util.spec_from_file_location("produce_elec2", ROOT / "examples" / "produce_elec2.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_producer_flags_are_the_example_producer_flags(compose, load_example):
+    module = load_example("produce_elec2")
     producer = compose["services"]["producer"]
     args = module.build_parser().parse_args(producer["command"])
     assert producer["entrypoint"][-1] == "/app/examples/produce_elec2.py"

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-PATH = Path(__file__).resolve().parent.parent / "examples" / "noise_robustness.py"
-
-
 @pytest.fixture(scope="module")
-def example():
-    spec = importlib.util.spec_from_file_location("noise_robustness", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def example(load_example):
+    return load_example("noise_robustness")
 
 
 def test_label_noise_hurts_pa_more_than_pa_i_and_pa_ii(example):

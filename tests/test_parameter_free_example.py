@@ -3,22 +3,14 @@ scale-invariant learner on nearly singular pixel data from the same loaders."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 from river import optim
 
 import river_pa
 
-PATH = Path(__file__).resolve().parents[1] / "examples" / "parameter_free.py"
-
-
 @pytest.fixture(scope="module")
-def pf():
-    spec = importlib.util.spec_from_file_location("parameter_free", PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def pf(load_example):
+    module = load_example("parameter_free")
     try:
         module.data_dir()
     except FileNotFoundError as exc:

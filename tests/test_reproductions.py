@@ -2,33 +2,26 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-def load_example(name: str):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-usps = load_example("usps_multiclass")
-comparison = load_example("multiclass_comparison")
+@pytest.fixture(scope="module")
+def usps(load_example):
+    return load_example("usps_multiclass")
 
 
 @pytest.fixture(scope="module")
-def usps_data():
+def comparison(load_example):
+    return load_example("multiclass_comparison")
+
+
+@pytest.fixture(scope="module")
+def usps_data(usps):
     if not usps.DATA.exists():
         pytest.skip(f"shared data missing: {usps.DATA}")
     return usps.load_usps()
 
 
-def test_usps_pa1_beats_the_perceptron_on_the_full_pass(usps_data):
+def test_usps_pa1_beats_the_perceptron_on_the_full_pass(usps, usps_data):
     """All 7,291 digits in file order (about 10 s): PA-I <= 5.0%, >= 2.5 points below."""
     X, y = usps_data
     assert X.shape == (7291, 256) and X.min() == -1.0 and X.max() == 1.0
@@ -39,7 +32,7 @@ def test_usps_pa1_beats_the_perceptron_on_the_full_pass(usps_data):
     assert perceptron - pa1 >= 2.5
 
 
-def test_usps_example_quick_mode(tmp_path):
+def test_usps_example_quick_mode(usps, tmp_path):
     if not usps.DATA.exists():
         pytest.skip(f"shared data missing: {usps.DATA}")
     results = usps.main(["--quick", "--plot", str(tmp_path / "usps.png")])
@@ -49,14 +42,14 @@ def test_usps_example_quick_mode(tmp_path):
     assert errors["PA-I"] < errors["Perceptron"]
 
 
-def test_multiclass_pa_beats_one_vs_rest_on_both_data_sets():
+def test_multiclass_pa_beats_one_vs_rest_on_both_data_sets(comparison):
     """Full ImageSegments (2,310) and digits (1,797): our online error <= River's."""
     table = comparison.multiclass_table()
     for name, (ours, rivers) in table.items():
         assert ours.mean() <= rivers.mean(), name
 
 
-def test_comparison_example_quick_mode(tmp_path):
+def test_comparison_example_quick_mode(comparison, tmp_path):
     if not comparison.EMOTIONS.exists():
         pytest.skip(f"shared data missing: {comparison.EMOTIONS}")
     table, ml = comparison.main(["--quick", "--plot", str(tmp_path / "cmp.png")])

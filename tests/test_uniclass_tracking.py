@@ -10,16 +10,9 @@ and much better than the running mean and than hard PA (which chases every outli
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 
-EXAMPLE = pathlib.Path(__file__).resolve().parents[1] / "examples" / "uniclass_tracking.py"
-
-
-def test_quick_tracking_and_shuttle(tmp_path):
-    spec = importlib.util.spec_from_file_location("uniclass_tracking", EXAMPLE)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+def test_quick_tracking_and_shuttle(load_example, tmp_path):
+    example = load_example("uniclass_tracking")
     results, aucs = example.main(["--quick", "--out", str(tmp_path / "plot.png")])
     total = {name: r["total"] for name, r in results.items()}
     assert total["PA-I"] <= 1.1 * total["EWMean"]
