@@ -25,13 +25,10 @@ import random
 import time
 import zipfile
 
+from river_pa.datasets import shared_folder
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-# ../shared/data from the project root (main checkout), or two levels up from a worktree.
-DATA = next(
-    (p for base in (ROOT.parent, ROOT.parent.parent)
-     if (p := base / "shared" / "data" / "conll2000" / "conll2000.zip").exists()),
-    ROOT.parent / "shared" / "data" / "conll2000" / "conll2000.zip",
-)
+DATA = shared_folder() / "conll2000" / "conll2000.zip"
 
 
 def load(split: str, path=DATA) -> list[tuple[list[str], list[str], list[str]]]:

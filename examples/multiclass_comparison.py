@@ -33,10 +33,9 @@ import numpy as np
 from river import datasets, linear_model, metrics, multiclass, multioutput, preprocessing, stream
 
 import river_pa
+from river_pa.datasets import shared_folder
 
-SHARED = next((p / "shared" / "data" for p in Path(__file__).resolve().parents
-               if (p / "shared" / "data").is_dir()), Path("../shared/data"))
-EMOTIONS = SHARED / "emotions" / "emotions.arff.gz"
+EMOTIONS = shared_folder() / "emotions" / "emotions.arff.gz"
 N_EMOTIONS = 6  # the first six ARFF attributes are the labels
 QUICK = 600
 

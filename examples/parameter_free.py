@@ -82,7 +82,6 @@ import bz2
 import gzip
 import json
 import math
-import os
 import time
 from pathlib import Path
 
@@ -92,6 +91,7 @@ from river import linear_model, optim
 from sklearn.datasets import load_svmlight_file
 
 import river_pa
+from river_pa.datasets import shared_folder
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -110,15 +110,11 @@ WINDOWS = 20
 
 
 def data_dir() -> Path:
-    """The shared data folder: $RIVER_PA_DATA, else ../shared/data from the project or above."""
-    env = os.environ.get("RIVER_PA_DATA")
-    candidates = (
-        [Path(env)] if env else [ROOT.parent / "shared/data", ROOT.parents[1] / "shared/data"]
-    )
-    for path in candidates:
-        if path.is_dir():
-            return path
-    raise FileNotFoundError(f"shared data folder not found in {[str(p) for p in candidates]}")
+    """The shared data folder (`river_pa.datasets.shared_folder`); FileNotFoundError if absent."""
+    path = shared_folder()
+    if not path.is_dir():
+        raise FileNotFoundError(f"shared data folder not found at {path} (set RIVER_PA_DATA)")
+    return path
 
 
 def _svmlight(path: Path, positive) -> tuple[np.ndarray, np.ndarray]:

@@ -37,11 +37,9 @@ from pathlib import Path
 import numpy as np
 
 import river_pa
+from river_pa.datasets import shared_folder
 
-# ../shared/data from the project root (a worktree sits one level deeper)
-SHARED = next((p / "shared" / "data" for p in Path(__file__).resolve().parents
-               if (p / "shared" / "data").is_dir()), Path("../shared/data"))
-DATA = SHARED / "usps" / "usps.bz2"
+DATA = shared_folder() / "usps" / "usps.bz2"
 C = 100.0
 QUICK_ROUNDS = 2000
 

@@ -3,31 +3,20 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import random
 from pathlib import Path
 
 import pytest
 
+from river_pa.datasets import shared_folder
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 
-def shared_data_dir() -> Path:
-    """`$RIVER_PA_DATA`, else `<repo>/../shared/data` (see SOURCES.md there).
-
-    A git worktree under `<project>/wt/<name>` also finds `<project>/shared/data`.
-
-    """
-    if "RIVER_PA_DATA" in os.environ:
-        return Path(os.environ["RIVER_PA_DATA"])
-    candidates = [REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data"]
-    return next((p for p in candidates if p.is_dir()), candidates[0])
-
-
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    path = shared_data_dir()
+    path = shared_folder()
     if not path.is_dir():
         pytest.skip(f"shared data folder {path} is absent (set RIVER_PA_DATA to its location)")
     return path

@@ -21,11 +21,11 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.structs import TopicPartition
 
+from river_pa.datasets import shared_folder
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "kafka.sh"
-ELEC2 = Path(os.environ.get("ELEC2_PATH", ROOT.parent / "shared" / "data" / "elec2" / "elec.csv.gz"))
-if not ELEC2.exists():  # a worktree sits one level deeper than a clone
-    ELEC2 = ROOT.parents[1] / "shared" / "data" / "elec2" / "elec.csv.gz"
+ELEC2 = Path(os.environ.get("ELEC2_PATH", shared_folder() / "elec2" / "elec.csv.gz"))
 
 
 def broker_script(command: str) -> str:
