@@ -237,17 +237,6 @@ class SparseLinear(TransientCache):
             self._known = True
             self._grow()
 
-    def _event(self, x: dict, learn: bool = False):
-        """(positions, values, margin, ||x||^2) of the event `x`, validated (see `_prepare`).
-
-        The values are a float64 array of the caller's own (writable, not shared with the cache).
-
-        """
-        self._prepare(x, learn)
-        val = self._val
-        return self._epos, np.frombuffer(val).copy() if val.__class__ is bytes else val.copy(), \
-            self._margin, self._sq
-
     def _margin_one(self, x: dict) -> float:
         self._prepare(x)
         return self._margin

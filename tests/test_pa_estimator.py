@@ -351,11 +351,3 @@ def test_bad_targets_leave_the_regressor_unchanged(y, error, message):
     with pytest.raises(error, match=message):
         model.learn_one({"a": 1.0}, y)
     assert pickle.dumps(model) == before
-
-
-def test_event_arrays_for_other_learners_are_writable_copies():
-    model = PAClassifier()
-    pos, val, margin, sq = model._event({"a": 2.0, "b": -1.0}, learn=True)
-    assert val.tolist() == [2.0, -1.0] and sq == 5.0 and margin == 0.0 and len(pos) == 2
-    val[0] = 99.0  # the caller's array: the cached event is unaffected
-    assert model._event({"a": 2.0, "b": -1.0})[1].tolist() == [2.0, -1.0]
