@@ -1,7 +1,7 @@
-"""`python -m connectors` runs `river-pa serve`."""
+"""`python -m river_pa.connectors` runs `river-pa serve`."""
 
 import sys
 
-from connectors.cli import main
+from river_pa.connectors.cli import main
 
 sys.exit(main())

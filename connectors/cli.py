@@ -1,13 +1,13 @@
-"""`river-pa serve`: run the Kafka daemon (`python -m connectors.cli --help`)."""
+"""`river-pa serve`: run the Kafka daemon (`python -m river_pa.connectors.cli --help`)."""
 
 from __future__ import annotations
 
 import logging
 import sys
 
-from connectors.checkpoint import CheckpointError, check_writable
-from connectors.config import load_config
-from connectors.daemon import Daemon
+from river_pa.connectors.checkpoint import CheckpointError, check_writable
+from river_pa.connectors.config import load_config
+from river_pa.connectors.daemon import Daemon
 
 __all__ = ["main"]
 

@@ -19,16 +19,16 @@ from kafka.errors import KafkaError, ProducerFencedError
 from kafka.structs import TopicPartition
 from river import base
 
-from connectors import checkpoint
-from connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
-from connectors.config import ServeConfig
-from connectors.kafka_io import (
+from river_pa.connectors import checkpoint
+from river_pa.connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
+from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.kafka_io import (
     RebalanceQueue, dead_letter_headers, make_consumer, make_offsets_client, make_producer,
     offsets_to_commit, tp_key,
 )
-from connectors.merge import Merger
-from connectors.pending import Pending, PendingStore
-from connectors.reporting import Reporter, Stats, make_metric
+from river_pa.connectors.merge import Merger
+from river_pa.connectors.pending import Pending, PendingStore
+from river_pa.connectors.reporting import Reporter, Stats, make_metric
 
 __all__ = ["Daemon"]
 

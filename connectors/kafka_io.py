@@ -7,7 +7,7 @@ import threading
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from connectors.config import ServeConfig
+from river_pa.connectors.config import ServeConfig
 
 __all__ = [
     "RebalanceQueue", "dead_letter_headers", "make_consumer", "make_producer", "offsets_to_commit",

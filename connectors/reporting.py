@@ -14,7 +14,7 @@ from pathlib import Path
 
 from river import metrics, stats, utils
 
-from connectors.codec import encode_json
+from river_pa.connectors.codec import encode_json
 
 __all__ = ["Reporter", "Stats", "make_metric"]
 

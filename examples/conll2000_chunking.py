@@ -25,7 +25,7 @@ import random
 import time
 import zipfile
 
-from river_pa.datasets import shared_folder
+from river_pa.evaluate.datasets import shared_folder
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = shared_folder() / "conll2000" / "conll2000.zip"

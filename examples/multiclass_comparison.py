@@ -33,7 +33,7 @@ import numpy as np
 from river import datasets, linear_model, metrics, multiclass, multioutput, preprocessing, stream
 
 import river_pa
-from river_pa.datasets import shared_folder
+from river_pa.evaluate.datasets import shared_folder
 
 EMOTIONS = shared_folder() / "emotions" / "emotions.arff.gz"
 N_EMOTIONS = 6  # the first six ARFF attributes are the labels

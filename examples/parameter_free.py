@@ -39,7 +39,7 @@ Why RescaledExp is at 1.43 here and 1.19 in the paper (audit, measured; nothing 
 * The algorithm is the paper's: the classifier's margins equal a plain transcription of
   Algorithm 1 per coordinate (k = sqrt 2, p = 1/L_t, M_t, eta_t, restart when |g| > 2 L_t,
   zero gradients skipped) to about 1e-14 on 3,000 events of USPS, a9a and Elec2
-  (tests/test_rescaledexp.py pins the same on a synthetic stream with restarts).
+  (tests/paramfree/test_rescaledexp.py pins the same on a synthetic stream with restarts).
 * The preprocessing is not what costs it. LIBSVM's USPS copy is scaled to [-1, 1] (2x - 1 of
   ours): RescaledExp gets 0.946 there instead of 0.601, AdaGrad 0.395 either way, so the
   paper's own copy would give about 2.4, not 1.53. MNIST-5k unscaled (0-255): 125.8. With no
@@ -91,7 +91,7 @@ from river import linear_model, optim
 from sklearn.datasets import load_svmlight_file
 
 import river_pa
-from river_pa.datasets import shared_folder
+from river_pa.evaluate.datasets import shared_folder
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -110,7 +110,7 @@ WINDOWS = 20
 
 
 def data_dir() -> Path:
-    """The shared data folder (`river_pa.datasets.shared_folder`); FileNotFoundError if absent."""
+    """The shared data folder (`river_pa.evaluate.datasets.shared_folder`); FileNotFoundError if absent."""
     path = shared_folder()
     if not path.is_dir():
         raise FileNotFoundError(f"shared data folder not found at {path} (set RIVER_PA_DATA)")

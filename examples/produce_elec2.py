@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kafka import KafkaProducer  # noqa: E402
 
-from connectors.replay import elec2, records, send_all  # noqa: E402
+from river_pa.connectors.replay import elec2, records, send_all  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "elec2" / "elec.csv.gz"
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import river_pa
-from river_pa.datasets import shared_folder
+from river_pa.evaluate.datasets import shared_folder
 
 DATA = shared_folder() / "usps" / "usps.bz2"
 C = 100.0

@@ -1,40 +1,45 @@
 """Passive-Aggressive and parameter-free online learners as River estimators.
 
 Learners take dict features (any hashable keys, real values) and keep their state in numpy
-arrays, with Numba kernels for the inner loops.
+arrays, with Numba kernels for the inner loops. Families live in subpackages, as in River:
+`linear_model`, `multiclass`, `multilabel`, `anomaly`, `structured`, `kernel`, `paramfree`.
+Every learner is also importable from here; a family is imported when one of its learners is
+first used, so `import river_pa` stays cheap.
 
 """
 
-from river_pa.cost_sensitive import PACostSensitiveClassifier
-from river_pa.kernel_pa import KernelPAClassifier
-from river_pa.multiclass import PAMultiClassifier
-from river_pa.multilabel import PAMultiLabelClassifier
-from river_pa.pa import PAClassifier, PARegressor
-from river_pa.rescaledexp import RescaledExp, RescaledExpClassifier, RescaledExpRegressor
-from river_pa.scale_invariant import (
-    CoordinateScaleInvariantClassifier,
-    CoordinateScaleInvariantRegressor,
-    FullScaleInvariantClassifier,
-    FullScaleInvariantRegressor,
-)
-from river_pa.sequence import PASequenceTagger
-from river_pa.uniclass import PAUniclass
+import importlib
 
-__all__ = [
-    "CoordinateScaleInvariantClassifier",
-    "CoordinateScaleInvariantRegressor",
-    "FullScaleInvariantClassifier",
-    "FullScaleInvariantRegressor",
-    "KernelPAClassifier",
-    "PAClassifier",
-    "PACostSensitiveClassifier",
-    "PAMultiClassifier",
-    "PAMultiLabelClassifier",
-    "PARegressor",
-    "PASequenceTagger",
-    "PAUniclass",
-    "RescaledExp",
-    "RescaledExpClassifier",
-    "RescaledExpRegressor",
-]
+_FAMILY = {
+    "CoordinateScaleInvariantClassifier": "paramfree",
+    "CoordinateScaleInvariantRegressor": "paramfree",
+    "FullScaleInvariantClassifier": "paramfree",
+    "FullScaleInvariantRegressor": "paramfree",
+    "KernelPAClassifier": "kernel",
+    "PAClassifier": "linear_model",
+    "PACostSensitiveClassifier": "multiclass",
+    "PAMultiClassifier": "multiclass",
+    "PAMultiLabelClassifier": "multilabel",
+    "PARegressor": "linear_model",
+    "PASequenceTagger": "structured",
+    "PAUniclass": "anomaly",
+    "RescaledExp": "paramfree",
+    "RescaledExpClassifier": "paramfree",
+    "RescaledExpRegressor": "paramfree",
+}
+
+__all__ = sorted(_FAMILY)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    family = _FAMILY.get(name)
+    if family is None:
+        raise AttributeError(f"module 'river_pa' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"river_pa.{family}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

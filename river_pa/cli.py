@@ -13,9 +13,9 @@ import importlib
 import sys
 
 COMMANDS = {
-    "evaluate": ("river_pa.evaluate", "progressive validation of a learner on a data set"),
-    "serve": ("connectors.cli", "the Kafka daemon: consume events, predict, learn, report"),
-    "report": ("connectors.report", "render a JSONL report as a learning-curve PNG and table"),
+    "evaluate": ("river_pa.evaluate.job", "progressive validation of a learner on a data set"),
+    "serve": ("river_pa.connectors.cli", "the Kafka daemon: consume events, predict, learn, report"),
+    "report": ("river_pa.connectors.report", "render a JSONL report as a learning-curve PNG and table"),
 }
 
 

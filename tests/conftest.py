@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from river_pa.datasets import shared_folder
+from river_pa.evaluate.datasets import shared_folder
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from connectors.config import ServeConfig, build_parser
+from river_pa.connectors.config import ServeConfig, build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "compose.yaml"

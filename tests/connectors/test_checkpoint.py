@@ -8,7 +8,7 @@ import pickle
 import pytest
 from river import linear_model
 
-from connectors import checkpoint
+from river_pa.connectors import checkpoint
 
 
 class Bomb:

@@ -7,7 +7,7 @@ import json
 import pytest
 from river import linear_model
 
-from connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
+from river_pa.connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
 
 BINARY = label_check_for(linear_model.PAClassifier())
 REGRESSION = label_check_for(linear_model.LinearRegression())

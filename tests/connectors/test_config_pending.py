@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.config import load_config
-from connectors.pending import Pending, PendingStore
+from river_pa.connectors.config import load_config
+from river_pa.connectors.pending import Pending, PendingStore
 
 
 def test_flags_beat_environment_beat_toml(tmp_path):

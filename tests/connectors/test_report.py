@@ -6,8 +6,8 @@ import json
 
 from river import metrics
 
-from connectors import report
-from connectors.reporting import Stats
+from river_pa.connectors import report
+from river_pa.connectors.reporting import Stats
 
 
 def test_report_renders_png_and_table(tmp_path, capsys):

@@ -21,7 +21,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.structs import TopicPartition
 
-from river_pa.datasets import shared_folder
+from river_pa.evaluate.datasets import shared_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "kafka.sh"
@@ -145,11 +145,11 @@ class Kafka:
             time.sleep(0.2)
 
     def serve(self, *args: str, name: str = "d0") -> subprocess.Popen:
-        """Start `river-pa serve` (python -m connectors.cli) in a subprocess."""
+        """Start `river-pa serve` (python -m river_pa.connectors.cli) in a subprocess."""
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         log = open(self.tmp_path / f"{name}.log", "ab")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "connectors.cli", "--bootstrap-servers", self.bootstrap,
+            [sys.executable, "-m", "river_pa.connectors.cli", "--bootstrap-servers", self.bootstrap,
              "--client-id", name, "--report-seconds", "0.5", "--session-timeout-ms", "2000",
              *args],
             cwd=self.tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from connectors.replay import elec2, records, send_all
+from river_pa.connectors.replay import elec2, records, send_all
 
 from river import evaluate, metrics
 from river_pa.registry import make_model

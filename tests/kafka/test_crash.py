@@ -9,8 +9,8 @@ import signal
 
 import pytest
 
-from connectors import checkpoint
-from connectors.replay import elec2, records, send_all
+from river_pa.connectors import checkpoint
+from river_pa.connectors.replay import elec2, records, send_all
 
 N_EVENTS = 4_000
 DELAY = 100

@@ -6,7 +6,7 @@ import json
 
 from river import evaluate, metrics
 
-from connectors.replay import elec2, records, send_all
+from river_pa.connectors.replay import elec2, records, send_all
 from river_pa.registry import make_model
 
 N_EVENTS = 45_312
@@ -22,8 +22,8 @@ def river_reference(rows, delay: int) -> float:
 
 def river_pa_evaluate(delay: int) -> float:
     """Accuracy from `river-pa evaluate --data elec2 --delay N` (its Python entry point)."""
-    from river_pa import datasets
-    from river_pa.evaluate import evaluate as run
+    from river_pa.evaluate import datasets
+    from river_pa.evaluate.job import evaluate as run
 
     result = run(datasets.load("elec2"), make_model("PAClassifier", {}), ["Accuracy"], delay=delay)
     return result.values["Accuracy"]

@@ -6,7 +6,7 @@ import json
 
 from river import evaluate, linear_model, metrics
 
-from connectors.replay import elec2, records, send_all
+from river_pa.connectors.replay import elec2, records, send_all
 
 N_EVENTS = 2_000
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from connectors.replay import elec2, records, send_all
+from river_pa.connectors.replay import elec2, records, send_all
 
 N_EVENTS = 4_000
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from connectors.replay import elec2, records, send_all
+from river_pa.connectors.replay import elec2, records, send_all
 
 N_EVENTS = 5_000
 DELAY = 100

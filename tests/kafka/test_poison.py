@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from connectors.replay import elec2, records
+from river_pa.connectors.replay import elec2, records
 
 N_EVENTS = 300
 DELAY = 10

@@ -1,0 +1,200 @@
+"""Benchmark of the core linear PA learners against River and scikit-learn (issue 2, section 6).
+
+Run from the repository root::
+
+    PYTHONPATH=. python benchmarks/bench_core.py            # full streams, 3 repetitions
+    PYTHONPATH=. python benchmarks/bench_core.py --quick    # 1/10 of each stream
+
+Three measurements, each as a ratio of two systems timed in this process, repetitions
+interleaved (A, B, A, B, ...), medians reported:
+
+1. Progressive validation per event (``predict_one`` then ``learn_one``): ours (PA-I, C=1,
+   vocabulary; on the sparse stream also hashing with n_features=2**18) against River's
+   ``linear_model.PAClassifier(mode=1)``. Targets: >= 5x on Phishing x20, dense-20 and
+   dense-1000; >= 1.5x (vocabulary) and >= 3x (hashing) on the sparse stream.
+2. Batches of 1,024: our ``learn_many`` against scikit-learn's
+   ``SGDClassifier(loss="hinge", penalty=None, learning_rate="pa1", eta0=1)`` ``partial_fit``.
+   Like for like: both inputs are built before the clock starts (ours: one pandas DataFrame and
+   one label Series per batch; sklearn: one float64 array, or CSR matrix on the sparse stream,
+   and one label array per batch), so each timed region is the learner consuming prebuilt
+   batches. On the sparse stream our batch is a DataFrame of pandas sparse columns (one column
+   per key in the batch). Target >= 1.0x.
+3. Weights memory after the sparse stream: our weight array's ``nbytes`` against River's weights
+   dict (``sys.getsizeof`` of the dict plus of each float value; keys not counted). Target
+   <= 1/4. Our vocabulary dict (key -> position) is reported on its own line.
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from river import linear_model
+from sklearn.linear_model import SGDClassifier
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import streams  # noqa: E402
+
+from river_pa import PAClassifier  # noqa: E402
+
+BATCH = 1024
+
+
+def progressive(model, stream) -> float:
+    """Seconds to run predict_one then learn_one over the stream."""
+    predict, learn = model.predict_one, model.learn_one
+    start = time.perf_counter()
+    for x, y in stream:
+        predict(x)
+        learn(x, y)
+    return time.perf_counter() - start
+
+
+def interleaved(systems: dict, run, reps: int) -> dict:
+    """Median seconds per system, repetitions interleaved across systems."""
+    times = {name: [] for name in systems}
+    for _ in range(reps):
+        for name, make in systems.items():
+            times[name].append(run(make()))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def dense_batches(stream):
+    """(ours, sklearn) prebuilt batches of a fixed-schema stream."""
+    keys = list(stream[0][0])
+    ours, theirs = [], []
+    for lo in range(0, len(stream), BATCH):
+        chunk = stream[lo : lo + BATCH]
+        X = np.array([[x[k] for k in keys] for x, _ in chunk], dtype=np.float64)
+        y = np.array([yi for _, yi in chunk])
+        ours.append((pd.DataFrame(X, columns=keys), pd.Series(y)))
+        theirs.append((X, y))
+    return ours, theirs, len(keys)
+
+
+def sparse_batches(stream, n_features: int):
+    """(ours, sklearn) prebuilt batches of the sparse stream (keys 'k<j>')."""
+    ours, theirs = [], []
+    for lo in range(0, len(stream), BATCH):
+        chunk = stream[lo : lo + BATCH]
+        cols = np.array([int(k[1:]) for x, _ in chunk for k in x])
+        vals = np.array([v for x, _ in chunk for v in x.values()])
+        indptr = np.cumsum([0] + [len(x) for x, _ in chunk])
+        y = np.array([yi for _, yi in chunk])
+        theirs.append((sp.csr_matrix((vals, cols, indptr), shape=(len(chunk), n_features)), y))
+        uniq, inverse = np.unique(cols, return_inverse=True)
+        local = sp.csr_matrix((vals, inverse, indptr), shape=(len(chunk), len(uniq)))
+        X = pd.DataFrame.sparse.from_spmatrix(local, columns=[f"k{j}" for j in uniq])
+        ours.append((X, pd.Series(y)))
+    return ours, theirs, n_features
+
+
+def feed_ours(batches):
+    def run(model):
+        start = time.perf_counter()
+        for X, y in batches:
+            model.learn_many(X, y)
+        return time.perf_counter() - start
+    return run
+
+
+def feed_sklearn(batches):
+    classes = np.array([False, True])
+
+    def run(model):
+        start = time.perf_counter()
+        for X, y in batches:
+            model.partial_fit(X, y, classes=classes)
+        return time.perf_counter() - start
+    return run
+
+
+def sgd():
+    return SGDClassifier(loss="hinge", penalty=None, learning_rate="pa1", eta0=1.0)
+
+
+def river_weights_bytes(model) -> int:
+    return sys.getsizeof(model.weights) + sum(map(sys.getsizeof, model.weights.values()))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1/10 of each stream")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--only", choices=["events", "batches", "memory"], action="append")
+    args = parser.parse_args(argv)
+    scale = 10 if args.quick else 1
+    parts = args.only or ["events", "batches", "memory"]
+    data = {
+        "phishing_x20": streams.phishing_x20()[: 25_000 // scale],
+        "dense-20": streams.dense(200_000 // scale, 20),
+        "sparse": streams.sparse(200_000 // scale),
+        "dense-1000": streams.dense(20_000 // scale, 1000),
+    }
+    targets = {"phishing_x20": 5.0, "dense-20": 5.0, "sparse": 1.5, "dense-1000": 5.0}
+
+    if "events" in parts:
+        print("predict_one + learn_one per event, events/s (median), ratio vs River PAClassifier")
+        for name, stream in data.items():
+            systems = {
+                "river": lambda: linear_model.PAClassifier(C=1.0, mode=1),
+                "ours": lambda: PAClassifier(variant="PA-I", C=1.0),
+            }
+            if name == "sparse":
+                systems["ours-hash"] = lambda: PAClassifier(variant="PA-I", n_features=2**18)
+            med = interleaved(systems, lambda m: progressive(m, stream), args.reps)
+            rate = {k: len(stream) / t for k, t in med.items()}
+            line = f"  {name:13s} river {rate['river']:>10,.0f}/s  ours {rate['ours']:>10,.0f}/s"
+            line += f"  ratio {med['river'] / med['ours']:5.2f}x (target >= {targets[name]}x)"
+            if "ours-hash" in med:
+                line += f"  hashing {rate['ours-hash']:>10,.0f}/s ratio "
+                line += f"{med['river'] / med['ours-hash']:5.2f}x (target >= 3x)"
+            print(line, flush=True)
+
+    if "batches" in parts:
+        print(f"learn_many vs sklearn SGDClassifier(pa1).partial_fit, batches of {BATCH}, "
+              "inputs prebuilt for both")
+        for name, stream in data.items():
+            if name == "sparse":
+                ours, theirs, _ = sparse_batches(stream, 2**18)
+            else:
+                ours, theirs, _ = dense_batches(stream)
+            med = {}
+            times = {"ours": [], "sklearn": []}
+            for _ in range(args.reps):
+                times["ours"].append(feed_ours(ours)(PAClassifier(variant="PA-I", C=1.0)))
+                times["sklearn"].append(feed_sklearn(theirs)(sgd()))
+            med = {k: statistics.median(t) for k, t in times.items()}
+            rate = {k: len(stream) / t for k, t in med.items()}
+            print(f"  {name:13s} sklearn {rate['sklearn']:>12,.0f}/s  ours {rate['ours']:>12,.0f}/s"
+                  f"  ratio {med['sklearn'] / med['ours']:5.2f}x (target >= 1.0x)", flush=True)
+
+    if "memory" in parts:
+        stream = data["sparse"]
+        river = linear_model.PAClassifier(C=1.0, mode=1)
+        ours = PAClassifier(variant="PA-I", C=1.0)
+        hashed = PAClassifier(variant="PA-I", n_features=2**18)
+        for x, y in stream:
+            for model in (river, ours, hashed):
+                model.learn_one(x, y)
+        theirs = river_weights_bytes(river)
+        vocab = ours._index.positions
+        vocab_bytes = sys.getsizeof(vocab) + sum(map(sys.getsizeof, vocab.values()))
+        print(f"weights memory after the sparse stream ({len(river.weights):,} features seen)")
+        print(f"  River weights dict (dict + float values, keys excluded): {theirs / 2**20:7.2f} MiB")
+        for label, model in (("vocabulary", ours), ("hashing 2^18", hashed)):
+            print(f"  ours {label:13s} weight array nbytes: {model._w.nbytes / 2**20:7.2f} MiB  "
+                  f"ratio {model._w.nbytes / theirs:.3f} (target <= 0.25)")
+        print(f"  ours vocabulary dict (dict + int positions, keys excluded, shared key objects):"
+              f" {vocab_bytes / 2**20:7.2f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,284 @@
+"""Feature indexing: from dict keys to positions in a numpy weight array.
+
+Every learner in river_pa stores its weights in numpy arrays indexed by integer feature
+positions. This module turns the keys of a feature dict into those positions and the values
+into a float64 array, validating them on the way:
+
+* `Vocabulary` (the default) gives each new key the next free position. Position 0 is a *sink*:
+  features never seen in training map there at prediction time, and its weight stays 0, so
+  prediction never mutates the model.
+* `Hashing` maps a key to ``crc32(key) mod n_features`` (the hashing trick). The hash is
+  computed on a canonical byte encoding of the key, so the same key lands at the same position
+  in every process (Python's own `hash` of a `str` is salted per process and is never used).
+
+Both are plain Python objects holding plain dicts: they pickle.
+
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import numbers
+import struct
+import zlib
+from itertools import repeat
+
+import numpy as np
+
+from river_pa._core._numba import CRC_TABLE, crc32_segments, mask_positions
+
+__all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values", "check_value"]
+
+_PACKERS: dict = {}
+
+
+def check_value(key, value) -> float:
+    """Return `value` as a float, or raise an error naming the feature.
+
+    Raises
+    ------
+    TypeError
+        If the value is not a real number (int, float, bool or a numpy real scalar).
+    ValueError
+        If the value is NaN or infinite.
+
+    >>> check_value("age", 3)
+    3.0
+    >>> check_value("age", "3")
+    Traceback (most recent call last):
+    ...
+    TypeError: feature 'age' has a non-numeric value '3' of type str
+    >>> check_value("age", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: feature 'age' has a non-finite value nan
+
+    """
+    if not isinstance(value, numbers.Real | np.bool_):
+        raise TypeError(
+            f"feature {key!r} has a non-numeric value {value!r} of type {type(value).__name__}"
+        )
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValueError(f"feature {key!r} has a value out of the float64 range") from None
+    if not math.isfinite(value):
+        raise ValueError(f"feature {key!r} has a non-finite value {value!r}")
+    return value
+
+
+def _packer(n: int) -> struct.Struct:
+    """A cached `struct.Struct` packing n float64 values."""
+    packer = _PACKERS.get(n)
+    if packer is None:
+        if len(_PACKERS) >= 4096:
+            _PACKERS.clear()
+        packer = _PACKERS[n] = struct.Struct(f"{n}d")
+    return packer
+
+
+def packed_values(x: dict, vals: tuple) -> bytes | np.ndarray:
+    """The validated values of `x`, given ``vals = tuple(x.values())``: packed float64 bytes.
+
+    The fast path sums the values in C: a non-number raises there, a complex number or a
+    `Decimal` makes the sum a non-real and a NaN or an infinity makes it non-finite. Only then
+    is every value checked one by one, to name the culprit (the result is then a float64
+    array). The sum must be a real number because `struct` and `math.isfinite` would take a
+    numpy complex scalar through its `__float__`, silently dropping the imaginary part. The values are packed by `struct`: several times
+    faster than `np.fromiter`, exact (each becomes the float64 `float(value)`), and Numba
+    kernels read the bytes in place (`np.frombuffer`).
+
+    """
+    try:
+        total = sum(vals)
+        if (total.__class__ is float or total.__class__ is int
+                or isinstance(total, numbers.Real)) and math.isfinite(total):
+            return (_PACKERS.get(len(vals)) or _packer(len(vals))).pack(*vals)
+    except (TypeError, OverflowError, struct.error):
+        pass
+    return np.array([check_value(k, v) for k, v in x.items()], dtype=np.float64)
+
+
+def as_array(val: bytes | np.ndarray) -> np.ndarray:
+    """A float64 array of `packed_values` output (read-only when it was bytes)."""
+    return np.frombuffer(val) if val.__class__ is bytes else val
+
+
+def to_values(x: dict) -> np.ndarray:
+    """The values of `x` as a (writable) float64 array, in the dict's order, validated.
+
+    >>> to_values({"a": 1, "b": True, "c": 2.5})
+    array([1. , 1. , 2.5])
+
+    """
+    val = packed_values(x, tuple(x.values()))
+    return np.frombuffer(val).copy() if val.__class__ is bytes else val
+
+
+class FeatureIndex(abc.ABC):
+    """Maps feature keys to integer positions.
+
+    `lookup` never changes the index (for prediction); `insert` may (for learning).
+    `size` is the number of positions a weight array must have.
+
+    """
+
+    size: int
+
+    @abc.abstractmethod
+    def lookup(self, keys: tuple) -> np.ndarray:
+        """Positions of `keys` (int64, one per key), without changing the index."""
+
+    @abc.abstractmethod
+    def insert(self, keys: tuple) -> np.ndarray:
+        """Positions of `keys`, giving new keys a position first."""
+
+    def known(self, idx: np.ndarray) -> bool:
+        """Whether every position in `idx` belongs to a key seen by `insert`."""
+        return True
+
+    def lookup_unique(self, keys: tuple) -> tuple[np.ndarray, bool]:
+        """`lookup(keys)` and whether two of the keys share a position (a hash collision)."""
+        return self.lookup(keys), False
+
+
+class Vocabulary(FeatureIndex):
+    """A growable vocabulary: each new key gets the next position; position 0 is the sink.
+
+    >>> v = Vocabulary()
+    >>> v.insert(("a", "b"))
+    array([1, 2])
+    >>> v.lookup(("b", "c"))
+    array([2, 0])
+    >>> v.size
+    3
+
+    """
+
+    def __init__(self):
+        self.positions: dict = {}
+
+    @property
+    def size(self) -> int:
+        return len(self.positions) + 1
+
+    def lookup(self, keys):
+        return np.fromiter(map(self.positions.get, keys, repeat(0)), np.int64, len(keys))
+
+    def insert(self, keys):
+        positions = self.positions
+        for key in keys:
+            if key not in positions:
+                positions[key] = len(positions) + 1
+        return np.fromiter(map(positions.__getitem__, keys), np.int64, len(keys))
+
+    def known(self, idx):
+        return np.count_nonzero(idx) == len(idx)  # 3x faster than idx.all() on short arrays
+
+    def keys(self):
+        """Keys in position order (position 1 first)."""
+        return list(self.positions)
+
+
+def _canonical(key):
+    """`key` with its numbers (and str subclasses) as plain int, float or str, in tuples too.
+
+    Keys that are equal are one dict key (``{1: a, 1.0: b, True: c}`` has one entry), so a
+    `Vocabulary` gives them one position; their `repr` differ (``1``, ``1.0``, ``True``,
+    ``np.int64(1)``), so the hash must not see it. An integral float becomes an int.
+
+    """
+    cls = key.__class__
+    if cls is str or cls is int:
+        return key
+    if isinstance(key, str):
+        return str(key)
+    if isinstance(key, tuple):
+        return tuple(map(_canonical, key))
+    if isinstance(key, numbers.Integral | np.bool_):
+        return int(key)
+    if isinstance(key, numbers.Real):
+        value = float(key)
+        return int(value) if value.is_integer() else value
+    return key
+
+
+def stable_hash(key) -> int:
+    """A 32-bit hash of `key` that is the same in every process.
+
+    A `str` is hashed from its UTF-8 bytes; any other key from a NUL byte followed by the
+    `repr` of its canonical form (see `_canonical`), so the string ``"1"`` and the integer
+    ``1`` differ but keys that are equal, such as ``1``, ``1.0``, ``True`` and
+    ``np.int64(1)``, do not.
+
+    >>> stable_hash("user=42")
+    1629494019
+    >>> stable_hash(("a", 1)) == stable_hash(("a", 1.0)) == stable_hash(("a", True))
+    True
+
+    """
+    if isinstance(key, str):
+        return zlib.crc32(key.encode("utf-8"))
+    return zlib.crc32(b"\x00" + repr(_canonical(key)).encode("utf-8"))
+
+
+class Hashing(FeatureIndex):
+    """The hashing trick over `n_features` positions (a power of two).
+
+    Two keys of one event may collide; callers merge them (see `merge_duplicates`) so that the
+    event is the hashed vector, whose squared norm is what the PA step uses. Positions are
+    computed afresh for every key tuple: a CRC-32 of a short key costs less than a lookup in a
+    large cache dict (memory-bound), and keeps the object as small as its parameters.
+
+    >>> h = Hashing(2**4)
+    >>> h.lookup(("user=42",))
+    array([3])
+
+    """
+
+    def __init__(self, n_features: int):
+        if (not isinstance(n_features, numbers.Integral) or isinstance(n_features, bool)
+                or n_features < 1 or n_features & (n_features - 1)):
+            raise ValueError(f"n_features must be a positive power of two, got {n_features!r}")
+        self.n_features = n_features
+
+    @property
+    def size(self) -> int:
+        return self.n_features
+
+    def lookup_unique(self, keys):
+        n = len(keys)
+        try:  # all keys str (the common case): CRC-32 of the UTF-8 bytes, as stable_hash does
+            joined = "\x00".join(keys)
+            if n and joined.isascii() and joined.count("\x00") == n - 1:
+                idx = np.empty(n, dtype=np.int64)  # one Numba pass over all the keys' bytes
+                crc32_segments(joined.encode("ascii"), CRC_TABLE, idx)
+            else:
+                idx = np.fromiter(map(zlib.crc32, map(str.encode, keys)), np.int64, n)
+        except TypeError:
+            idx = np.fromiter(map(stable_hash, keys), np.int64, n)
+        return idx, mask_positions(idx, self.n_features - 1)
+
+    def lookup(self, keys):
+        return self.lookup_unique(keys)[0]
+
+    insert = lookup
+
+
+def merge_duplicates(idx: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum the values of repeated positions (hash collisions within one event).
+
+    >>> merge_duplicates(np.array([3, 1, 3]), np.array([1.0, 2.0, 4.0]))
+    (array([3, 1]), array([5., 2.]))
+
+    """
+    uniq, first, inverse = np.unique(idx, return_index=True, return_inverse=True)
+    sums = np.bincount(inverse, weights=values, minlength=len(uniq))
+    order = np.argsort(first)
+    return uniq[order], sums[order]
+
+
+def make_index(n_features: int | None) -> FeatureIndex:
+    """A `Vocabulary` when `n_features` is None, else `Hashing(n_features)`."""
+    return Vocabulary() if n_features is None else Hashing(n_features)

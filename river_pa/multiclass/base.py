@@ -1,0 +1,279 @@
+"""State and event handling shared by the multi-prototype linear learners.
+
+A `MultiPrototype` keeps one weight row per label in a float64 matrix (label rows x feature
+positions) and one intercept per label, addressed through a `river_pa._core.features.FeatureIndex`
+exactly as `SparseLinear` addresses its weight vector (position 0 is the sink of unseen keys).
+Labels map to rows through a plain dict, in order of first appearance; the matrix grows
+amortised (doubling) in both directions. The intercept of a label is the weight of a constant
+feature of value 1, so it counts in ||x||^2, as in `PAClassifier`.
+
+Like `SparseLinear`, it caches the positions of the last key tuple and the scores of the last
+event, so that ``predict_one(x)`` followed by ``learn_one(x, y)`` scores ``x`` once, and it
+validates an event completely before changing anything.
+
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from river_pa.multiclass import _numba
+from river_pa._core.features import merge_duplicates, make_index, to_values
+from river_pa._core.cache import TransientCache
+from river_pa.linear_model.base import (
+    SparseLinear,
+    check_positive,
+    check_sample_weight,
+    check_variant,
+    frame_arrays,
+)
+
+def softmax(s: np.ndarray) -> np.ndarray:
+    """exp(s - max s), normalised (float64, same shape)."""
+    e = np.exp(s - s.max())
+    return e / e.sum()
+
+
+def check_label(label) -> None:
+    """Raise TypeError for an unhashable label and ValueError for a NaN one.
+
+    A NaN is not equal to itself, so each NaN object would look up as a new label and get a
+    row of its own: a stream of NaN labels would grow the model without bound.
+
+    >>> check_label(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: a label must not be NaN, got nan
+
+    """
+    hash(label)
+    if isinstance(label, float | np.floating) and math.isnan(label):
+        raise ValueError(f"a label must not be NaN, got {label!r}")
+
+
+def check_weights(w, rows: int) -> np.ndarray:
+    """Per-row sample weights of a batch (ones when None), validated."""
+    if w is None:
+        return np.ones(rows)
+    sw = np.asarray(w, dtype=np.float64)
+    if len(sw) != rows or not (np.isfinite(sw).all() and (sw >= 0).all()):
+        raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
+    return sw
+
+
+class ScoringClassifier(TransientCache):
+    """A label set with one score per label, and the event cache around the scores.
+
+    Subclasses create `_index` and call `_setup_labels` and `_clear_cache` in their setup, and
+    define `_grow_labels(capacity)` (room for that many label rows), `_grow()` (room for every
+    feature position), `_score_event(pos, val)` -> (||x||^2, scores of the n labels) and
+    `_scores_many(X)` (rows x n).
+
+    """
+
+    _INITIAL_LABELS = 4
+    _TRANSIENT = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_sq",
+                  "_scores", "_version_seen")
+
+    # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
+    _positions = SparseLinear._positions
+
+    def _setup_labels(self):
+        self._labels: dict = {}
+        self._classes: list = []
+        self._label_capacity = self._INITIAL_LABELS
+        self._version = 0
+
+    def _clear_cache(self):
+        self._keys = self._vals = None
+        self._pos = self._epos = self._val = self._scores = None
+        self._dups = self._known = False
+        self._sq = 0.0
+        self._version_seen = -1
+
+    @property
+    def _n(self) -> int:
+        return len(self._classes)
+
+    def _add_label(self, label) -> int:
+        """The row of `label`, giving it a fresh (zero) row first if it is new."""
+        row = self._labels.get(label)
+        if row is not None:
+            return row
+        check_label(label)  # an unhashable or NaN label raises here, before any change
+        row = self._n
+        if row == self._label_capacity:
+            self._label_capacity *= 2
+            self._grow_labels(self._label_capacity)
+        self._labels[label] = row
+        self._classes.append(label)
+        self._version += 1
+        return row
+
+    def _event(self, x: dict, learn: bool = False):
+        """(positions, values, ||x||^2, scores of the n labels) of `x`, validated.
+
+        With `learn`, keys never seen get positions (after validation). The scores are cached
+        until the model changes.
+
+        """
+        pos = self._positions(tuple(x))
+        vals = tuple(x.values())
+        if vals != self._vals or self._version_seen != self._version:
+            val = to_values(x)
+            if self._dups:
+                pos, val = merge_duplicates(pos, val)
+            self._sq, self._scores = self._score_event(pos, val)
+            self._vals, self._epos, self._val = vals, pos, val
+            self._version_seen = self._version
+        if learn and not self._index.known(self._pos):
+            self._pos = self._epos = self._index.insert(self._keys)
+            self._grow()
+        return self._epos, self._val, self._sq, self._scores
+
+    def _scores_one(self, x: dict) -> np.ndarray:
+        return self._event(x)[3]
+
+    def _labelled_event(self, x: dict, y, w):
+        """(label row, positions, values, ||x||^2, scores) of a training event, or None when
+        the sample weight is 0. `x` is validated before the label can change the model; a new
+        label gets its row (with w = 0 too) and new keys their positions."""
+        w = check_sample_weight(w)
+        self._event(x)
+        row = self._add_label(y)
+        if w == 0.0:
+            return None
+        return (row, *self._event(x, learn=True))
+
+    def _batch(self, X: pd.DataFrame, n_targets: int, w):
+        """Validated (positions, values, sample weights) of a batch, keys inserted."""
+        if n_targets != len(X):
+            raise ValueError(f"X has {len(X)} rows but y has {n_targets}")
+        sw = check_weights(w, len(X))
+        pos, values = frame_arrays(X, self._index, learn=True)
+        self._grow()
+        return pos, values, sw
+
+    @property
+    def classes(self) -> list:
+        """Labels seen so far, in row order."""
+        return list(self._classes)
+
+
+class ArgmaxPrediction:
+    """Single-label prediction from the scores of a `ScoringClassifier`: the label of highest
+    score (the first seen wins a tie); probabilities softmax(scores) over every label seen;
+    None and {} before any label."""
+
+    def decision_function_one(self, x: dict) -> dict:
+        """{label: score} for every label seen."""
+        return dict(zip(self._classes, self._scores_one(x).tolist()))
+
+    def predict_proba_one(self, x: dict) -> dict:
+        s = self._scores_one(x)
+        if not len(s):
+            return {}
+        return dict(zip(self._classes, softmax(s).tolist()))
+
+    def predict_one(self, x: dict):
+        s = self._scores_one(x)
+        if not len(s):
+            return None
+        return self._classes[_numba.argmax(s, len(s))]
+
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        S = self._scores_many(X)
+        if S.shape[1]:
+            S = np.exp(S - S.max(axis=1, keepdims=True))
+            S /= S.sum(axis=1, keepdims=True)
+        return pd.DataFrame(S, index=X.index, columns=self.classes)
+
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        S = self._scores_many(X)
+        if not S.shape[1]:
+            return pd.Series([None] * len(X), index=X.index, dtype=object)
+        classes = np.empty(self._n, dtype=object)
+        classes[:] = self._classes
+        return pd.Series(classes[S.argmax(axis=1)], index=X.index)
+
+
+class MultiPrototype(ScoringClassifier):
+    """Weight rows per label over dict features, with the constructor of the linear learners."""
+
+    _INITIAL_CAPACITY = 64
+
+    def __init__(
+        self,
+        variant: str = "PA-I",
+        C: float = 1.0,
+        learn_intercept: bool = True,
+        n_features: int | None = None,
+    ):
+        self.variant = variant
+        self.C = C
+        self.learn_intercept = learn_intercept
+        self.n_features = n_features
+        self._setup(variant, C, learn_intercept, n_features)
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"variant": "PA-I", "C": 0.1}
+        yield {"variant": "PA"}
+        yield {"variant": "PA-II", "C": 0.5, "learn_intercept": False, "n_features": 2**12}
+
+    def _setup(self, variant, C, learn_intercept, n_features):
+        self._variant = check_variant(variant)
+        check_positive("C", C)
+        self._index = make_index(n_features)
+        size = self._index.size if n_features else self._INITIAL_CAPACITY
+        self._W = np.zeros((self._INITIAL_LABELS, size))
+        self._b = np.zeros(self._INITIAL_LABELS)
+        self._intercept_norm = 1.0 if learn_intercept else 0.0
+        self._setup_labels()
+        self._clear_cache()
+
+    def _grow_labels(self, capacity: int) -> None:
+        W = np.zeros((capacity, self._W.shape[1]))
+        W[: len(self._W)] = self._W
+        self._W = W
+        self._b = np.concatenate([self._b, np.zeros(capacity - len(self._b))])
+
+    def _grow(self):
+        size = self._index.size
+        cols = self._W.shape[1]
+        if size > cols:
+            W = np.zeros((self._W.shape[0], max(size, 2 * cols)))
+            W[:, :cols] = self._W
+            self._W = W
+
+    def _score_event(self, pos, val):
+        s = np.empty(self._n)
+        return _numba.scores(self._W, self._b, self._n, pos, val, s), s
+
+    def _scores_many(self, X: pd.DataFrame) -> np.ndarray:
+        pos, values = frame_arrays(X, self._index, learn=False)
+        return _numba.scores_dense(self._W, self._b, self._n, pos, values)
+
+    # -- inspection ------------------------------------------------------------------------
+
+    @property
+    def weights(self) -> dict:
+        """The non-zero weights, {label: {feature key (position when hashing): weight}}."""
+        keys = getattr(self._index, "positions", None)
+        out = {}
+        for label, row in self._labels.items():
+            w = self._W[row]
+            if keys is None:
+                out[label] = {int(i): float(w[i]) for i in np.flatnonzero(w)}
+            else:
+                out[label] = {k: float(w[i]) for k, i in keys.items() if w[i] != 0.0}
+        return out
+
+    @property
+    def intercepts(self) -> dict:
+        """{label: intercept}."""
+        return {label: float(self._b[row]) for label, row in self._labels.items()}
+

@@ -1,0 +1,151 @@
+"""Multiclass Passive-Aggressive learner with one prototype per label.
+
+Source: K. Crammer, O. Dekel, J. Keshet, S. Shalev-Shwartz and Y. Singer (2006), Online
+Passive-Aggressive Algorithms, JMLR 7: 551-585. Section 7 (multiclass with the single
+most-violated constraint, multi-prototype form) and Section 8 (its cost-sensitive form, of
+which the plain multiclass PA is the max-loss update with the 0/1 cost).
+
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from river import base
+
+from river_pa.multiclass import _numba
+from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype, check_label
+
+__all__ = ["MarginClassifier", "PAMultiClassifier"]
+
+
+class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifier):
+    """Multi-prototype classifier whose label y must beat label r by a margin M[y, r].
+
+    Subclasses give `_rule` (a `_multikernels` update rule) and `_pair_margin(y, r)`, the
+    margin sqrt(rho(y, r)) for y != r. The margin matrix grows with the labels (amortised).
+
+    """
+
+    _multiclass = True
+    _rule = _numba.MAX_LOSS
+
+    def _pair_margin(self, y, r) -> float:
+        raise AttributeError("subclasses define _pair_margin")
+
+    def _setup(self, variant, C, learn_intercept, n_features):
+        super()._setup(variant, C, learn_intercept, n_features)
+        self._M = np.zeros((self._INITIAL_LABELS, self._INITIAL_LABELS))
+
+    def _grow_labels(self, capacity: int) -> None:
+        super()._grow_labels(capacity)
+        M = np.zeros((capacity, capacity))
+        M[: len(self._M), : len(self._M)] = self._M
+        self._M = M
+
+    def _add_label(self, label) -> int:
+        row = self._labels.get(label)
+        if row is not None:
+            return row
+        check_label(label)
+        out = [self._pair_margin(label, r) for r in self._classes]
+        into = [self._pair_margin(r, label) for r in self._classes]
+        row = super()._add_label(label)
+        self._M[row, :row] = out
+        self._M[:row, row] = into
+        return row
+
+    # -- learning --------------------------------------------------------------------------
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        event = self._labelled_event(x, y, w)
+        if event is None:
+            return
+        row, pos, val, sq, s = event
+        tau = _numba.multiclass_step(
+            self._variant, self.C * w, self._W, self._b, self._intercept_norm, pos, val, sq, s,
+            self._n, row, self._M[row], self._rule
+        )
+        if tau != 0.0:
+            self._version += 1
+
+    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
+        """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
+        labels = list(y)
+        for label in labels:
+            check_label(label)
+        pos, values, sw = self._batch(X, len(labels), w)
+        n_before = self._n
+        rows = np.array([self._add_label(label) for label in labels], dtype=np.int64)
+        n_at = np.maximum.accumulate(np.maximum(rows + 1, n_before)) if len(rows) else rows
+        _numba.multiclass_dense(
+            self._variant, self.C, self._W, self._b, self._intercept_norm, pos, values, rows,
+            n_at, self._M, self._rule, sw
+        )
+        self._version += 1
+
+
+class PAMultiClassifier(MarginClassifier):
+    """Multiclass Passive-Aggressive classifier (PA, PA-I, PA-II), one prototype per label.
+
+    Each label r has a weight vector w_r and an intercept b_r; the score of r is
+    s_r = w_r . x + b_r and the prediction is the label of highest score (the first seen wins a
+    tie). On an event (x, y) with s the highest-scoring *other* label, the loss is
+    l = max(0, 1 - (s_y - s_s)) and the update w_y += tau x, w_s -= tau x (intercepts by tau)
+    with ||Phi(x, y) - Phi(x, s)||^2 = 2 (||x||^2 + 1):
+
+    * PA: tau = l / (2 (||x||^2 + 1))
+    * PA-I: tau = min(C, l / (2 (||x||^2 + 1)))
+    * PA-II: tau = l / (2 (||x||^2 + 1) + 1 / (2C))
+
+    (Crammer et al. 2006, Section 7, the single most-violated constraint in the multi-prototype
+    form.) The intercept is the weight of a constant feature of value 1 counted in ||x||^2, as
+    in `PAClassifier`, so a hard PA step leaves y exactly 1 above s. With
+    `learn_intercept=False` the "+ 1" terms vanish.
+
+    Labels are any hashable values (str, int, bool, tuples, ...). A label seen for the first
+    time gets a fresh zero prototype before the update, so it competes at once.
+    `predict_proba_one` covers every label seen: P(r) = softmax(s)_r = exp(s_r) / sum exp(s_k),
+    a fixed link of the scores (not a calibrated probability). Before any label is seen
+    `predict_one` returns None and `predict_proba_one` {}.
+
+    Parameters
+    ----------
+    variant
+        "PA", "PA-I" or "PA-II".
+    C
+        Aggressiveness (> 0); unused by PA.
+    learn_intercept
+        Whether each label learns an intercept.
+    n_features
+        None for a growable vocabulary of feature keys; a power of two for the hashing trick.
+
+    `learn_one(x, y, w)` takes a sample weight that scales C, as in `PAClassifier`; w = 0
+    registers the label and changes no weight. Feature values must be real numbers: anything
+    else raises TypeError, NaN and infinities ValueError, naming the feature; an unhashable
+    label raises TypeError; the model is unchanged after a rejected event.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> import river_pa
+
+    >>> model = preprocessing.StandardScaler() | river_pa.PAMultiClassifier(C=0.01)
+    >>> evaluate.progressive_val_score(datasets.ImageSegments(), model, metrics.Accuracy())
+    Accuracy: 86.01%
+
+    One hard PA step leaves the true label exactly 1 above the other:
+
+    >>> model = river_pa.PAMultiClassifier(variant="PA")
+    >>> model.learn_one({"a": 1.0}, "cat")
+    >>> model.learn_one({"a": 1.0}, "dog")
+    >>> model.decision_function_one({"a": 1.0})
+    {'cat': -0.5, 'dog': 0.5}
+    >>> model.predict_one({"a": 1.0})
+    'dog'
+
+    """
+
+    def _pair_margin(self, y, r) -> float:
+        return 1.0

@@ -1,0 +1,158 @@
+"""Multilabel ranking Passive-Aggressive learner.
+
+Source: K. Crammer, O. Dekel, J. Keshet, S. Shalev-Shwartz and Y. Singer (2006), Online
+Passive-Aggressive Algorithms, JMLR 7: 551-585, Section 7 (multiclass multilabel
+categorization, the single most-violated pair of a relevant and an irrelevant label).
+
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from river import base
+from river.utils.math import sigmoid
+
+from river_pa.multiclass import _numba as multiclass_numba
+from river_pa.linear_model.base import check_sample_weight
+from river_pa.multiclass.base import MultiPrototype, check_label
+
+__all__ = ["PAMultiLabelClassifier"]
+
+
+def _relevance(label, value) -> bool:
+    if isinstance(value, bool | np.bool_) or value in (0, 1):
+        return bool(value)
+    raise ValueError(f"label {label!r} must be True or False (or 0/1), got {value!r}")
+
+
+class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
+    """Multilabel ranking Passive-Aggressive classifier (PA, PA-I, PA-II).
+
+    Each label has a prototype w_r and intercept b_r, scoring s_r = w_r . x + b_r. The learner
+    ranks the relevant labels of an event above its irrelevant ones by a margin of 1 (Crammer
+    et al. 2006, Section 7) and places them on either side of a threshold of score 0: relevant
+    labels must score >= 1 and irrelevant ones <= -1. Each update enforces the single most
+    violated of these constraints s_r - s_q >= 1: with lo the lowest-scoring relevant label
+    and hi the highest-scoring irrelevant one, the pair among (lo, hi), (lo, threshold),
+    (threshold, hi) of largest s_q - s_r, with loss l = max(0, 1 - (s_r - s_q)). A pair of
+    labels moves both, w_r += tau x and w_q -= tau x, with ||Phi(x, r) - Phi(x, q)||^2 =
+    2 (||x||^2 + 1); a pair with the threshold moves one prototype, with ||x||^2 + 1 (the
+    "+ 1" is the intercept, counted in the norm as in `PAClassifier`); tau is the PA, PA-I or
+    PA-II step of `PAMultiClassifier`. Without the threshold this is exactly the paper's
+    most-violated pair; the threshold is a label of fixed score 0 in the same ranking, which
+    turns the ranking into a set and lets events with no relevant label teach something. (A
+    learned threshold prototype instead was worse on emotions: Hamming loss 0.34 vs 0.30.)
+
+    Prediction: the label set {r : s_r > 0}, returned as {label: bool} over every label seen;
+    `predict_proba_one` gives P(r relevant) = 1 / (1 + exp(-s_r)) (a fixed link, not
+    calibrated), as {label: {False: 1 - p, True: p}}.
+
+    Parameters
+    ----------
+    variant
+        "PA", "PA-I" or "PA-II".
+    C
+        Aggressiveness (> 0); unused by PA.
+    learn_intercept
+        Whether each label learns an intercept.
+    n_features
+        None for a vocabulary of feature keys, a power of two for the hashing trick.
+
+    `y` is a dict {label: bool} (0/1 accepted); labels are any hashable values, and a label
+    first seen gets a fresh prototype; a label missing from an event's `y` counts as
+    irrelevant for that event. Sample weights scale C. A bad feature value raises TypeError /
+    ValueError naming the feature, a bad `y` TypeError / ValueError naming the label; the
+    model is unchanged after a rejected event.
+
+    Examples
+    --------
+
+    >>> import river_pa
+    >>> model = river_pa.PAMultiLabelClassifier(variant="PA", learn_intercept=False)
+    >>> model.learn_one({"sun": 1.0}, {"beach": True, "ski": False})
+    >>> model.learn_one({"snow": 1.0}, {"beach": False, "ski": True})
+    >>> model.predict_one({"sun": 1.0}), model.predict_one({"snow": 1.0})
+    ({'beach': True, 'ski': False}, {'beach': False, 'ski': True})
+
+    On the first event all scores were 0 and the most violated pair was (beach, ski): one hard
+    step put "beach" exactly 1 above "ski", half above and half below the threshold:
+
+    >>> model.decision_function_one({"sun": 1.0})
+    {'beach': 0.5, 'ski': -0.5}
+
+    """
+
+    def _check_targets(self, y) -> list:
+        """The labels of `y` in order, every value checked."""
+        if not isinstance(y, dict):
+            raise TypeError(f"y must be a dict {{label: bool}}, got {type(y).__name__}")
+        for label, value in y.items():
+            _relevance(label, value)
+        return list(y)
+
+    def learn_one(self, x: dict, y: dict, w: float = 1.0) -> None:
+        w = check_sample_weight(w)
+        labels = self._check_targets(y)
+        self._event(x)  # validates x before the labels change the model
+        for label in labels:
+            self._add_label(label)
+        if w == 0.0:
+            return
+        pos, val, sq, s = self._event(x, learn=True)
+        rel = np.zeros(self._n, dtype=np.int64)
+        for label, value in y.items():
+            rel[self._labels[label]] = bool(value)
+        tau = multiclass_numba.multilabel_step(
+            self._variant, self.C * w, self._W, self._b, self._intercept_norm, pos, val, sq, s,
+            self._n, rel
+        )
+        if tau != 0.0:
+            self._version += 1
+
+    def learn_many(self, X: pd.DataFrame, Y: pd.DataFrame, w: pd.Series | None = None) -> None:
+        """Learn from the rows of X in order, exactly as a `learn_one` loop does.
+
+        `Y` has one bool (or 0/1) column per label, one row per row of X.
+
+        """
+        if not isinstance(Y, pd.DataFrame):
+            raise TypeError(f"Y must be a DataFrame with one column per label, got "
+                            f"{type(Y).__name__}")
+        if not Y.columns.is_unique:
+            label = Y.columns[Y.columns.duplicated()][0]
+            raise ValueError(f"label {label!r} names more than one column of Y")
+        for label in Y.columns:
+            check_label(label)  # before _batch inserts the feature keys
+            for value in pd.unique(Y[label]):
+                _relevance(label, value)
+        pos, values, sw = self._batch(X, len(Y), w)
+        for label in Y.columns:
+            self._add_label(label)
+        R = np.zeros((len(Y), self._n), dtype=np.int64)
+        rows = [self._labels[label] for label in Y.columns]
+        R[:, rows] = Y.to_numpy(dtype=bool)
+        multiclass_numba.multilabel_dense(
+            self._variant, self.C, self._W, self._b, self._intercept_norm, pos, values, R,
+            self._n, sw
+        )
+        self._version += 1
+
+    def decision_function_one(self, x: dict) -> dict:
+        """{label: score} for every label seen (> 0 means predicted)."""
+        return dict(zip(self._classes, self._scores_one(x).tolist()))
+
+    def predict_proba_one(self, x: dict) -> dict:
+        out = {}
+        for label, margin in self.decision_function_one(x).items():
+            p = sigmoid(margin)
+            out[label] = {False: 1.0 - p, True: p}
+        return out
+
+    def predict_one(self, x: dict) -> dict:
+        return {label: m > 0.0 for label, m in self.decision_function_one(x).items()}
+
+    def predict_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        """One bool column per label seen."""
+        S = self._scores_many(X)
+        return pd.DataFrame(S > 0.0, index=X.index, columns=self.classes)

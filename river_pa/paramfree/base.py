@@ -1,0 +1,183 @@
+"""Event handling shared by the parameter-free linear estimators.
+
+A `ParamFreeLinear` maps dict features to rows of numpy state arrays through a
+`river_pa._core.features.Vocabulary` (position 0 is the zero sink for keys never learned), keeps the
+intercept as a constant feature of value 1 at its own row (so it is learned by the same rule as
+the weights), validates every input before touching the model (feature values must be finite
+and of magnitude below `MAX_ABS_VALUE` = 1e150, so their squares and sums of squares stay
+finite: a ValueError names the largest one otherwise), and turns the loss (one of
+`river.optim.losses`) into the scalar gradient dl/dy_hat that every learner here consumes.
+
+Subclasses set `_default_loss` and implement `_raw(pos, val) -> y_hat` (never mutating; keys
+never learned sit at position 0, the sink; NaN when a value has |x| >= MAX_ABS_VALUE, which
+the kernels check in the loop they already run over the values), `_update(pos, val, y_hat, g)` (one round given the
+loss gradient g = w dl/dy_hat, positions already inserted) and `_grow()`.
+
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from river import base, optim
+
+from river_pa._core.features import Vocabulary, to_values
+from river_pa.linear_model.base import check_sample_weight
+from river_pa.paramfree._numba import MAX_ABS_VALUE, max_abs
+from river_pa._core.cache import TransientCache
+from river_pa.linear_model.pa import _check_target, encode_binary_label
+
+def check_magnitudes(keys: tuple, vals: tuple, val: np.ndarray) -> None:
+    """Raise a ValueError naming the largest feature value of an event (keys, raw values, float
+    values) when its magnitude is >= MAX_ABS_VALUE."""
+    if max_abs(val) < MAX_ABS_VALUE:
+        return
+    j = int(np.argmax(np.abs(val)))
+    raise ValueError(
+        f"feature {keys[j]!r} has value {vals[j]!r}, too large for this learner: its state sums "
+        f"squared values, so |value| must stay below {MAX_ABS_VALUE:g} (rescale the feature)"
+    )
+
+
+class Intercept:
+    """The key of the constant feature inside a learner's vocabulary (equal to every instance,
+    so it survives pickling)."""
+
+    def __eq__(self, other):
+        return isinstance(other, Intercept)
+
+    def __hash__(self):
+        return hash("river_pa.Intercept")
+
+    def __repr__(self):
+        return "Intercept()"
+
+
+class ParamFreeLinear(TransientCache):
+    """Vocabulary, intercept row, loss and the predict/learn plumbing of a linear learner."""
+
+    _default_loss: optim.losses.Loss
+    _loss_kind: type
+    _INITIAL_CAPACITY = 64
+    # caches and scratch: dropped on pickling, rebuilt after
+    _TRANSIENT = ("_keys", "_pos", "_n_unseen", "_vals", "_val", "_raw_cache", "_raw_at")
+
+    def _setup(self, loss, learn_intercept: bool):
+        if loss is not None and not isinstance(loss, self._loss_kind):
+            raise ValueError(
+                f"loss must be a river.optim.losses.{self._loss_kind.__name__}, got {loss!r}"
+            )
+        self._loss = self._default_loss if loss is None else loss
+        self._index = Vocabulary()
+        self._bias = int(self._index.insert((Intercept(),))[0]) if learn_intercept else -1
+        self._version = 0
+        self._clear_cache()
+
+    def _clear_cache(self):
+        self._keys = self._pos = self._vals = self._val = None
+        self._n_unseen = 0
+        self._raw_cache = 0.0
+        self._raw_at = -1
+
+    @property
+    def _n_coordinates(self) -> int:
+        """Coordinates seen so far (the intercept included): the vocabulary without its sink."""
+        return self._index.size - 1
+
+    def _prepared(self, x: dict, learn: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
+        """(positions, values, y_hat) of `x`, validated before anything changes.
+
+        The positions of the last key tuple, the values of the last event and its prediction
+        (until the model next learns) are cached, so predict_one then learn_one on the same
+        event converts and predicts once. `learn` gives new keys a position; unseen keys
+        predict as fresh coordinates, so y_hat does not change when they get one.
+
+        """
+        keys = tuple(x)
+        vals = tuple(x.values())
+        if keys != self._keys:
+            self._pos = self._index.lookup(keys)
+            self._keys = keys
+            self._n_unseen = int(np.count_nonzero(self._pos == 0))
+            self._vals = None
+        if vals != self._vals:
+            self._val = to_values(x)
+            self._vals = vals
+            self._raw_at = -1
+        if self._raw_at != self._version:
+            y_hat = self._raw(self._pos, self._val)
+            if y_hat != y_hat:  # NaN: what `_raw` returns for a value of |x| >= MAX_ABS_VALUE
+                check_magnitudes(keys, vals, self._val)
+            self._raw_cache = y_hat
+            self._raw_at = self._version
+        if learn and self._n_unseen:
+            self._pos = self._index.insert(keys)
+            self._n_unseen = 0
+            self._grow()
+        return self._pos, self._val, self._raw_cache
+
+    def _raw_one(self, x: dict) -> float:
+        return self._prepared(x)[2]
+
+    def _learn(self, x: dict, y, w) -> None:
+        w = check_sample_weight(w)
+        if w == 0.0:
+            return
+        pos, val, y_hat = self._prepared(x, learn=True)
+        self._update(pos, val, y_hat, self._gradient(y, y_hat, w))
+        self._version += 1
+
+    def _gradient(self, y, y_hat: float, w: float) -> float:
+        """w * dl(y, y_hat)/dy_hat, as a float."""
+        return float(self._loss.gradient(y, y_hat)) * w
+
+    @property
+    def weights(self) -> dict:
+        """The weights the learner would play now on an event with these keys, by key."""
+        w = self._weight_vector()
+        return {
+            k: float(w[i]) for k, i in self._index.positions.items() if not isinstance(k, Intercept)
+        }
+
+    @property
+    def intercept(self) -> float:
+        """The weight of the constant feature (0.0 without an intercept)."""
+        return float(self._weight_vector()[self._bias]) if self._bias >= 0 else 0.0
+
+
+class BinaryMixin(base.Classifier):
+    """Binary labels (bool, 0/1 or -1/+1) and probabilities from the loss's mean function."""
+
+    _loss_kind = optim.losses.BinaryLoss
+    _default_loss = optim.losses.Log()
+
+    def learn_one(self, x: dict, y, w: float = 1.0) -> None:
+        try:
+            label = encode_binary_label(y) > 0.0
+        except ValueError:
+            raise ValueError(
+                f"{type(self).__name__} is binary: labels must be bool, 0/1 or -1/+1, got {y!r}"
+            ) from None
+        self._learn(x, label, w)
+
+    def predict_proba_one(self, x: dict) -> dict:
+        p = float(self._loss.mean_func(self._raw_one(x)))
+        return {False: 1.0 - p, True: p}
+
+    def predict_one(self, x: dict) -> bool:
+        return self._raw_one(x) > 0.0
+
+    def decision_function_one(self, x: dict) -> float:
+        """The raw prediction y_hat = w . x (the intercept included)."""
+        return self._raw_one(x)
+
+
+class RegressionMixin(base.Regressor):
+    """Real targets; the prediction is the raw y_hat."""
+
+    _loss_kind = optim.losses.RegressionLoss
+
+    def learn_one(self, x: dict, y: float, w: float = 1.0) -> None:
+        self._learn(x, _check_target(y), w)
+
+    def predict_one(self, x: dict) -> float:
+        return self._raw_one(x)

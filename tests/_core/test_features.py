@@ -1,0 +1,157 @@
+"""Feature indexing and validation: vocabulary, stable hashing, value checks."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+from river_pa import PAClassifier
+from river_pa._core.features import Hashing, Vocabulary, merge_duplicates, stable_hash, to_values
+
+KEYS = ["user=42", "k17", 3, ("a", 1), "é", 2.5, "1", 1]
+
+
+def test_vocabulary_positions_and_sink():
+    v = Vocabulary()
+    assert v.insert(("x", "y", "x")).tolist() == [1, 2, 1]
+    assert v.lookup(("y", "unseen", "x")).tolist() == [2, 0, 1]
+    assert v.size == 3 and v.keys() == ["x", "y"]
+    assert not v.known(v.lookup(("unseen",))) and v.known(v.lookup(("x",)))
+    assert v.size == 3  # lookup never grows it
+
+
+def test_stable_hash_is_crc32_of_a_canonical_encoding():
+    assert stable_hash("user=42") == zlib.crc32(b"user=42")
+    assert stable_hash(1) == zlib.crc32(b"\x001") != stable_hash("1")
+    h = Hashing(2**18)
+    assert h.lookup(("user=42", 1)).tolist() == [zlib.crc32(b"user=42") % 2**18,
+                                                  zlib.crc32(b"\x001") % 2**18]
+
+
+def test_equal_keys_hash_to_one_position():
+    # 1, 1.0, True and np.int64(1) are one dict key and one Vocabulary feature; hashed by their
+    # repr they were four features, and the key-tuple cache (tuple equality) made a prediction
+    # depend on the event before it: {1.0: 1} scored 1.0 right after {1: 1}, else 0.0
+    equal = [1, 1.0, True, np.int64(1), np.float32(1.0), np.bool_(True)]
+    assert len({stable_hash(k) for k in equal}) == 1
+    assert stable_hash(("a", np.int64(2), np.str_("b"))) == stable_hash(("a", 2.0, "b"))
+    assert stable_hash(0.5) == zlib.crc32(b"\x000.5") and stable_hash(-0.0) == stable_hash(0)
+    model = PAClassifier(n_features=2**20, learn_intercept=False)
+    model.learn_one({1: 1.0}, True)
+    for key in equal:
+        model.predict_one({"other": 1.0})  # a different key tuple: no cached positions
+        assert model.decision_function_one({key: 1.0}) == 1.0
+
+
+def test_hash_positions_are_the_same_in_another_process():
+    here = Hashing(2**18).lookup(tuple(KEYS)).tolist()
+    code = (
+        "from river_pa._core.features import Hashing; import sys, json\n"
+        f"print(json.dumps(Hashing(2**18).lookup(tuple({KEYS!r})).tolist()))"
+    )
+    for seed in ("1", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True, cwd=os.getcwd())
+        assert out.stdout.strip() == str(here).replace("(", "[").replace(")", "]")
+
+
+def test_a_pickled_hashing_model_predicts_the_same_in_another_process(tmp_path):
+    model = PAClassifier(variant="PA", n_features=2**10)
+    model.learn_one({"user=42": 1.0, "ad=7": 2.0}, True)
+    path = tmp_path / "model.pkl"
+    path.write_bytes(pickle.dumps(model))
+    code = (
+        "import pickle, sys\n"
+        f"m = pickle.loads(open({str(path)!r}, 'rb').read())\n"
+        "print(repr(m.decision_function_one({'user=42': 1.0, 'ad=7': 2.0})))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "99"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    here = model.decision_function_one({"user=42": 1.0, "ad=7": 2.0})
+    assert float(out.stdout) == here == pytest.approx(1.0, abs=1e-15)
+
+
+def test_hashing_rejects_non_powers_of_two():
+    with pytest.raises(ValueError, match="power of two"):
+        Hashing(1000)
+
+
+@pytest.mark.parametrize("n", [1024.0, "1024", True, None.__class__])
+def test_hashing_rejects_non_integers_by_name(n):
+    # these raised TypeErrors about '&' or '<' (or True passed as 2**0)
+    with pytest.raises(ValueError, match=r"n_features must be a positive power of two, got "):
+        PAClassifier(n_features=n)
+
+
+def test_hashing_takes_numpy_integers():
+    assert Hashing(np.int64(16)).size == 16
+
+
+def test_merge_duplicates_sums_in_order_of_first_occurrence():
+    idx, val = merge_duplicates(np.array([5, 2, 5, 7, 2]), np.array([1.0, 2.0, 4.0, 8.0, 16.0]))
+    assert idx.tolist() == [5, 2, 7] and val.tolist() == [5.0, 18.0, 8.0]
+
+
+def test_to_values_accepts_every_real_type():
+    x = {"i": 3, "f": 2.5, "b": True, "np": np.float32(0.5), "ni": np.int64(-2), "nb": np.bool_(1)}
+    assert to_values(x).tolist() == [3.0, 2.5, 1.0, 0.5, -2.0, 1.0]
+    assert to_values({}).tolist() == []
+
+
+@pytest.mark.parametrize(
+    "value, error, message",
+    [
+        ("3", TypeError, "feature 'bad' has a non-numeric value '3' of type str"),
+        (None, TypeError, "feature 'bad' has a non-numeric value None of type NoneType"),
+        (1j, TypeError, "feature 'bad' has a non-numeric value 1j of type complex"),
+        (float("nan"), ValueError, "feature 'bad' has a non-finite value nan"),
+        (float("-inf"), ValueError, "feature 'bad' has a non-finite value -inf"),
+        (10**400, ValueError, "feature 'bad' has a value out of the float64 range"),
+    ],
+)
+def test_to_values_names_the_bad_feature(value, error, message):
+    with pytest.raises(error) as info:
+        to_values({"ok": 1.0, "bad": value})
+    assert str(info.value).startswith(message)
+
+
+def test_hash_collisions_are_merged_into_one_hashed_feature():
+    # With one position, every key collides: the event is the single feature sum(values).
+    h = PAClassifier(variant="PA", learn_intercept=False, n_features=1)
+    h.learn_one({"a": 1.0, "b": 2.0}, True)  # x = (3): tau = 1/9, w = 1/3
+    assert h._w.tolist() == pytest.approx([1 / 3], abs=1e-16)
+    assert h.decision_function_one({"a": 1.0, "b": 2.0}) == pytest.approx(1.0, abs=1e-15)
+
+
+@pytest.mark.parametrize("n", [5, 100])  # the two code paths: pairwise and sorted
+def test_hashing_reports_collisions_within_an_event(n):
+    keys = tuple(f"k{j}" for j in range(n))
+    idx, dups = Hashing(2**30).lookup_unique(keys)
+    assert not dups and idx.tolist() == [zlib.crc32(k.encode()) % 2**30 for k in keys]
+    idx, dups = Hashing(2**2).lookup_unique(keys)
+    assert dups and idx.max() < 4
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [("a",), ("", "x", ""), ("user=42", "k17", "ad:7" * 40), ("é", "ascii"), ("a\x00b", "c"),
+     ("s", 3, ("t", 1)), ()],
+    ids=["one", "empty-strings", "long", "non-ascii", "nul-inside", "mixed-types", "none"],
+)
+def test_hash_positions_equal_crc32_on_every_path(keys):
+    expected = [stable_hash(k) % 2**31 for k in keys]
+    assert Hashing(2**31).lookup(keys).tolist() == expected
+
+
+def test_hash_positions_of_many_random_keys():
+    rng = np.random.default_rng(0)
+    keys = tuple("".join(map(chr, rng.integers(1, 128, rng.integers(0, 12)))) for _ in range(500))
+    assert Hashing(2**32).lookup(keys).tolist() == [zlib.crc32(k.encode()) for k in keys]
