@@ -24,7 +24,7 @@ from river_pa._core.features import Vocabulary, to_values
 from river_pa.linear_model.base import check_sample_weight
 from river_pa.paramfree._numba import MAX_ABS_VALUE, max_abs
 from river_pa._core.cache import TransientCache
-from river_pa.linear_model.pa import _check_target, encode_binary_label
+from river_pa._core.validation import check_target, encode_binary_label
 
 def check_magnitudes(keys: tuple, vals: tuple, val: np.ndarray) -> None:
     """Raise a ValueError naming the largest feature value of an event (keys, raw values, float
@@ -177,7 +177,7 @@ class RegressionMixin(base.Regressor):
     _loss_kind = optim.losses.RegressionLoss
 
     def learn_one(self, x: dict, y: float, w: float = 1.0) -> None:
-        self._learn(x, _check_target(y), w)
+        self._learn(x, check_target(y), w)
 
     def predict_one(self, x: dict) -> float:
         return self._raw_one(x)
