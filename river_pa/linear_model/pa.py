@@ -125,7 +125,7 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
-        self._prepare(x)  # = self._margin_one(x), one call less on the hot path
+        self._event(x)  # = self._margin_one(x), one call less on the hot path
         return self._margin > 0.0
 
     def decision_function_one(self, x: dict) -> float:
