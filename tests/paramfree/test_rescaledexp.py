@@ -358,3 +358,9 @@ def test_tiny_feature_values_learn_without_error(coordinatewise):
     expected = step if coordinatewise else step / math.sqrt(2.0)
     assert model.weights["a"] == pytest.approx(expected, rel=1e-12)
     assert model.weights["b"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_repr_shows_the_parameters_only():
+    opt = river_pa.RescaledExp(coordinatewise=False, center="last_play")
+    opt.step({"a": 0.0}, {"a": 2.0})
+    assert repr(opt) == "RescaledExp({'coordinatewise': False, 'center': 'last_play'})"
