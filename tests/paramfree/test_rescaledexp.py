@@ -8,7 +8,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river import checks, datasets, linear_model, metrics, optim, utils
+from river import datasets, linear_model, metrics, optim, utils
 
 import river_pa
 from river_pa.paramfree import _numba as K
@@ -228,12 +228,6 @@ def test_full_variant_refreshes_masked_weights_in_look_ahead():
     opt.look_ahead(utils.VectorDict(store, None, {"a": 1}))
     assert store["a"] != stale
     assert store["a"] == store["b"]  # G = (1, 1): both coordinates carry the same weight
-
-
-@pytest.mark.parametrize("cls", [river_pa.RescaledExpClassifier, river_pa.RescaledExpRegressor])
-def test_check_estimator(cls):
-    for params in cls._unit_test_params():
-        checks.check_estimator(cls(**params))
 
 
 def test_pickled_model_continues_identically():
