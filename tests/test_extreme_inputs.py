@@ -133,7 +133,8 @@ def _refused(model, learn, error, match):
 def test_missing_labels_are_refused(cls, label):
     model = cls(**_first(cls))
     y = {"p": label} if issubclass(cls, base.MultiLabelClassifier) else label
-    _refused(model, lambda: model.learn_one({"a": 1.0}, y), ValueError, "missing|NaN")
+    _refused(model, lambda: model.learn_one({"a": 1.0}, y), ValueError,
+             "missing|NaN|finite|labels must be bool|must be True or False")
 
 
 def test_missing_tags_are_refused():
