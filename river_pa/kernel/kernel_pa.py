@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 from river import base
 
 from river_pa.kernel import _numba
