@@ -24,8 +24,6 @@ written (after the summary is printed).
 
 from __future__ import annotations
 
-import argparse
-import csv
 import dataclasses
 import json
 import os
@@ -34,10 +32,10 @@ import time
 
 import numpy as np
 
-from river_pa.evaluate import fastmetrics
-from river_pa.evaluate import datasets
+from river_pa import report
+from river_pa.evaluate import datasets, fastmetrics
 
-__all__ = ["main", "evaluate", "Result"]
+__all__ = ["Result", "evaluate", "run"]
 
 DEFAULT_METRICS = {
     "binary": ["Accuracy", "F1", "LogLoss"],
@@ -50,39 +48,6 @@ DEFAULT_MODELS = {"binary": "PAClassifier", "multiclass": "PAMultiClassifier",
 
 class UsageError(ValueError):
     """A bad command line: reported on one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="river-pa evaluate", description=__doc__.split("\n\n")[0])
-    p.add_argument("data", nargs="?", default="phishing",
-                   help=f"a data set ({', '.join(datasets.names())}) or a libsvm, CSV or JSONL "
-                   "file (default: River's bundled phishing)")
-    p.add_argument("--target", help="target column of a CSV file")
-    p.add_argument("--task", choices=datasets.TASKS, help="override the inferred task")
-    p.add_argument("--model", help="river_pa class name or 'module:factory' "
-                   "(default by task: PAClassifier, PAMultiClassifier, PARegressor)")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="model parameter, repeatable; values parsed as JSON (numbers, "
-                   "true/false/null), else strings")
-    p.add_argument("--params", metavar="JSON", help="model parameters as a JSON object")
-    p.add_argument("--delay", type=int, default=0, metavar="N",
-                   help="event i's label is learned just before event i+N is predicted "
-                   "(River's integer delay: 0 and 1 both mean no delay)")
-    p.add_argument("--metric", action="append", default=[],
-                   help="river.metrics class name, repeatable or comma-separated "
-                   "(default: Accuracy, F1, LogLoss / MAE, RMSE, R2)")
-    p.add_argument("--limit", type=int, metavar="N", help="evaluate the first N events only")
-    p.add_argument("--every", type=int, default=1000, metavar="N",
-                   help="a report row (and progress update) every N events (default 1000)")
-    p.add_argument("--report", metavar="PATH", help="JSON summary; CSV rows next to it")
-    p.add_argument("--plot", metavar="PATH.png", help="learning curves")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
 
 
 # -- parameters, models and metrics ------------------------------------------------------------
@@ -106,15 +71,15 @@ def parse_value(text: str):
 
 
 def parse_params(pairs: list[str], text: str | None) -> dict:
-    """Merge ``--params JSON`` and ``--param key=value`` (the latter win)."""
+    """Merge ``--model-params JSON`` and ``--param key=value`` (the latter win)."""
     params = {}
     if text:
         try:
             params = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise UsageError(f"--params is not valid JSON: {exc}") from None
+            raise UsageError(f"--model-params is not valid JSON: {exc}") from None
         if not isinstance(params, dict):
-            raise UsageError(f"--params must be a JSON object, got {text!r}")
+            raise UsageError(f"--model-params must be a JSON object, got {text!r}")
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
@@ -141,32 +106,15 @@ def build_model(name: str | None, params: dict, task: str):
         raise UsageError(str(exc)) from None
 
 
-def metric_names(values: list[str], task: str) -> list[str]:
-    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
-    return names or DEFAULT_METRICS[task]
-
-
 def build_metrics(names: list[str], model) -> list:
-    from river import metrics
-
-    valid = sorted(
-        n for n in dir(metrics)
-        if isinstance(getattr(metrics, n), type) and issubclass(getattr(metrics, n),
-                                                                metrics.base.Metric)
-    )
-    out = []
-    for name in names:
-        if name not in valid:
-            raise UsageError(f"unknown metric {name!r}; choose one of {', '.join(valid)}")
-        metric = getattr(metrics, name)()
-        if not metric.works_with(model):
-            raise UsageError(
-                f"metric {name} does not work with {type(model).__name__}; the default metrics "
-                "follow the data's task: give --metric names for this model, --task, or a "
-                "--model for this task"
-            )
-        out.append(metric)
-    return out
+    """River's metric objects (`river_pa.report.make_metrics`); UsageError if one is unknown
+    or does not work with `model`."""
+    try:
+        return report.make_metrics(names, model, hint="; the default metrics follow the "
+                                   "data's task: give --metric names for this model, --task, "
+                                   "or a --model for this task")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # -- running -------------------------------------------------------------------------------
@@ -344,63 +292,12 @@ def evaluate(data, model, metrics: list[str], delay: int = 0, every: int = 1000,
 # -- output --------------------------------------------------------------------------------
 
 
-def write_report(path: str, result: Result, summary: dict) -> str:
-    """Write the JSON summary at `path` and the rows as CSV next to it; returns the CSV path."""
-    stem = path[:-5] if path.endswith(".json") else path
-    csv_path = stem + ".csv"
-    names = list(result.values)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["step", *names, "events_per_s", "rss_mib"])
-        for row in result.rows:
-            writer.writerow([row.step, *(row.values[n] for n in names),
-                             round(row.events_per_s, 1), round(row.rss_mib, 1)])
-    with open(path, "w") as f:
-        json.dump({**summary, "rows_csv": os.path.basename(csv_path)}, f, indent=2, default=repr)
-        f.write("\n")
-    return csv_path
-
-
-def write_plot(path: str, result: Result, title: str) -> None:
-    """Learning curves: one panel per metric, value against events seen."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(result.values)
-    steps = [r.step for r in result.rows]
-    fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.4 * len(names)), sharex=True,
-                             squeeze=False)
-    for ax, name in zip(axes[:, 0], names):
-        ax.plot(steps, [r.values[name] for r in result.rows])
-        ax.set_ylabel(name)
-        ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("events")
-    fig.suptitle(title)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _print_summary(summary: dict, result: Result) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    console.print(f"[bold]{summary['model']}[/bold] on [bold]{summary['data']}[/bold]: "
-                  f"{summary['events']:,} events, {summary['task']}", highlight=False)
-    table = Table()
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for name, value in result.values.items():
-        table.add_row(name, f"{value:.6f}")
-    table.add_row("events/s", f"{summary['events_per_s']:,.0f}")
-    table.add_row("seconds", f"{summary['seconds']:.3f}")
-    table.add_row("path", summary["path"])
-    console.print(table)
+def snapshots(result: Result, summary: dict) -> list[dict]:
+    """The run as `river_pa.report` snapshots: one per row, the last one with the summary."""
+    out = [{"events": r.step, "metrics": r.values, "throughput_eps": r.events_per_s,
+            "rss_mib": r.rss_mib} for r in result.rows]
+    out[-1].update(summary)
+    return out
 
 
 class _Progress:
@@ -433,25 +330,22 @@ def _setup(args):
         if args.limit < 1:
             raise UsageError(f"--limit must be >= 1, got {args.limit}")
         data = data.head(args.limit)
-    params = parse_params(args.param, args.params)
+    params = parse_params(args.param, args.model_params)
     model = build_model(args.model, params, data.task)
-    names = metric_names(args.metric, data.task)
+    names = report.metric_names(args.metric) or DEFAULT_METRICS[data.task]
     if not all(n in fastmetrics.SUPPORTED.get(data.task, {}) for n in names):
         build_metrics(names, model)  # validate the names now: a usage error, status 2
     return data, model, names
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run `river-pa evaluate` with the given arguments; returns the exit status."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+def run(args) -> int:
+    """Run `river-pa evaluate` with the flags parsed by `river_pa.cli`; returns the exit
+    status."""
     try:
-        args = _parser().parse_args(argv)
         data, model, metrics = _setup(args)
     except ValueError as exc:  # UsageError and data/model errors: one line, status 2
         print(f"river-pa evaluate: {exc}", file=sys.stderr)
         return 2
-    except SystemExit as exc:  # --help
-        return exc.code or 0
     show = not args.quiet and sys.stderr.isatty()
     progress = _Progress(len(data), data.name) if show else None
     try:
@@ -468,16 +362,18 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     summary = {
         "data": data.name, "task": data.task, "model": type(model).__name__,
-        "params": model._get_params(), "metrics": result.values, "events": result.events,
-        "delay": args.delay, "seconds": result.seconds,
+        "params": model._get_params(), "delay": args.delay, "seconds": result.seconds,
         "events_per_s": result.events / max(result.seconds, 1e-9), "path": result.path,
     }
-    _print_summary(summary, result)
+    rows = snapshots(result, summary)
+    report.print_summary(rows[-1])
     try:  # after the summary: a bad output path does not lose the run's figures
-        if args.report:
-            write_report(args.report, result, summary)
+        if args.report_path:
+            if os.path.exists(args.report_path):
+                os.remove(args.report_path)  # a report is one run
+            report.append(args.report_path, rows)
         if args.plot:
-            write_plot(args.plot, result, f"{summary['model']} on {data.name}")
+            report.plot(rows, args.plot)
     except (OSError, ValueError) as exc:
         print(f"river-pa evaluate: cannot write the outputs: {exc}", file=sys.stderr)
         return 1

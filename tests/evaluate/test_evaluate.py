@@ -21,7 +21,8 @@ from river_pa import PAClassifier, PARegressor
 from river_pa.evaluate import datasets
 from river_pa.evaluate.fastmetrics import SUPPORTED, MarginMetrics, RiverMarginMetrics
 from river_pa.evaluate.libsvm import parse_libsvm, read_libsvm
-from river_pa.evaluate.job import evaluate, main
+from river_pa import cli, report
+from river_pa.evaluate.job import evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = datasets.shared_folder()
@@ -37,10 +38,15 @@ def river_score(dataset, model, names, **kwargs):
     return {type(m).__name__: m.get() for m in bundle}
 
 
+def main(args):
+    return cli.main(["evaluate", *args])
+
+
 def run_main(tmp_path, *args):
-    report = tmp_path / "report.json"
-    assert main([*args, "--quiet", "--report", str(report)]) == 0
-    return json.loads(report.read_text()), report
+    """The last snapshot of the run's report (the summary), and the report's path."""
+    path = tmp_path / "report.jsonl"
+    assert main([*args, "--quiet", "--report-path", str(path)]) == 0
+    return report.load(path)[-1], path
 
 
 # -- the main job equals River's progressive validation ---------------------------------------
@@ -62,7 +68,8 @@ def test_params_reach_the_model(tmp_path):
     expected = river_score(river_datasets.Phishing(), PAClassifier(variant="PA-II", C=0.01),
                            ["Accuracy", "LogLoss"])
     assert summary["metrics"] == expected
-    summary_json, _ = run_main(tmp_path, "phishing", "--params", '{"variant": "PA-II", "C": 0.01}',
+    summary_json, _ = run_main(tmp_path, "phishing", "--model-params",
+                               '{"variant": "PA-II", "C": 0.01}',
                                "--metric", "Accuracy", "--metric", "LogLoss")
     assert summary_json["metrics"] == expected
 
@@ -376,15 +383,15 @@ def test_an_unwritable_plot_or_report_keeps_the_summary(tmp_path, capsys):
 
 def test_report_rows_and_plot(tmp_path):
     plot = tmp_path / "curves.png"
-    summary, report = run_main(tmp_path, "phishing", "--every", "300", "--limit", "1000",
-                               "--plot", str(plot))
-    rows = list(csv.DictReader(open(tmp_path / "report.csv")))
-    assert [int(r["step"]) for r in rows] == [300, 600, 900, 1000]
+    summary, path = run_main(tmp_path, "phishing", "--every", "300", "--limit", "1000",
+                             "--plot", str(plot))
+    rows = report.load(path)
+    assert [r["events"] for r in rows] == [300, 600, 900, 1000]
     expected = river_score(itertools.islice(river_datasets.Phishing(), 1000), PAClassifier(),
                            ["Accuracy", "F1", "LogLoss"])
-    assert float(rows[-1]["Accuracy"]) == expected["Accuracy"] == summary["metrics"]["Accuracy"]
-    assert all(float(r["events_per_s"]) > 0 and float(r["rss_mib"]) > 10 for r in rows)
-    assert summary["events"] == 1000 and summary["rows_csv"] == "report.csv"
+    assert rows[-1]["metrics"]["Accuracy"] == expected["Accuracy"]
+    assert all(r["throughput_eps"] > 0 and r["rss_mib"] > 10 for r in rows)
+    assert summary["events"] == 1000 and summary["model"] == "PAClassifier"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
