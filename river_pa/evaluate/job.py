@@ -25,6 +25,7 @@ written (after the summary is printed).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import sys
@@ -136,6 +137,7 @@ class Result:
     values: dict
     seconds: float
     path: str
+    compile_seconds: float = 0.0
 
     @property
     def events(self) -> int:
@@ -176,11 +178,22 @@ class _Clock:
         return self._last - self._start
 
 
-def _compiled_applies(data, model, delay: int) -> bool:
-    from river_pa.linear_model.pa import PAClassifier, PARegressor
+def _compiled_why_not(first, model, delay: int) -> str | None:
+    """None when the compiled path applies to `model` and the first block, else the reason."""
+    from river import base
 
-    kind = {PAClassifier: "binary", PARegressor: "regression"}.get(type(model))
-    return data.csr is not None and delay == 0 and kind == data.task
+    if delay > 1:  # River's delay 1 is no delay
+        return f"delay {delay}: labels are learned late"
+    if not hasattr(model, "progressive_csr"):
+        kind = "a pipeline" if isinstance(model, base.Wrapper | dict) or hasattr(model, "steps") \
+            else type(model).__name__
+        return f"{kind} has no progressive_csr (the compiled path needs a linear river_pa learner)"
+    if first.csr is None:
+        return "the events are not all numbers (CSR arrays)"
+    task = "binary" if isinstance(model, base.Classifier) else "regression"
+    if task != first.task:
+        return f"{type(model).__name__} on {first.task} data"
+    return None
 
 
 def _margin_tracker(names: list[str], model, task: str):
@@ -191,41 +204,59 @@ def _margin_tracker(names: list[str], model, task: str):
     return fastmetrics.RiverMarginMetrics(build_metrics(names, model), task)
 
 
-def _run_compiled(data, model, names: list[str], every: int, clock: _Clock) -> str | None:
-    """Progressive validation in compiled blocks of `every` events (the model's
-    `progressive_csr`); None if not applicable (two columns of the first block share a weight).
-    A later block whose columns share a weight is learned one event at a time."""
-    csr = data.csr
-    keys = csr.keys if csr.keys is not None else range(int(csr.indices.max(initial=-1)) + 1)
-    tracker = _margin_tracker(names, model, data.task)
-    for lo in range(0, len(csr), every):
-        hi = min(lo + every, len(csr))
-        start, end = csr.indptr[lo], csr.indptr[hi]
-        block = (csr.indptr[lo : hi + 1] - start, csr.indices[start:end], csr.data[start:end])
-        try:
-            margins = model.progressive_csr(*block, csr.y[lo:hi], keys)
-        except ValueError:
-            if lo == 0:
-                return None
-            margins = _margins_one_by_one(model, *block, csr.y[lo:hi], keys)
-        tracker.update(csr.y[lo:hi], margins)
-        clock.checkpoint(hi, tracker.values())
-    return "compiled (learn_csr)"
+def _keys(csr):
+    return csr.keys if csr.keys is not None else range(int(csr.indices.max(initial=-1)) + 1)
 
 
-def _margins_one_by_one(model, indptr, indices, data, y, keys) -> np.ndarray:
-    """The margins of a predict-then-learn loop over the rows of a CSR block, as dicts."""
+def _run_compiled(first, blocks, model, names: list[str], every: int, clock: _Clock) -> bool:
+    """Progressive validation with the model's `progressive_csr`, called on the events between
+    two report rows (every `every` events); False, the model untouched, if the first call
+    refuses the columns (two share a weight). A later part that is refused, or a block without
+    CSR arrays, is learned one event at a time."""
+    tracker = _margin_tracker(names, model, first.task)
+    step = 0
+    for block in itertools.chain([first], blocks):
+        csr = block.csr
+        lo = 0
+        while lo < len(block):
+            hi = min(lo + every - step % every, len(block))
+            y = datasets.target_array(block.y[lo:hi], block.task)
+            try:
+                if csr is None:
+                    raise ValueError("no CSR arrays")
+                start, end = csr.indptr[lo], csr.indptr[hi]
+                margins = model.progressive_csr(csr.indptr[lo : hi + 1] - start,
+                                                csr.indices[start:end], csr.data[start:end],
+                                                csr.y[lo:hi], _keys(csr))
+            except ValueError:
+                if step == 0:
+                    return False
+                margins = _margins_one_by_one(model, block.x[lo:hi], block.y[lo:hi], step)
+            tracker.update(y, margins)
+            step += hi - lo
+            lo = hi
+            if step % every == 0:
+                clock.checkpoint(step, tracker.values())
+    if not clock.rows or clock.rows[-1].step != step:
+        clock.checkpoint(step, tracker.values())
+    return True
+
+
+def _margins_one_by_one(model, xs: list, ys: list, step: int) -> np.ndarray:
+    """The margins of a predict-then-learn loop over dicts; errors name the event."""
     margin = getattr(model, "decision_function_one", model.predict_one)
-    out = np.empty(len(y))
-    for i in range(len(y)):
-        lo, hi = indptr[i], indptr[i + 1]
-        x = {keys[j]: v for j, v in zip(indices[lo:hi].tolist(), data[lo:hi].tolist())}
-        out[i] = margin(x)
-        model.learn_one(x, y[i])
+    out = np.empty(len(ys))
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        try:
+            out[i] = margin(x)
+            model.learn_one(x, y)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"event {step + i + 1}: {exc}") from exc
     return out
 
 
-def _run_river(data, model, names: list[str], delay: int, every: int, clock: _Clock) -> str:
+def _run_river(first, blocks, model, names: list[str], delay: int, every: int,
+               clock: _Clock) -> None:
     from river import evaluate as river_evaluate
     from river import metrics as river_metrics
 
@@ -235,8 +266,10 @@ def _run_river(data, model, names: list[str], delay: int, every: int, clock: _Cl
 
     def events():
         nonlocal read
-        for read, event in enumerate(data, start=1):  # read: the events read so far
-            yield event
+        for block in itertools.chain([first], blocks):
+            for event in block:
+                read += 1  # the events read so far
+                yield event
 
     steps = river_evaluate.iter_progressive_val_score(
         events(), model, bundle, delay=delay or None, step=every
@@ -244,42 +277,72 @@ def _run_river(data, model, names: list[str], delay: int, every: int, clock: _Cl
     try:
         for state in steps:
             clock.checkpoint(state["Step"], {type(m).__name__: m.get() for m in metrics})
+    except datasets.DataError:
+        raise
     except (TypeError, ValueError) as exc:  # name where: River's loop does not
         where = f"event {read}" + (f" (or the one it learned, {delay} earlier)" if delay else "")
-        raise type(exc)(f"{data.name}: {where}: {exc}") from exc
-    if not clock.rows or clock.rows[-1].step != len(data):
-        clock.checkpoint(len(data), {type(m).__name__: m.get() for m in metrics})
-    return "River iter_progressive_val_score" + (f" (delay {delay})" if delay else "")
+        raise type(exc)(f"{where}: {exc}") from exc
+    if not clock.rows or clock.rows[-1].step != read:
+        clock.checkpoint(read, {type(m).__name__: m.get() for m in metrics})
 
 
-def evaluate(data, model, metrics: list[str], delay: int = 0, every: int = 1000,
+def warm_up(model, first, compiled: bool, names: list[str]) -> float:
+    """Compile (or load from Numba's cache) what the run will call, on a clone of the model
+    and the first event, so that the run's events/s excludes it; returns the seconds spent."""
+    start = time.perf_counter()
+    probe = model.clone()
+    try:
+        if compiled:
+            csr = first.csr.head(1)
+            margins = probe.progressive_csr(csr.indptr, csr.indices, csr.data, csr.y, _keys(csr))
+            _margin_tracker(names, probe, first.task).update(csr.y, margins)
+        else:
+            x, y = next(iter(first.head(1)))
+            probe.predict_one(x)
+            probe.learn_one(x, y)
+    except (TypeError, ValueError):  # a bad first event: the run reports it
+        pass
+    return time.perf_counter() - start
+
+
+def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 1000,
              on_row=None) -> Result:
-    """Progressive validation of `model` on `data` (a `datasets.Data`) with the River
-    metrics named in `metrics`.
+    """Progressive validation of `model` on `source` (a `datasets.Data` or `datasets.Stream`)
+    with the River metrics named in `metrics`.
 
-    Uses the compiled path when it applies (see the module docstring). `on_row(row)` is
-    called at every checkpoint (every `every` events and at the end).
+    Uses the compiled path when it applies (see the module docstring); `Result.path` says
+    which path ran and why. `on_row(row)` is called at every report row (every `every` events
+    and at the end). `Result.seconds` and the events/s exclude `Result.compile_seconds`, the
+    time Numba took to compile or load the code from its cache.
 
     >>> from river_pa import PAClassifier
     >>> from river_pa.evaluate import datasets
     >>> result = evaluate(datasets.load("phishing"), PAClassifier(C=0.1), ["Accuracy"])
-    >>> result.values, result.events
-    ({'Accuracy': 0.8752}, 1250)
+    >>> result.values, result.events, result.path
+    ({'Accuracy': 0.8752}, 1250, 'compiled: PAClassifier.progressive_csr')
 
     """
     if delay < 0:
         raise UsageError(f"--delay must be >= 0, got {delay}")
     if every < 1:
         raise UsageError(f"--every must be >= 1, got {every}")
-    if len(data) == 0:
-        raise UsageError(f"{data.name} has no events")
+    blocks = source.blocks()
+    first = next(blocks, None)
+    if first is None or len(first) == 0:
+        raise UsageError(f"{source.name} has no events")
+    why_not = _compiled_why_not(first, model, delay)
+    compile_seconds = warm_up(model, first, why_not is None, metrics)
     clock = _Clock(on_row)
-    path = None
-    if _compiled_applies(data, model, delay):
-        path = _run_compiled(data, model, metrics, every, clock)
-    if path is None:
-        path = _run_river(data, model, metrics, delay, every, clock)
-    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path)
+    if why_not is None:
+        if _run_compiled(first, blocks, model, metrics, every, clock):
+            path = f"compiled: {type(model).__name__}.progressive_csr"
+        else:
+            why_not = "two columns share one weight (hash collision)"
+            clock = _Clock(on_row)
+    if why_not is not None:
+        _run_river(first, blocks, model, metrics, delay, every, clock)
+        path = f"River iter_progressive_val_score: {why_not}"
+    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds)
 
 
 # -- output --------------------------------------------------------------------------------
@@ -294,16 +357,22 @@ def snapshots(result: Result, summary: dict) -> list[dict]:
 
 
 class _Progress:
-    """A rich progress bar with the live metric on stderr (TTY only)."""
+    """A rich progress bar on stderr (TTY only): events, the live metric and, for a file,
+    the bytes read of it."""
 
-    def __init__(self, total: int, label: str):
+    def __init__(self, source):
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress,
+                                   TextColumn)
 
-        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                             MofNCompleteColumn(), TextColumn("{task.fields[metric]}"),
+        self._source = source
+        self._bytes = source.size is not None
+        done = DownloadColumn() if self._bytes else MofNCompleteColumn()
+        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), done,
+                             TextColumn("{task.fields[events]:,} events {task.fields[metric]}"),
                              console=Console(stderr=True), transient=True)
-        self._task = self._bar.add_task(label, total=total, metric="")
+        total = source.size if self._bytes else len(source)
+        self._task = self._bar.add_task(source.name, total=total, metric="", events=0)
 
     def __enter__(self):
         self._bar.start()
@@ -314,21 +383,22 @@ class _Progress:
 
     def __call__(self, row: Row) -> None:
         name, value = next(iter(row.values.items()))
-        self._bar.update(self._task, completed=row.step, metric=f"{name} {value:.4f}")
+        done = self._source.position() if self._bytes else row.step
+        self._bar.update(self._task, completed=done, events=row.step,
+                         metric=f"{name} {value:.4f}")
 
 
 def _setup(args):
-    data = datasets.load(args.data, target=args.target, task=args.task)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise UsageError(f"--limit must be >= 1, got {args.limit}")
-        data = data.head(args.limit)
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be >= 1, got {args.limit}")
+    source = datasets.open_source(args.data, target=args.target, task=args.task,
+                                  limit=args.limit)
     params = parse_params(args.param, args.model_params)
-    model = build_model(args.model, params, data.task)
-    names = report.metric_names(args.metric) or DEFAULT_METRICS[data.task]
-    if not all(n in fastmetrics.SUPPORTED.get(data.task, {}) for n in names):
+    model = build_model(args.model, params, source.task)
+    names = report.metric_names(args.metric) or DEFAULT_METRICS[source.task]
+    if not all(n in fastmetrics.SUPPORTED.get(source.task, {}) for n in names):
         build_metrics(names, model)  # validate the names now: a usage error, status 2
-    return data, model, names
+    return source, model, names
 
 
 def run(args) -> int:
@@ -340,23 +410,24 @@ def run(args) -> int:
         print(f"river-pa evaluate: {exc}", file=sys.stderr)
         return 2
     show = not args.quiet and sys.stderr.isatty()
-    progress = _Progress(len(data), data.name) if show else None
+    progress = _Progress(data) if show else None
     try:
         if progress:
             with progress:
                 result = evaluate(data, model, metrics, args.delay, args.every, progress)
         else:
             result = evaluate(data, model, metrics, args.delay, args.every)
-    except UsageError as exc:
+    except (UsageError, datasets.DataError) as exc:  # a bad line met during the run
         print(f"river-pa evaluate: {exc}", file=sys.stderr)
         return 2
     except (TypeError, ValueError) as exc:
-        print(f"river-pa evaluate: event rejected: {exc}", file=sys.stderr)
+        print(f"river-pa evaluate: event rejected: {data.name}: {exc}", file=sys.stderr)
         return 1
     summary = {
         "data": data.name, "task": data.task, "model": type(model).__name__,
         "params": model._get_params(), "delay": args.delay, "seconds": result.seconds,
-        "events_per_s": result.events / max(result.seconds, 1e-9), "path": result.path,
+        "events_per_s": result.events / max(result.seconds, 1e-9),
+        "compile_s": result.compile_seconds, "path": result.path,
     }
     rows = snapshots(result, summary)
     report.print_summary(rows[-1])

@@ -75,7 +75,7 @@ def _text(value) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:,.6g}"
+        return f"{value:,.0f}" if abs(value) >= 1e5 else f"{value:.6g}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)

@@ -94,7 +94,9 @@ def test_delay_one_is_no_delay(tmp_path):
     one, _ = run_main(tmp_path, "trump-approval", "--delay", "1")
     none, _ = run_main(tmp_path, "trump-approval")
     assert one["metrics"] == none["metrics"]
-    assert one["path"].endswith("(delay 1)") and none["path"].startswith("compiled") is False
+    assert one["path"] == none["path"] == "compiled: PARegressor.progressive_csr"
+    two, _ = run_main(tmp_path, "trump-approval", "--delay", "2")
+    assert two["path"] == "River iter_progressive_val_score: delay 2: labels are learned late"
 
 
 # -- compiled path == generic River path ------------------------------------------------------
@@ -149,7 +151,7 @@ def test_a_later_block_with_a_hash_collision_is_learned_event_by_event():
               np.array([1.0, -1.0, 1.0, 1.0]), keys=keys)
     data = datasets.Data("collide", "binary", [True, False, True, True], csr=csr)
     result = evaluate(data, model, ["Accuracy", "LogLoss"], every=2)
-    assert result.path == "compiled (learn_csr)"
+    assert result.path == "compiled: PAClassifier.progressive_csr"
     assert result.values == river_score(list(data), PAClassifier(n_features=2),
                                         ["Accuracy", "LogLoss"])
 
@@ -163,7 +165,7 @@ def test_compiled_path_on_a_libsvm_file_equals_river_on_the_dicts(tmp_path):
             feats = " ".join(f"{keys.index(k) + 1}:{v!r}" for k, v in x.items() if v != 0)
             f.write(f"{'+1' if y else '-1'} {feats}\n")
     summary, _ = run_main(tmp_path, str(path))
-    assert summary["path"] == "compiled (learn_csr)"
+    assert summary["path"] == "compiled: PAClassifier.progressive_csr"
     renamed = [({keys.index(k) + 1: v for k, v in x.items() if v != 0}, y) for x, y in stream]
     assert summary["metrics"] == river_score(renamed, PAClassifier(),
                                              ["Accuracy", "F1", "LogLoss"])
@@ -298,7 +300,7 @@ def test_csv_and_jsonl_files_equal_river(tmp_path):
     expected = river_score(stream, PAClassifier(), ["Accuracy", "F1", "LogLoss"])
     from_csv, _ = run_main(tmp_path, str(csv_path), "--target", "label")
     from_jsonl, _ = run_main(tmp_path, str(jsonl_path))
-    assert from_csv["path"].startswith("compiled") and from_jsonl["path"].startswith("River")
+    assert from_csv["path"] == from_jsonl["path"] == "compiled: PAClassifier.progressive_csr"
     assert from_csv["metrics"] == expected == from_jsonl["metrics"]
 
 
@@ -356,7 +358,7 @@ def test_labels_that_cannot_be_targets_name_the_line(tmp_path, capsys):
     listy.write_text('{"x": {"a": 1}, "y": 1}\n{"x": {"a": 2}, "y": [0]}\n')
     assert main([str(listy), "--quiet"]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"river-pa evaluate: {listy}:2: 'y' must be a number, a string, true/false or null, "
+        f"river-pa evaluate: {listy}:2: 'y' must be a number, a string or true/false, "
         "got [0]")
     empty = tmp_path / "empty_target.csv"
     empty.write_text("a,label\n1,1\n2,\n3,0\n")
