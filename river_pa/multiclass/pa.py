@@ -14,7 +14,8 @@ import pandas as pd
 from river import base
 
 from river_pa.multiclass import _numba
-from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype, check_label
+from river_pa._core.validation import check_label
+from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype
 
 __all__ = ["MarginClassifier", "PAMultiClassifier"]
 
