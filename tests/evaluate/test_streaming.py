@@ -174,3 +174,19 @@ def test_compilation_is_timed_apart_and_skips_scipy_linalg(tmp_path):
         done.stdout.strip().splitlines()[-1])
     assert compile_s > 10 * seconds and rate == events / seconds and events == 2000
     assert not linalg and not river_metrics
+
+
+def test_evaluate_says_which_path_it_took_and_why(tmp_path):
+    from river import preprocessing
+
+    path = tmp_path / "d.svm"
+    path.write_bytes(lines(300))
+    data = datasets.load(str(path))
+    runs = {
+        "compiled: PAClassifier.progressive_csr": (PAClassifier(), 0),
+        "River iter_progressive_val_score: a pipeline has no progressive_csr (the compiled path "
+        "needs a linear river_pa learner)": (preprocessing.StandardScaler() | PAClassifier(), 0),
+        "River iter_progressive_val_score: delay 5: labels are learned late": (PAClassifier(), 5),
+    }
+    for expected, (model, delay) in runs.items():
+        assert evaluate(data, model, ["Accuracy"], delay=delay).path == expected
