@@ -122,6 +122,23 @@ def feed_sklearn(batches):
     return run
 
 
+def batches_of(name: str, stream):
+    """(ours, sklearn, number of columns) prebuilt batches of a stream."""
+    return sparse_batches(stream, 2**18) if name == "sparse" else dense_batches(stream)
+
+
+def versus_sklearn(name: str, stream, ours, theirs, reps: int, target: str) -> None:
+    """Print our learn_many (the run `ours`) against sklearn's partial_fit on `theirs`."""
+    times = {"ours": [], "sklearn": []}
+    for _ in range(reps):
+        times["ours"].append(ours(PAClassifier(variant="PA-I", C=1.0)))
+        times["sklearn"].append(feed_sklearn(theirs)(sgd()))
+    med = {k: statistics.median(t) for k, t in times.items()}
+    rate = {k: len(stream) / t for k, t in med.items()}
+    print(f"  {name:13s} sklearn {rate['sklearn']:>12,.0f}/s  ours {rate['ours']:>12,.0f}/s"
+          f"  ratio {med['sklearn'] / med['ours']:5.2f}x ({target})", flush=True)
+
+
 def sgd():
     return SGDClassifier(loss="hinge", penalty=None, learning_rate="pa1", eta0=1.0)
 
@@ -170,40 +187,18 @@ def main(argv=None):
         print(f"learn_many vs sklearn SGDClassifier(pa1).partial_fit, batches of {BATCH}, "
               "inputs prebuilt for both")
         for name, stream in data.items():
-            if name == "sparse":
-                ours, theirs, _ = sparse_batches(stream, 2**18)
-            else:
-                ours, theirs, _ = dense_batches(stream)
-            med = {}
-            times = {"ours": [], "sklearn": []}
-            for _ in range(args.reps):
-                times["ours"].append(feed_ours(ours)(PAClassifier(variant="PA-I", C=1.0)))
-                times["sklearn"].append(feed_sklearn(theirs)(sgd()))
-            med = {k: statistics.median(t) for k, t in times.items()}
-            rate = {k: len(stream) / t for k, t in med.items()}
-            print(f"  {name:13s} sklearn {rate['sklearn']:>12,.0f}/s  ours {rate['ours']:>12,.0f}/s"
-                  f"  ratio {med['sklearn'] / med['ours']:5.2f}x (target >= 1.0x)", flush=True)
+            ours, theirs, _ = batches_of(name, stream)
+            versus_sklearn(name, stream, feed_ours(ours), theirs, args.reps, "target >= 1.0x")
 
     if "arrays" in parts:
         print(f"learn_many on the same numpy/CSR batches as sklearn's partial_fit ({BATCH} rows), "
               "feature names given as columns= (their lookup timed)")
         for name, stream in data.items():
-            if name == "sparse":
-                _, theirs, d = sparse_batches(stream, 2**18)
-                names = [f"k{j}" for j in range(d)]
-            else:
-                _, theirs, d = dense_batches(stream)
-                names = list(stream[0][0])
-            times = {"ours": [], "sklearn": []}
-            for _ in range(args.reps):
-                times["ours"].append(feed_ours(theirs, names)(PAClassifier(variant="PA-I")))
-                times["sklearn"].append(feed_sklearn(theirs)(sgd()))
-            med = {k: statistics.median(t) for k, t in times.items()}
-            rate = {k: len(stream) / t for k, t in med.items()}
+            _, theirs, d = batches_of(name, stream)
+            names = [f"k{j}" for j in range(d)] if name == "sparse" else list(stream[0][0])
             target = 1.2 if name == "dense-1000" else 3.0
-            print(f"  {name:13s} sklearn {rate['sklearn']:>12,.0f}/s  ours {rate['ours']:>12,.0f}/s"
-                  f"  ratio {med['sklearn'] / med['ours']:5.2f}x (issue 12 target >= {target}x)",
-                  flush=True)
+            versus_sklearn(name, stream, feed_ours(theirs, names), theirs, args.reps,
+                           f"issue 12 target >= {target}x")
 
     if "memory" in parts:
         stream = data["sparse"]
