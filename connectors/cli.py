@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 import sys
 
+from kafka.errors import KafkaError
+
 from river_pa.connectors.checkpoint import CheckpointError, check_writable
 from river_pa.connectors.config import load_config
 from river_pa.connectors.daemon import Daemon
+from river_pa.connectors.kafka_io import OutputError, explain
 
 __all__ = ["main"]
 
@@ -34,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointError as exc:
         print(f"river-pa serve: refusing the checkpoint: {exc}", file=sys.stderr)
         return 3
+    except (KafkaError, OutputError) as exc:  # nothing was committed past the failure
+        print(f"river-pa serve: {explain(exc, cfg)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -17,13 +17,21 @@ from typing import Any, Callable
 
 import orjson
 
+try:
+    from river_pa._core.validation import TooManyClassesError
+except ImportError:  # until the learners' class bound (issue 11, section 2) is merged
+    class TooManyClassesError(ValueError):
+        """A label past a learner's `max_classes` bound."""
+
 __all__ = [
-    "BadRecord", "Event", "Label", "decode_event", "decode_label", "encode_json", "label_check_for",
+    "BadRecord", "Event", "Label", "TooManyClassesError", "decode_event", "decode_label",
+    "encode_json", "label_check_for",
 ]
 
 REASONS = (
     "oversize", "undecodable", "invalid_json", "not_an_object", "missing_id", "missing_x",
     "bad_x", "non_numeric", "non_finite", "bad_label", "bad_ts", "label_rejected",
+    "too_many_classes", "output_rejected",
 )
 
 

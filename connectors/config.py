@@ -46,6 +46,7 @@ class ServeConfig:
     report_seconds: float = 10.0
     report_path: str | None = "river-pa-report.jsonl"
     pending_max: int = 100_000
+    pending_max_bytes: int = 256 * 2**20
     pending_ttl_ms: int | None = None
     max_record_bytes: int = 100_000
     max_poll_records: int = 500
@@ -65,6 +66,8 @@ _FLAGS_HELP = {
     "metric": "river.metrics class name (default: Accuracy, or MAE for regressors)",
     "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
+    "pending_max_bytes": "memory budget of the events waiting for a label (features and "
+                         "predictions, bytes); the oldest are evicted and counted as expired",
     "batch_seconds": "process at most this long between polls (well inside max.poll.interval.ms)",
     "exactly_once": "predictions and offsets in one Kafka transaction",
     "transactional_id": "default '<group_id>-<client_id>': give each daemon its own client id",
@@ -162,8 +165,9 @@ def load_config(argv: list[str], environ=None) -> ServeConfig:
     return _check_values(ServeConfig(**values))
 
 
-_POSITIVE = ("rolling_window", "checkpoint_every", "pending_max", "max_record_bytes",
-             "max_poll_records", "max_buffered", "session_timeout_ms", "batch_seconds")
+_POSITIVE = ("rolling_window", "checkpoint_every", "pending_max", "pending_max_bytes",
+             "max_record_bytes", "max_poll_records", "max_buffered", "session_timeout_ms",
+             "batch_seconds")
 _NOT_NEGATIVE = ("checkpoint_seconds", "report_every", "report_seconds", "pending_ttl_ms",
                  "poll_timeout_ms")
 

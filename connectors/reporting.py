@@ -84,6 +84,7 @@ class Stats:
             "orphan_labels": self.counts["orphan_labels"],
             "dead_lettered": sum(self.dead_letters.values()),
             "dead_letter_reasons": dict(self.dead_letters),
+            "truncated_dead_letters": self.counts["truncated_dead_letters"],
             "label_delay_ms": {
                 "mean": self.delay_mean.get() if self.delay_mean.n else None,
                 "p50": self.delay_p50.get(),
