@@ -11,6 +11,7 @@ from river_pa.connectors.checkpoint import CheckpointError, check_writable
 from river_pa.connectors.config import load_config
 from river_pa.connectors.daemon import Daemon
 from river_pa.connectors.kafka_io import OutputError, explain
+from river_pa.connectors.reporting import check_report_path
 
 __all__ = ["main"]
 
@@ -33,9 +34,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 3
     try:
-        return Daemon(cfg, model).run()
+        check_report_path(cfg.report_path)
+    except OSError as exc:  # was a traceback at the first report, on every restart
+        print(f"river-pa serve: cannot append to --report-path {cfg.report_path} "
+              f"({exc.strerror})", file=sys.stderr)
+        return 1
+    if not cfg.checkpoint_key:
+        logging.getLogger("river_pa.serve").warning(
+            "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s runs code in this daemon at its "
+            "next start; set --checkpoint-key (or RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
+    try:
+        daemon = Daemon(cfg, model)
+    except ValueError as exc:  # an unknown --metric, or one that does not fit the model
+        print(f"river-pa serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return daemon.run()
     except CheckpointError as exc:
-        print(f"river-pa serve: refusing the checkpoint: {exc}", file=sys.stderr)
+        print(f"river-pa serve: checkpoint: {exc}", file=sys.stderr)
         return 3
     except (KafkaError, OutputError) as exc:  # nothing was committed past the failure
         print(f"river-pa serve: {explain(exc, cfg)}", file=sys.stderr)

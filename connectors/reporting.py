@@ -8,6 +8,7 @@ topic.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,7 +17,9 @@ from river import metrics, stats, utils
 
 from river_pa.connectors.codec import encode_json
 
-__all__ = ["Reporter", "Stats", "make_metric"]
+__all__ = ["Reporter", "Stats", "check_report_path", "make_metric"]
+
+log = logging.getLogger("river_pa.serve")
 
 
 def make_metric(name: str | None, model) -> metrics.base.Metric:
@@ -94,6 +97,13 @@ class Stats:
         }
 
 
+def check_report_path(path: str | None) -> None:
+    """Raise OSError unless the JSONL report can be appended to (checked at start)."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        open(path, "ab").close()
+
+
 class Reporter:
     """Publishes `Stats` snapshots every N events or T seconds to a JSONL file and a topic."""
 
@@ -105,6 +115,11 @@ class Reporter:
         self.started = time.monotonic()
         self.last_time = self.started
         self.last_events = None
+
+    def _append(self, record: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as fh:
+            fh.write(encode_json(record) + b"\n")
 
     def due(self, events: int) -> bool:
         """True when a report is due after `events` events in total."""
@@ -125,9 +140,10 @@ class Reporter:
             "events_this_run": events_since_start,
         }
         if self.path:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "ab") as fh:
-                fh.write(encode_json(record) + b"\n")
+            try:
+                self._append(record)
+            except OSError as exc:  # a full disk mid-run: the report is not worth the daemon
+                log.warning("could not append to the report %s (%s)", self.path, exc.strerror)
         self.send(record)
         self.last_time, self.last_events = now, snapshot["events"]
         return record
