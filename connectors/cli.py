@@ -1,30 +1,41 @@
-"""`river-pa serve`: run the Kafka daemon (`python -m river_pa.connectors.cli --help`)."""
+"""`river-pa serve`: build the configuration and the model, then run the Kafka daemon.
+
+The flags are parsed by `river_pa.cli` (defined in `river_pa.connectors.config`);
+`python -m river_pa.connectors` and `python -m river_pa.connectors.cli` run the same command.
+
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
 
-from kafka.errors import KafkaError
-
-from river_pa.connectors.checkpoint import CheckpointError, check_writable
-from river_pa.connectors.config import load_config
-from river_pa.connectors.daemon import Daemon
-from river_pa.connectors.kafka_io import OutputError, explain
-from river_pa.connectors.reporting import check_report_path
-
-__all__ = ["main"]
+__all__ = ["run"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse the configuration, build the model and serve until SIGTERM/SIGINT."""
+def run(args) -> int:
+    """Serve with the parsed flags `args` until SIGTERM/SIGINT; returns the exit status
+    (1: configuration, report path, cluster unusable or an output lost, 2: unknown model,
+    parameter or metric, 3: checkpoint), with one line on stderr."""
+    from kafka.errors import KafkaError
+
+    from river_pa.connectors.checkpoint import CheckpointError, check_writable
+    from river_pa.connectors.config import from_args
+    from river_pa.connectors.daemon import Daemon
+    from river_pa.connectors.kafka_io import OutputError, explain
+    from river_pa.connectors.reporting import check_report_path, serve_metrics
     from river_pa.registry import make_model
 
-    cfg = load_config(sys.argv[1:] if argv is None else list(argv))
+    try:
+        cfg = from_args(vars(args))
+    except SystemExit as exc:  # one line naming the setting
+        print(exc.code, file=sys.stderr)
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
     try:
         model = make_model(cfg.model, cfg.model_params)
+        serve_metrics(cfg.metric, model)  # an unknown --metric: status 2 before any I/O
     except ValueError as exc:
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 2
@@ -44,12 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s runs code in this daemon at its "
             "next start; set --checkpoint-key (or RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
     try:
-        daemon = Daemon(cfg, model)
-    except ValueError as exc:  # an unknown --metric, or one that does not fit the model
-        print(f"river-pa serve: {exc}", file=sys.stderr)
-        return 2
-    try:
-        return daemon.run()
+        return Daemon(cfg, model).run()
     except CheckpointError as exc:
         print(f"river-pa serve: checkpoint: {exc}", file=sys.stderr)
         return 3
@@ -59,4 +65,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from river_pa.cli import main
+
+    sys.exit(main(["serve", *sys.argv[1:]]))

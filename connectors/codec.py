@@ -17,11 +17,7 @@ from typing import Any, Callable
 
 import orjson
 
-try:
-    from river_pa._core.validation import TooManyClassesError
-except ImportError:  # until the learners' class bound (issue 11, section 2) is merged
-    class TooManyClassesError(ValueError):
-        """A label past a learner's `max_classes` bound."""
+from river_pa._core.validation import TooManyClassesError
 
 __all__ = [
     "BadRecord", "Event", "Label", "TooManyClassesError", "decode_event", "decode_label",

@@ -40,6 +40,10 @@ def learners() -> dict[str, type]:
 def _estimator(name: str):
     """The estimator class or instance `name` refers to; nothing is called (no factories)."""
     if ":" not in name:
+        if name in river_pa.__all__:  # imports this learner's family only, not all seven
+            cls = getattr(river_pa, name)
+            if issubclass(cls, base.Estimator):
+                return cls
         known = learners()
         if name not in known:
             raise ValueError(

@@ -57,11 +57,11 @@ def test_callables_that_are_not_estimator_classes_are_never_called(trusted_modul
 @pytest.mark.parametrize("how", ["flags", "toml", "environment"])
 def test_os_system_runs_nothing_from_any_configuration_source(tmp_path, monkeypatch, capsys, how):
     # `--model os:system --model-params '{"command": ...}'` ran the command
-    from river_pa.connectors import cli
+    from river_pa.cli import main
 
     marker = tmp_path / "pwned"
     params = f'{{"command": "touch {marker}"}}'
-    argv = ["--bootstrap-servers", "127.0.0.1:1", "--checkpoint-path", str(tmp_path / "ck"),
+    argv = ["serve", "--bootstrap-servers", "127.0.0.1:1", "--checkpoint-path", str(tmp_path / "ck"),
             "--report-path", str(tmp_path / "r.jsonl")]
     if how == "flags":
         argv += ["--model", "os:system", "--model-params", params]
@@ -72,6 +72,6 @@ def test_os_system_runs_nothing_from_any_configuration_source(tmp_path, monkeypa
     else:
         monkeypatch.setenv("RIVER_PA_MODEL", "os:system")
         monkeypatch.setenv("RIVER_PA_MODEL_PARAMS", params)
-    assert cli.main(argv) == 2
+    assert main(argv) == 2
     assert "not a River estimator class or instance" in capsys.readouterr().err
     assert not marker.exists()

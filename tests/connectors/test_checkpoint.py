@@ -88,9 +88,9 @@ def test_a_directory_as_checkpoint_path_is_refused(tmp_path, model):
 def test_an_unwritable_checkpoint_path_stops_the_daemon_before_it_consumes(capsys):
     # it used to emit a batch of predictions, die with a traceback at the first save, and do
     # the same again on every restart
-    from connectors import cli
+    from river_pa.cli import main
 
-    assert cli.main(["--checkpoint-path", "/proc/river-pa-test/ck.bin",
+    assert main(["serve", "--checkpoint-path", "/proc/river-pa-test/ck.bin",
                      "--bootstrap-servers", "127.0.0.1:1"]) == 3
     assert "cannot write a checkpoint there" in capsys.readouterr().err
 
@@ -143,11 +143,11 @@ def test_a_full_disk_during_a_checkpoint_is_one_error_and_leaves_no_tmp(tmp_path
 
 
 def test_unusable_report_path_and_metric_are_one_line_errors(tmp_path, capsys):
-    from connectors import cli
+    from river_pa.cli import main
 
-    base = ["--bootstrap-servers", "127.0.0.1:1", "--checkpoint-path", str(tmp_path / "ck")]
-    assert cli.main(base + ["--report-path", "/proc/river-pa-test/r.jsonl"]) == 1
+    base = ["serve", "--bootstrap-servers", "127.0.0.1:1", "--checkpoint-path", str(tmp_path / "ck")]
+    assert main(base + ["--report-path", "/proc/river-pa-test/r.jsonl"]) == 1
     assert "cannot append to --report-path" in capsys.readouterr().err
-    assert cli.main(base + ["--report-path", str(tmp_path / "r.jsonl"), "--metric",
-                            "NoSuchMetric"]) == 2  # was 1 with a traceback
+    assert main(base + ["--report-path", str(tmp_path / "r.jsonl"), "--metric",
+                        "NoSuchMetric"]) == 2  # was 1 with a traceback
     assert "unknown metric 'NoSuchMetric'" in capsys.readouterr().err

@@ -66,7 +66,8 @@ def grant(address: str, topics: dict[str, list[str]], group: str) -> None:
 
 def serve(kafka, address: str, kafka_settings: dict, *args: str) -> subprocess.Popen:
     return kafka.serve("--bootstrap-servers", address, "--kafka", json.dumps(kafka_settings),
-                       "--checkpoint-path", "d0.ckpt", "--report-path", "d0.jsonl", *args)
+                       "--checkpoint-path", "d0.ckpt", "--checkpoint-key", "k", "--report-path",
+                       "d0.jsonl", *args)
 
 
 def one_line_failure(kafka, proc: subprocess.Popen, expected: str, within_s: float = 40) -> str:
