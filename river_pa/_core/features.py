@@ -134,9 +134,9 @@ class FeatureIndex(abc.ABC):
     def insert(self, keys: tuple) -> np.ndarray:
         """Positions of `keys`, giving new keys a position first."""
 
-    def known(self, idx: np.ndarray) -> bool:
-        """Whether every position in `idx` belongs to a key seen by `insert`."""
-        return True
+    def n_unseen(self, idx: np.ndarray) -> int:
+        """How many positions in `idx` are the sink of keys never seen by `insert`."""
+        return 0
 
     def lookup_unique(self, keys: tuple) -> tuple[np.ndarray, bool]:
         """`lookup(keys)` and whether two of the keys share a position (a hash collision)."""
@@ -173,8 +173,8 @@ class Vocabulary(FeatureIndex):
                 positions[key] = len(positions) + 1
         return np.fromiter(map(positions.__getitem__, keys), np.int64, len(keys))
 
-    def known(self, idx):
-        return np.count_nonzero(idx) == len(idx)  # 3x faster than idx.all() on short arrays
+    def n_unseen(self, idx):
+        return len(idx) - np.count_nonzero(idx)  # 3x faster than (idx == 0).sum() on short arrays
 
     def keys(self):
         """Keys in position order (position 1 first)."""

@@ -9,7 +9,7 @@ Two paths give the same numbers:
 * generic: River's `iter_progressive_val_score` with River's metric objects, for any model,
   data set and delay;
 * compiled: when the data has CSR arrays (a libsvm file, a numeric CSV), the model is a fresh
-  river_pa `PAClassifier` or `PARegressor` and there is no delay, `linear_numba.learn_csr` runs the
+  river_pa `PAClassifier` or `PARegressor` and there is no delay, its `progressive_csr` runs the
   predict-then-learn loop over a block of events in one call and returns the margins it
   predicted before each update; River's metrics are then computed from them in compiled code
   (`river_pa.evaluate.fastmetrics`, equal to River's metric objects to the bit). The final weights
@@ -228,21 +228,6 @@ class _Clock:
         return self._last - self._start
 
 
-def _compiled_columns(csr, model):
-    """Weight positions of the CSR columns, given to the model's index in order of first
-    appearance (as a `learn_one` loop would); None if hashing merges two columns."""
-    from river_pa._core.features import Hashing
-
-    order = csr.columns()
-    positions = model._index.insert(csr.column_keys(order))
-    if isinstance(model._index, Hashing) and len(np.unique(positions)) < len(positions):
-        return None
-    model._grow()
-    lut = np.zeros(int(order.max(initial=0)) + 1, dtype=np.int64)
-    lut[order] = positions
-    return lut[csr.indices]
-
-
 def _compiled_applies(data, model, delay: int) -> bool:
     from river_pa.linear_model.pa import PAClassifier, PARegressor
 
@@ -259,29 +244,37 @@ def _margin_tracker(names: list[str], model, task: str):
 
 
 def _run_compiled(data, model, names: list[str], every: int, clock: _Clock) -> str | None:
-    """Progressive validation in compiled blocks of `every` events; None if not applicable."""
-    from river_pa.linear_model import _numba as linear_numba
-
+    """Progressive validation in compiled blocks of `every` events (the model's
+    `progressive_csr`); None if not applicable (two columns of the first block share a weight).
+    A later block whose columns share a weight is learned one event at a time."""
     csr = data.csr
-    indices = _compiled_columns(csr, model)
-    if indices is None:
-        return None
+    keys = csr.keys if csr.keys is not None else range(int(csr.indices.max(initial=-1)) + 1)
     tracker = _margin_tracker(names, model, data.task)
-    sw = np.ones(len(csr))
-    b = model.intercept
     for lo in range(0, len(csr), every):
         hi = min(lo + every, len(csr))
-        margins, b = linear_numba.learn_csr(
-            model._task, model._variant, float(model.C), model._epsilon, model._w, b,
-            model._intercept_norm, csr.indptr[lo : hi + 1], indices, csr.data, csr.y[lo:hi],
-            sw[lo:hi],
-        )
+        start, end = csr.indptr[lo], csr.indptr[hi]
+        block = (csr.indptr[lo : hi + 1] - start, csr.indices[start:end], csr.data[start:end])
+        try:
+            margins = model.progressive_csr(*block, csr.y[lo:hi], keys)
+        except ValueError:
+            if lo == 0:
+                return None
+            margins = _margins_one_by_one(model, *block, csr.y[lo:hi], keys)
         tracker.update(csr.y[lo:hi], margins)
         clock.checkpoint(hi, tracker.values())
-    model.intercept = b
-    model._version += 1
-    model._clear_cache()
     return "compiled (learn_csr)"
+
+
+def _margins_one_by_one(model, indptr, indices, data, y, keys) -> np.ndarray:
+    """The margins of a predict-then-learn loop over the rows of a CSR block, as dicts."""
+    margin = getattr(model, "decision_function_one", model.predict_one)
+    out = np.empty(len(y))
+    for i in range(len(y)):
+        lo, hi = indptr[i], indptr[i + 1]
+        x = {keys[j]: v for j, v in zip(indices[lo:hi].tolist(), data[lo:hi].tolist())}
+        out[i] = margin(x)
+        model.learn_one(x, y[i])
+    return out
 
 
 def _run_river(data, model, names: list[str], delay: int, every: int, clock: _Clock) -> str:

@@ -16,8 +16,9 @@ import scipy.sparse as sp
 from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
 
 from river_pa.linear_model import _numba
-from river_pa._core.cache import TransientCache
-from river_pa._core.features import as_array, make_index, merge_duplicates, packed_values
+from river_pa._core.cache import EventCache
+from river_pa._core.features import make_index
+from river_pa._core.validation import check_csr, check_sample_weights
 
 VARIANTS = {"PA": _numba.PA, "PA-I": _numba.PA_I, "PA-II": _numba.PA_II}
 
@@ -158,17 +159,18 @@ def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False
     return pos, values
 
 
-class SparseLinear(TransientCache):
+class SparseLinear(EventCache):
     """Weights over dict features: a numpy array, an intercept and a feature index.
 
-    Subclasses set `_task` (a `river_pa.linear_model._numba` task code) and call `_setup` in `__init__`.
+    Subclasses set `_task` (a `river_pa.linear_model._numba` task code) and call `_setup` in
+    `__init__`. The event cache (`EventCache`) keeps the margin and ||x||^2 of the last event.
 
     """
 
     _task: int
     _INITIAL_CAPACITY = 64
-    _TRANSIENT = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_margin", "_sq",
-                  "_version_seen")
+    _PACKED = True
+    _TRANSIENT = (*EventCache._TRANSIENT, "_margin", "_sq")
 
     def _setup(self, variant, C, epsilon, learn_intercept, n_features):
         self._variant = check_variant(variant)
@@ -184,22 +186,10 @@ class SparseLinear(TransientCache):
         self._clear_cache()
 
     def _clear_cache(self):
-        self._keys = self._vals = None
-        self._pos = self._epos = self._val = None
-        self._dups = self._known = False
+        super()._clear_cache()
         self._margin = self._sq = 0.0
-        self._version_seen = -1
 
     # -- events ----------------------------------------------------------------------------
-
-    def _positions(self, keys: tuple) -> np.ndarray:
-        """Positions of `keys` for prediction, cached for the last key tuple."""
-        if keys != self._keys:
-            self._pos, self._dups = self._index.lookup_unique(keys)
-            self._known = self._index.known(self._pos)
-            self._keys = keys
-            self._vals = None
-        return self._pos
 
     def _grow(self):
         """Make room for every position of the index, growing by half (amortised O(1))."""
@@ -209,36 +199,15 @@ class SparseLinear(TransientCache):
             w[: len(self._w)] = self._w
             self._w = w
 
-    def _prepare(self, x: dict, learn: bool = False) -> None:
-        """Validate the event `x` and cache its positions, values, margin and ||x||^2.
-
-        With `learn`, keys never seen get positions (after validation, so a rejected event
-        leaves the model unchanged). Unseen keys sit at the sink, of weight 0, until then, so
-        the margin and the norm stay valid. The values are cached as packed bytes on the fast
-        path (see `packed_values`), which the `_packed` kernels read without an array.
-
-        """
-        keys = tuple(x)
-        if keys != self._keys:
-            self._positions(keys)
-        vals = tuple(x.values())
-        if vals != self._vals or self._version_seen != self._version:
-            val = packed_values(x, vals)
-            pos = self._pos
-            if self._dups:
-                pos, val = merge_duplicates(pos, as_array(val))
-            dot = _numba.dot_sq_packed if val.__class__ is bytes else _numba.dot_sq
-            s, q = dot(self._w, pos, val)
-            self._vals, self._epos, self._val = vals, pos, val
-            self._margin, self._sq = self.intercept + s, q
-            self._version_seen = self._version
-        if learn and not self._known:
-            self._pos = self._epos = self._index.insert(self._keys)
-            self._known = True
-            self._grow()
+    def _on_event(self, pos, val) -> None:
+        """Cache w . x + b and ||x||^2 (intercept excluded); unseen keys sit at the sink, of
+        weight 0, so both stay valid when they get positions."""
+        dot = _numba.dot_sq_packed if val.__class__ is bytes else _numba.dot_sq
+        s, self._sq = dot(self._w, pos, val)
+        self._margin = self.intercept + s
 
     def _margin_one(self, x: dict) -> float:
-        self._prepare(x)
+        self._event(x)
         return self._margin
 
     def _passive(self, margin: float, y: float) -> bool:
@@ -257,7 +226,7 @@ class SparseLinear(TransientCache):
             w = check_sample_weight(w)
             if w == 0.0:
                 return
-        self._prepare(x, learn=True)
+        self._event(x, learn=True)
         if self._passive(self._margin, y):
             return
         val = self._val
@@ -304,6 +273,80 @@ class SparseLinear(TransientCache):
             kernel = _numba.learn_dense if values.flags.c_contiguous else _numba.learn_dense_f
             _, self.intercept = kernel(*args, pos, values, y, sw)
         self._version += 1
+        self._clear_cache()  # cached positions of keys the batch just inserted are stale
+
+    def progressive_csr(self, indptr, indices, data, y, keys, w=None) -> np.ndarray:
+        """Progressive validation over a CSR batch in one compiled loop: for each row, its
+        margin w . x + b before learning, then the PA update on that row.
+
+        Parameters
+        ----------
+        indptr
+            Integers (n + 1,): row i holds the entries ``indptr[i]:indptr[i + 1]``.
+        indices
+            Integers (nnz,): the column number of each entry, in 0..len(keys)-1, at most once
+            per row.
+        data
+            Real numbers (nnz,), finite: the feature values.
+        y
+            n labels as `learn_one` takes them (the classifier: bool, 0/1 or -1/+1; the
+            regressor: finite reals).
+        keys
+            The feature key of each column number (any sequence: ``keys[j]`` is column j's key;
+            ``range(d)`` when the keys are the column numbers). Columns get weight positions in
+            order of first appearance in the batch, as a `learn_one` loop would give them.
+        w
+            Optional n sample weights (finite, >= 0), as `learn_one`'s `w`.
+
+        Returns
+        -------
+        np.ndarray
+            The n margins (float64), each predicted before its row was learned.
+
+        The weights, the intercept and the margins are bit for bit those of a
+        ``predict_one``/``learn_one`` loop over the rows as dicts ``{keys[j]: value}`` in the
+        rows' column order (`decision_function_one` for the classifier); a row of sample weight
+        0 adds its keys to the vocabulary (with weight 0) where `learn_one` would skip it.
+        Everything is validated before the model changes: TypeError for a wrong dtype,
+        ValueError for a bad shape, a repeated or out-of-range column, a non-finite value, a
+        bad label or weight, and for two columns of the batch that would share one weight
+        (equal keys, or a hash collision with `n_features`): a learn_one loop would merge them
+        in the dict, so the caller takes the per-event path for that batch.
+
+        Examples
+        --------
+
+        >>> import river_pa
+        >>> model = river_pa.PAClassifier(variant="PA")
+        >>> model.progressive_csr([0, 1, 3], [0, 0, 1], [1.0, 1.0, 2.0], [True, False],
+        ...                       keys=["a", "b"])
+        array([0., 1.])
+        >>> model.weights, model.intercept
+        ({'a': 0.16666666666666669, 'b': -0.6666666666666666}, 0.16666666666666669)
+
+        The first row, {"a": 1}, sits at margin 0, so the hard PA step (tau = 1 / ||x||^2 = 1/2,
+        intercept included) puts it at margin 1: the second row's margin is 0.5 + 0.5.
+
+        """
+        indptr, data, columns, ranks = check_csr(indptr, indices, data, len(keys))
+        n = len(indptr) - 1
+        y = self._targets(y)
+        if y.shape != (n,):
+            raise ValueError(f"y must have one label per row: {len(y)} labels for {n} rows")
+        sw = check_sample_weights(w, n)
+        col_keys = tuple(keys[j] for j in columns.tolist())
+        pos, merged = self._index.lookup_unique(col_keys)
+        if merged or len(set(col_keys)) < len(col_keys):
+            raise ValueError("two columns of the batch share one weight (equal keys or a hash "
+                             "collision): learn them one event at a time")
+        pos = self._index.insert(col_keys)
+        self._grow()
+        margins, self.intercept = _numba.learn_csr(
+            self._task, self._variant, float(self.C), self._epsilon, self._w, self.intercept,
+            self._intercept_norm, indptr, pos[ranks], data, y, sw)
+        self._version += 1
+        self._clear_cache()
+        return margins
 
     # -- inspection ------------------------------------------------------------------------
 

@@ -21,10 +21,9 @@ import numpy as np
 import pandas as pd
 
 from river_pa.multiclass import _numba
-from river_pa._core.features import merge_duplicates, make_index, to_values
-from river_pa._core.cache import TransientCache
+from river_pa._core.features import make_index
+from river_pa._core.cache import EventCache
 from river_pa.linear_model.base import (
-    SparseLinear,
     check_positive,
     check_sample_weight,
     check_variant,
@@ -64,22 +63,19 @@ def check_weights(w, rows: int) -> np.ndarray:
     return sw
 
 
-class ScoringClassifier(TransientCache):
+class ScoringClassifier(EventCache):
     """A label set with one score per label, and the event cache around the scores.
 
     Subclasses create `_index` and call `_setup_labels` and `_clear_cache` in their setup, and
     define `_grow_labels(capacity)` (room for that many label rows), `_grow()` (room for every
     feature position), `_score_event(pos, val)` -> (||x||^2, scores of the n labels) and
-    `_scores_many(X)` (rows x n).
+    `_scores_many(X)` (rows x n). The event cache (`EventCache`) keeps ||x||^2 and the scores
+    of the last event until the model changes.
 
     """
 
     _INITIAL_LABELS = 4
-    _TRANSIENT = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_sq",
-                  "_scores", "_version_seen")
-
-    # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
-    _positions = SparseLinear._positions
+    _TRANSIENT = (*EventCache._TRANSIENT, "_sq", "_scores")
 
     def _setup_labels(self):
         self._labels: dict = {}
@@ -88,11 +84,12 @@ class ScoringClassifier(TransientCache):
         self._version = 0
 
     def _clear_cache(self):
-        self._keys = self._vals = None
-        self._pos = self._epos = self._val = self._scores = None
-        self._dups = self._known = False
+        super()._clear_cache()
+        self._scores = None
         self._sq = 0.0
-        self._version_seen = -1
+
+    def _on_event(self, pos, val) -> None:
+        self._sq, self._scores = self._score_event(pos, val)
 
     @property
     def _n(self) -> int:
@@ -113,29 +110,9 @@ class ScoringClassifier(TransientCache):
         self._version += 1
         return row
 
-    def _event(self, x: dict, learn: bool = False):
-        """(positions, values, ||x||^2, scores of the n labels) of `x`, validated.
-
-        With `learn`, keys never seen get positions (after validation). The scores are cached
-        until the model changes.
-
-        """
-        pos = self._positions(tuple(x))
-        vals = tuple(x.values())
-        if vals != self._vals or self._version_seen != self._version:
-            val = to_values(x)
-            if self._dups:
-                pos, val = merge_duplicates(pos, val)
-            self._sq, self._scores = self._score_event(pos, val)
-            self._vals, self._epos, self._val = vals, pos, val
-            self._version_seen = self._version
-        if learn and not self._index.known(self._pos):
-            self._pos = self._epos = self._index.insert(self._keys)
-            self._grow()
-        return self._epos, self._val, self._sq, self._scores
-
     def _scores_one(self, x: dict) -> np.ndarray:
-        return self._event(x)[3]
+        self._event(x)
+        return self._scores
 
     def _labelled_event(self, x: dict, y, w):
         """(label row, positions, values, ||x||^2, scores) of a training event, or None when
@@ -146,7 +123,8 @@ class ScoringClassifier(TransientCache):
         row = self._add_label(y)
         if w == 0.0:
             return None
-        return (row, *self._event(x, learn=True))
+        self._event(x, learn=True)
+        return row, self._epos, self._val, self._sq, self._scores
 
     def _batch(self, X: pd.DataFrame, n_targets: int, w):
         """Validated (positions, values, sample weights) of a batch, keys inserted."""

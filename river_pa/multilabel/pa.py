@@ -141,7 +141,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
             self._add_label(label)
         if w == 0.0:
             return
-        pos, val, sq, s = self._event(x, learn=True)
+        self._event(x, learn=True)
+        pos, val, sq, s = self._epos, self._val, self._sq, self._scores
         rel = np.zeros(self._n, dtype=np.int64)
         for label, value in y.items():
             rel[self._labels[label]] = bool(value)

@@ -20,7 +20,7 @@ from river.utils.math import sigmoid
 from river_pa import PAClassifier, PARegressor
 from river_pa.evaluate import datasets
 from river_pa.evaluate.fastmetrics import SUPPORTED, MarginMetrics, RiverMarginMetrics
-from river_pa.evaluate.libsvm import parse_libsvm, read_libsvm
+from river_pa.evaluate.libsvm import CSR, parse_libsvm, read_libsvm
 from river_pa.evaluate.job import evaluate, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -128,6 +128,22 @@ def test_hash_collisions_fall_back_to_the_river_path():
     result = evaluate(data, PAClassifier(n_features=2**4), ["Accuracy", "LogLoss"])
     assert result.path.startswith("River")
     assert result.values == river_score(list(data), PAClassifier(n_features=2**4),
+                                        ["Accuracy", "LogLoss"])
+
+
+def test_a_later_block_with_a_hash_collision_is_learned_event_by_event():
+    """Block 1 (events 0-1) uses one column; block 2 two columns hashed to one position."""
+    model = PAClassifier(n_features=2)
+    keys = ["k0", "k1", "k2"]
+    pos = model._index.lookup(tuple(keys)).tolist()
+    pair = next([i, j] for i in range(3) for j in range(i) if pos[i] == pos[j])
+    indices = [pair[0], pair[0], *pair, pair[1]]
+    csr = CSR(np.array([0, 1, 2, 4, 5]), np.array(indices), np.array([1.0, 2.0, 1.0, 3.0, 1.0]),
+              np.array([1.0, -1.0, 1.0, 1.0]), keys=keys)
+    data = datasets.Data("collide", "binary", [True, False, True, True], csr=csr)
+    result = evaluate(data, model, ["Accuracy", "LogLoss"], every=2)
+    assert result.path == "compiled (learn_csr)"
+    assert result.values == river_score(list(data), PAClassifier(n_features=2),
                                         ["Accuracy", "LogLoss"])
 
 

@@ -1,0 +1,182 @@
+"""Input checks of every learner, in one place: each raises an error naming the field and
+the value, before the model changes.
+
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from river_pa._core import _numba
+
+__all__ = [
+    "TooManyClassesError",
+    "check_csr",
+    "check_sample_weights",
+    "check_target",
+    "check_targets",
+    "encode_binary_label",
+    "encode_binary_labels",
+]
+
+
+class TooManyClassesError(ValueError):
+    """A label would create a class past the learner's `max_classes` bound.
+
+    Raised before any state changes, so the model stays usable (the Kafka daemon dead-letters
+    the record as ``too_many_classes``).
+
+    """
+
+
+def check_sample_weights(w, rows: int) -> np.ndarray:
+    """Per-row sample weights of a batch (float64, `rows`; ones when None), validated.
+
+    >>> check_sample_weights(None, 2)
+    array([1., 1.])
+    >>> check_sample_weights([1.0, -2.0], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: sample weights w must be finite, >= 0 and one per row of X
+
+    """
+    if w is None:
+        return np.ones(rows)
+    sw = np.asarray(w, dtype=np.float64)
+    if sw.shape != (rows,) or not (np.isfinite(sw).all() and (sw >= 0).all()):
+        raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
+    return sw
+
+
+def _integer_array(name: str, values) -> np.ndarray:
+    array = np.asarray(values)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+        raise TypeError(f"{name} must be a 1-D integer array, got {array.dtype} of shape "
+                        f"{array.shape}")
+    return array.astype(np.int64, copy=False)
+
+
+def check_csr(indptr, indices, data, n_keys: int) -> tuple:
+    """(indptr, data, columns, ranks) of a CSR batch, validated.
+
+    `indptr` (n + 1 integers from 0, non-decreasing, ending at len(indices)) delimits the rows;
+    `indices` (integers) are column numbers in 0..n_keys-1, each at most once per row (a dict
+    has one value per key); `data` (real numbers, finite, one per index) are the values.
+    TypeError for a wrong dtype, ValueError naming the row and column otherwise. Returns
+    `indptr` as int64, `data` as float64, the column numbers used in order of first appearance
+    (the order a `learn_one` loop meets them) and, for each entry, its column's rank in that
+    order. Memory is O(len(indices)) whatever `n_keys`.
+
+    >>> indptr, data, columns, ranks = check_csr([0, 2, 3], [5, 0, 5], [0.5, 1.0, 2.0], 6)
+    >>> columns, ranks
+    (array([5, 0]), array([0, 1, 0]))
+    >>> check_csr([0, 2], [1, 1], [0.5, 1.0], 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: row 0 has column 1 twice
+
+    """
+    indptr = _integer_array("indptr", indptr)
+    indices = _integer_array("indices", indices)
+    data = np.asarray(data)
+    if data.ndim != 1 or data.dtype.kind not in "iufb":
+        raise TypeError(f"data must be a 1-D array of real numbers, got {data.dtype} of shape "
+                        f"{data.shape}")
+    data = data.astype(np.float64, copy=False)
+    n = len(indices)
+    if (len(data) != n or len(indptr) == 0 or indptr[0] != 0 or indptr[-1] != n
+            or (np.diff(indptr) < 0).any()):
+        raise ValueError(f"indptr must rise from 0 to len(indices) and data must have one value "
+                         f"per index: got indptr of length {len(indptr)} from "
+                         f"{indptr[:1].tolist()} to {indptr[-1:].tolist()}, {n} indices, "
+                         f"{len(data)} values")
+    compact = n_keys > 2 * n + 1024  # a lookup table of n_keys would not be O(n)
+    if compact:
+        outside = (indices < 0) | (indices >= n_keys)
+        uniq, local = np.unique(np.where(outside, -1, indices), return_inverse=True)
+        local = np.where(outside, -1, local.reshape(-1))
+        columns, ranks, bad, why = _numba.csr_columns(indptr, local, len(uniq))
+        columns = uniq[columns]
+    else:
+        columns, ranks, bad, why = _numba.csr_columns(indptr, indices, n_keys)
+    if bad >= 0:
+        row = int(np.searchsorted(indptr, bad, side="right")) - 1
+        column = int(indices[bad])
+        if why == 0:
+            raise ValueError(f"row {row} has column {column}, outside 0..{n_keys - 1} (the "
+                             "columns of the keys given)")
+        raise ValueError(f"row {row} has column {column} twice")
+    finite = np.isfinite(data)
+    if not finite.all():
+        p = int(np.argmin(finite))
+        row = int(np.searchsorted(indptr, p, side="right")) - 1
+        raise ValueError(f"row {row} column {int(indices[p])} has a non-finite value {float(data[p])!r}")
+    return indptr, data, columns, ranks
+
+
+def encode_binary_label(y) -> float:
+    """+1.0 or -1.0 for a binary label: bool, 0/1 or -1/+1 (numpy scalars too).
+
+    >>> encode_binary_label(True), encode_binary_label(0), encode_binary_label(-1)
+    (1.0, -1.0, -1.0)
+    >>> encode_binary_label("spam")
+    Traceback (most recent call last):
+    ...
+    ValueError: PAClassifier is binary: labels must be bool, 0/1 or -1/+1, got 'spam'; for more than two classes or other labels use river_pa.PAMultiClassifier
+
+    """
+    if not isinstance(y, str):
+        try:  # pd.NA and arrays have no truth value: they get the message below
+            if y == 1:
+                return 1.0
+            if y == 0 or y == -1:
+                return -1.0
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(
+        f"PAClassifier is binary: labels must be bool, 0/1 or -1/+1, got {y!r}; "
+        "for more than two classes or other labels use river_pa.PAMultiClassifier"
+    )
+
+
+def encode_binary_labels(y) -> np.ndarray:
+    """`encode_binary_label` over an array of labels, vectorised for bool and numeric dtypes."""
+    values = np.asarray(y)
+    if values.dtype.kind == "b":
+        return np.where(values, 1.0, -1.0)
+    if values.dtype.kind not in "iuf":
+        return np.array([encode_binary_label(v) for v in values], dtype=np.float64)
+    positive = values == 1
+    bad = ~(positive | (values == 0) | (values == -1))
+    if bad.any():
+        encode_binary_label(values[np.argmax(bad)].item())  # raises, naming the label
+    return np.where(positive, 1.0, -1.0)
+
+
+def check_target(y) -> float:
+    """`y` as a float: TypeError unless a real number (numpy complex too), ValueError unless
+    finite (an int beyond the float64 range too)."""
+    if isinstance(y, str) or not isinstance(y, numbers.Real | np.integer | np.floating):
+        raise TypeError(f"target y must be a real number, got {y!r}")
+    try:
+        value = float(y)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise ValueError(f"target y must be finite, got {y!r}")
+    return value
+
+
+def check_targets(y) -> np.ndarray:
+    """`_check_target` over an array of targets, vectorised for numeric dtypes."""
+    values = np.asarray(y)
+    if values.dtype.kind not in "iufb":
+        return np.array([check_target(v) for v in values], dtype=np.float64)
+    values = values.astype(np.float64)
+    finite = np.isfinite(values)
+    if not finite.all():
+        check_target(values[np.argmin(finite)].item())  # raises, naming the target
+    return values
