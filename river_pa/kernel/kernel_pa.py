@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from river import base
 
+from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.kernel import _numba
 from river_pa._core.features import Vocabulary
 from river_pa.linear_model.base import check_positive, check_variant, frame_arrays
@@ -90,12 +91,16 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         None (unbounded) or the largest number of support vectors (an int >= 1).
     budget_rule
         "projectron" or "BPA-S": what a full budget does (see above); unused without a budget.
+    calibration
+        None or "platt": probabilities softmax(a f(x)) with a fitted online on the progressive
+        scores of the labelled events (`river_pa._core.calibration`); `predict_one` unchanged.
 
     Support vectors are stored as dense rows over the feature positions of a growing
     vocabulary (position 0, the sink of keys never learned, is always 0), their coefficients
     as a (vectors x labels) matrix, both grown amortised; kernel rows are computed in Numba.
     Sample weights scale C as in `PAClassifier`; probabilities are softmax(scores) over every
-    label seen (a fixed link, not calibrated; with large kernel values they are close to 0/1).
+    label seen (a fixed link, not calibrated; with large kernel values they are close to 0/1)
+    unless `calibration="platt"`; with calibration, `learn_many` is a `learn_one` loop.
     Bad feature values raise TypeError / ValueError naming the feature and leave the model
     unchanged; so does an event whose ||x||^2 or K(x, x) overflows float64 (e.g. |x| >~ 1e154,
     or a polynomial kernel of a large degree), which would turn the model's state into inf/NaN.
@@ -137,6 +142,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         C: float = 1.0,
         budget: int | None = None,
         budget_rule: str = "projectron",
+        calibration: str | None = None,
     ):
         self.kernel = kernel
         self.degree = degree
@@ -146,6 +152,8 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         self.C = C
         self.budget = budget
         self.budget_rule = budget_rule
+        self.calibration = calibration
+        self._calibrator = make_calibrator(calibration)
         if budget_rule not in BUDGET_RULES:
             raise ValueError(f"budget_rule must be one of {sorted(BUDGET_RULES)}, got "
                              f"{budget_rule!r}")
@@ -279,6 +287,9 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
+        if self._calibrator is not None:
+            learn_rows(self, X, y, w)
+            return
         labels = list(y)
         for label in labels:
             check_label(label)

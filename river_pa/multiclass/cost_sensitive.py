@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+from river_pa._core.calibration import make_calibrator
 from river_pa.multiclass import _numba
 from river_pa.multiclass.pa import MarginClassifier
 
@@ -67,8 +68,11 @@ class PACostSensitiveClassifier(MarginClassifier):
         Whether each label learns an intercept.
     n_features
         None for a vocabulary of feature keys, a power of two for the hashing trick.
+    calibration
+        None or "platt": probabilities softmax(a s) with the temperature 1/a fitted online on
+        the progressive scores of the labelled events (`river_pa._core.calibration`).
 
-    Predictions, probabilities (softmax of the scores), sample weights and input validation
+    Predictions, probabilities (softmax of the scores, or softmax(a s) calibrated), sample weights and input validation
     are those of `PAMultiClassifier`.
 
     Examples
@@ -100,9 +104,12 @@ class PACostSensitiveClassifier(MarginClassifier):
         cost: Mapping | Callable | None = None,
         learn_intercept: bool = True,
         n_features: int | None = None,
+        calibration: str | None = None,
     ):
         self.variant = variant
         self.C = C
+        self.calibration = calibration
+        self._calibrator = make_calibrator(calibration)
         self.update = update
         self.cost = cost
         self.learn_intercept = learn_intercept

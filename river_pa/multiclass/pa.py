@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from river import base
 
+from river_pa._core.calibration import learn_rows
 from river_pa.multiclass import _numba
 from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype, check_label
 
@@ -71,6 +72,9 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
+        if self._calibrator is not None:
+            learn_rows(self, X, y, w)
+            return
         labels = list(y)
         for label in labels:
             check_label(label)
@@ -106,7 +110,8 @@ class PAMultiClassifier(MarginClassifier):
     Labels are any hashable values (str, int, bool, tuples, ...). A label seen for the first
     time gets a fresh zero prototype before the update, so it competes at once.
     `predict_proba_one` covers every label seen: P(r) = softmax(s)_r = exp(s_r) / sum exp(s_k),
-    a fixed link of the scores (not a calibrated probability). Before any label is seen
+    a fixed link of the scores (not a calibrated probability) without calibration, softmax(a s)
+    with `calibration="platt"` (then `learn_many` is a `learn_one` loop). Before any label is seen
     `predict_one` returns None and `predict_proba_one` {}.
 
     Parameters
@@ -119,6 +124,9 @@ class PAMultiClassifier(MarginClassifier):
         Whether each label learns an intercept.
     n_features
         None for a growable vocabulary of feature keys; a power of two for the hashing trick.
+    calibration
+        None or "platt": probabilities softmax(a s) with the temperature 1/a fitted online on
+        the progressive scores of the labelled events (`river_pa._core.calibration`).
 
     `learn_one(x, y, w)` takes a sample weight that scales C, as in `PAClassifier`; w = 0
     registers the label and changes no weight. Feature values must be real numbers: anything

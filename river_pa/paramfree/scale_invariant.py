@@ -233,9 +233,13 @@ _CLASSIFIER_DOC = """
         The algorithm's parameter, > 9/8 (the paper's condition); not a learning rate.
     learn_intercept
         Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
+    calibration
+        None or "platt": P(True) = sigmoid(a y_hat + b), a and b fitted online on the progressive
+        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
-    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat. Bad
+    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat (without
+    calibration). Bad
     feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
     so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
     State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
@@ -283,7 +287,16 @@ _TRUMP = """
 """
 
 
-class CoordinateScaleInvariantClassifier(_Coordinate, BinaryMixin):
+class _ScaleInvariantClassifier:
+    """The classifiers' constructor: `_ScaleInvariant`'s parameters and `calibration`."""
+
+    def __init__(self, loss=None, alpha: float = 1.5, learn_intercept: bool = True,
+                 calibration: str | None = None):
+        _ScaleInvariant.__init__(self, loss, alpha, learn_intercept)
+        self._setup_calibration(calibration)
+
+
+class CoordinateScaleInvariantClassifier(_ScaleInvariantClassifier, _Coordinate, BinaryMixin):
     __doc__ = _docstring(
         "Binary linear classifier by the coordinate-wise scale-invariant algorithm.",
         _Coordinate, _CLASSIFIER_DOC,
@@ -300,7 +313,7 @@ class CoordinateScaleInvariantRegressor(_Coordinate, RegressionMixin):
     _default_loss = optim.losses.Absolute()
 
 
-class FullScaleInvariantClassifier(_Full, BinaryMixin):
+class FullScaleInvariantClassifier(_ScaleInvariantClassifier, _Full, BinaryMixin):
     __doc__ = _docstring(
         "Binary linear classifier by the full scale-invariant algorithm.",
         _Full, _CLASSIFIER_DOC,
