@@ -14,9 +14,8 @@ from river import base
 from river.utils.math import sigmoid
 
 from river_pa._core.calibration import learn_rows, make_calibrator
-
 from river_pa.linear_model import _numba
-from river_pa.linear_model.base import SparseLinear
+from river_pa.linear_model.base import SparseLinear, check_sample_weight
 from river_pa._core.validation import (
     check_target,
     check_targets,
@@ -128,13 +127,9 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         label = encode_binary_label(y)
-        if self._calibrator is None:
-            self._learn_event(x, label, w)
-            return
-        m = self._margin_one(x)  # the progressive margin, before the step
+        if self._calibrator is not None and check_sample_weight(w):
+            self._calibrator.learn(self._margin_one(x), label > 0.0)  # x validated first
         self._learn_event(x, label, w)
-        if w:
-            self._calibrator.learn(m, label > 0.0)
 
     _targets = staticmethod(encode_binary_labels)
 

@@ -144,13 +144,9 @@ class BinaryMixin(base.Classifier):
             raise ValueError(
                 f"{type(self).__name__} is binary: labels must be bool, 0/1 or -1/+1, got {y!r}"
             ) from None
-        if self._calibrator is None:
-            self._learn(x, label, w)
-            return
-        y_hat = self._raw_one(x)  # the progressive prediction, before the step
+        if self._calibrator is not None and check_sample_weight(w):
+            self._calibrator.learn(self._raw_one(x), label)  # x validated first
         self._learn(x, label, w)
-        if w:
-            self._calibrator.learn(y_hat, label)
 
     def predict_proba_one(self, x: dict) -> dict:
         y_hat = self._raw_one(x)
