@@ -8,7 +8,7 @@ has fitted to its own label. For K labels with scores s, the same regression in 
 form fits P(r | s) = softmax(a s)_r (one temperature 1/a; a bias per label would not transfer
 between labels that come and go).
 
-The parameters theta = (a, b) start at (1, 0), the uncalibrated link, and follow online Newton
+The parameters (a, b) start at (1, 0), the uncalibrated link, and follow online Newton
 steps on the log loss: H <- H + the loss's Hessian at the event, theta <- theta - H^-1 grad,
 H starting at the identity (a ridge that keeps the first steps short). This is written here
 rather than borrowed from River's `linear_model.LogisticRegression` because an SGD step of fixed
@@ -40,7 +40,8 @@ def _sigmoid(z: float) -> float:
 class Platt:
     """Online Platt scaling of margins (binary) or temperature scaling of scores (multiclass).
 
-    State: `theta` = [a, b] and `H` (2 x 2), float64 numpy arrays (so the learner pickles).
+    State: a, b and the three entries of the symmetric H (haa, hab, hbb), plain floats (numpy
+    scalars would cost more than the rest of a linear learner's event).
 
     >>> cal = Platt()
     >>> cal.proba(2.0) == _sigmoid(2.0)   # before any label: the uncalibrated sigmoid
@@ -53,14 +54,14 @@ class Platt:
     """
 
     def __init__(self):
-        self.theta = np.array([1.0, 0.0])
-        self.H = np.eye(2)
+        self.a, self.b = 1.0, 0.0
+        self.haa, self.hab, self.hbb = 1.0, 0.0, 1.0
 
     # -- binary: P(True) = sigmoid(a m + b) -------------------------------------------------
 
     def proba(self, m: float) -> float:
         """P(True) for the margin m."""
-        return _sigmoid(float(self.theta[0]) * m + float(self.theta[1]))
+        return _sigmoid(self.a * m + self.b)
 
     def learn(self, m: float, y: bool) -> None:
         """One Newton step on the log loss of (m, y)."""
@@ -73,7 +74,7 @@ class Platt:
 
     def softmax(self, s: np.ndarray) -> np.ndarray:
         """Probabilities of the labels of scores `s` (float64, n)."""
-        z = self.theta[0] * s
+        z = self.a * s
         e = np.exp(z - z.max())
         return e / e.sum()
 
@@ -88,18 +89,16 @@ class Platt:
         self._newton(mean - float(s[row]), 0.0, var, 1.0, 0.0)
 
     def _newton(self, ga: float, gb: float, h: float, fa: float, fb: float) -> None:
-        """H += h f f^T for f = (fa, fb); theta -= H^-1 (ga, gb)."""
-        H = self.H
-        H[0, 0] += h * fa * fa
-        H[0, 1] += h * fa * fb
-        H[1, 0] = H[0, 1]
-        H[1, 1] += h * fb * fb
-        det = H[0, 0] * H[1, 1] - H[0, 1] * H[0, 1]
-        self.theta[0] -= (H[1, 1] * ga - H[0, 1] * gb) / det
-        self.theta[1] -= (H[0, 0] * gb - H[0, 1] * ga) / det
+        """H += h f f^T for f = (fa, fb); (a, b) -= H^-1 (ga, gb)."""
+        self.haa += h * fa * fa
+        self.hab += h * fa * fb
+        self.hbb += h * fb * fb
+        det = self.haa * self.hbb - self.hab * self.hab
+        self.a -= (self.hbb * ga - self.hab * gb) / det
+        self.b -= (self.haa * gb - self.hab * ga) / det
 
     def __repr__(self) -> str:
-        return f"Platt(a={self.theta[0]:.4g}, b={self.theta[1]:.4g})"
+        return f"Platt(a={self.a:.4g}, b={self.b:.4g})"
 
 
 def make_calibrator(calibration) -> Platt | None:

@@ -170,7 +170,7 @@ class ArgmaxPrediction:
         S = self._scores_many(X)
         if S.shape[1]:
             if self._calibrator is not None:
-                S = S * self._calibrator.theta[0]
+                S = S * self._calibrator.a
             S = np.exp(S - S.max(axis=1, keepdims=True))
             S /= S.sum(axis=1, keepdims=True)
         return pd.DataFrame(S, index=X.index, columns=self.classes)

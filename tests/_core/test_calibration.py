@@ -27,7 +27,7 @@ def test_newton_step_by_hand():
     f = np.array([2.0, 1.0])
     H = np.eye(2) + p * (1 - p) * np.outer(f, f)
     theta = np.array([1.0, 0.0]) - np.linalg.solve(H, (p - 1.0) * f)
-    assert cal.theta == pytest.approx(theta, rel=1e-12)
+    assert [cal.a, cal.b] == pytest.approx(theta, rel=1e-12)
     assert cal.proba(2.0) == pytest.approx(1 / (1 + math.exp(-(theta @ f))), rel=1e-12)
 
 
@@ -37,10 +37,10 @@ def test_temperature_step_by_hand():
     cal.learn_scores(s, 0)
     p = np.exp(s) / np.exp(s).sum()
     grad, hess = p @ s - s[0], p @ s**2 - (p @ s) ** 2
-    assert cal.theta[0] == pytest.approx(1.0 - grad / (1.0 + hess), rel=1e-12)
-    assert cal.theta[1] == 0.0
+    assert cal.a == pytest.approx(1.0 - grad / (1.0 + hess), rel=1e-12)
+    assert cal.b == 0.0
     q = cal.softmax(s)
-    assert q == pytest.approx(np.exp(cal.theta[0] * s) / np.exp(cal.theta[0] * s).sum())
+    assert q == pytest.approx(np.exp(cal.a * s) / np.exp(cal.a * s).sum())
 
 
 def test_platt_fits_a_known_link():
@@ -49,7 +49,7 @@ def test_platt_fits_a_known_link():
     cal = Platt()
     for m in rng.uniform(-3, 3, 20000):
         cal.learn(m, rng.random() < 1 / (1 + math.exp(-(0.5 * m - 1.0))))
-    assert cal.theta == pytest.approx([0.5, -1.0], abs=0.06)
+    assert [cal.a, cal.b] == pytest.approx([0.5, -1.0], abs=0.06)
 
 
 @pytest.mark.parametrize("cls", CLASSIFIERS, ids=lambda c: c.__name__)
@@ -70,7 +70,7 @@ def test_calibrated_model_pickles_and_predicts_the_same():
     x = next(iter(datasets.ImageSegments()))[0]
     again = pickle.loads(pickle.dumps(model))
     assert again.predict_proba_one(x) == model.predict_proba_one(x)
-    assert model[-1]._calibrator.theta[0] != 1.0
+    assert model[-1]._calibrator.a != 1.0
 
 
 def _scores(data, model):
