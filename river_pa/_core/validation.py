@@ -12,12 +12,22 @@ import numpy as np
 
 from river_pa._core import _numba
 
+VARIANTS = {"PA": _numba.PA, "PA-I": _numba.PA_I, "PA-II": _numba.PA_II}
+_MAX_FLOAT = float(np.finfo(np.float64).max)
+
 __all__ = [
     "TooManyClassesError",
     "check_csr",
+    "check_frame_dtypes",
+    "check_label",
+    "check_nonnegative",
+    "check_positive",
+    "check_sample_weight",
     "check_sample_weights",
     "check_target",
     "check_targets",
+    "check_value",
+    "check_variant",
     "encode_binary_label",
     "encode_binary_labels",
 ]
@@ -30,6 +40,90 @@ class TooManyClassesError(ValueError):
     the record as ``too_many_classes``).
 
     """
+
+
+def check_variant(variant: str) -> int:
+    """The kernel code of a variant name, or a ValueError listing the valid names."""
+    try:
+        return VARIANTS[variant]
+    except (KeyError, TypeError):
+        raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}") from None
+
+
+def check_value(key, value) -> float:
+    """Return `value` as a float, or raise an error naming the feature.
+
+    Raises
+    ------
+    TypeError
+        If the value is not a real number (int, float, bool or a numpy real scalar).
+    ValueError
+        If the value is NaN or infinite.
+
+    >>> check_value("age", 3)
+    3.0
+    >>> check_value("age", "3")
+    Traceback (most recent call last):
+    ...
+    TypeError: feature 'age' has a non-numeric value '3' of type str
+    >>> check_value("age", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: feature 'age' has a non-finite value nan
+
+    """
+    if not isinstance(value, numbers.Real | np.bool_):
+        raise TypeError(
+            f"feature {key!r} has a non-numeric value {value!r} of type {type(value).__name__}"
+        )
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValueError(f"feature {key!r} has a value out of the float64 range") from None
+    if not math.isfinite(value):
+        raise ValueError(f"feature {key!r} has a non-finite value {value!r}")
+    return value
+
+
+def check_label(label) -> None:
+    """Raise TypeError for an unhashable label and ValueError for a NaN one.
+
+    A NaN is not equal to itself, so each NaN object would look up as a new label and get a
+    row of its own: a stream of NaN labels would grow the model without bound.
+
+    >>> check_label(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: a label must not be NaN, got nan
+
+    """
+    hash(label)
+    if isinstance(label, float | np.floating) and math.isnan(label):
+        raise ValueError(f"a label must not be NaN, got {label!r}")
+
+
+def check_nonnegative(name: str, value, allow_none: bool = False) -> None:
+    """Raise a ValueError naming `name` unless `value` is a finite number >= 0 (or None, when
+    `allow_none`)."""
+    if value is None and allow_none:
+        return
+    if not isinstance(value, int | float) or not 0 <= value < float("inf"):
+        alternative = " or None" if allow_none else ""
+        raise ValueError(f"{name} must be a finite number >= 0{alternative}, got {value!r}")
+
+
+def check_positive(name: str, value) -> None:
+    """Raise a ValueError naming `name` unless `value` is a finite number > 0."""
+    if not isinstance(value, int | float) or not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def check_sample_weight(w) -> float:
+    """The sample weight as a float; a ValueError unless it is finite and >= 0."""
+    if (not isinstance(w, int | float | np.integer | np.floating)
+            or not 0 <= w < float("inf") or w > _MAX_FLOAT):
+        raise ValueError(f"sample weight w must be a finite number >= 0, got {w!r}")
+    return float(w)
 
 
 def check_sample_weights(w, rows: int) -> np.ndarray:
@@ -49,6 +143,34 @@ def check_sample_weights(w, rows: int) -> np.ndarray:
     if sw.shape != (rows,) or not (np.isfinite(sw).all() and (sw >= 0).all()):
         raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
     return sw
+
+
+def check_frame_dtypes(X: pd.DataFrame) -> bool:
+    """Raise TypeError naming a non-numeric (or complex) column; return whether all columns are
+    sparse.
+
+    Sparse columns must have fill value 0 (ValueError otherwise). Each distinct dtype is checked
+    once: hashing a pandas SparseDtype is slow, so sparse columns are checked by subtype.
+
+    """
+    import pandas as pd  # a DataFrame came, so pandas is loaded already
+    from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
+
+    dtypes = list(X.dtypes)
+    sparse = bool(dtypes) and all(isinstance(d, pd.SparseDtype) for d in dtypes)
+    base = [d.subtype for d in dtypes] if sparse else dtypes
+    for dtype in set(base):
+        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)) or is_complex_dtype(dtype):
+            col = X.columns[base.index(dtype)]
+            raise TypeError(f"feature {col!r} has non-numeric dtype {dtypes[base.index(dtype)]}")
+    if sparse:
+        fills = [d.fill_value for d in dtypes]
+        for fill in set(fills):
+            if pd.isna(fill) or fill != 0:
+                col = X.columns[fills.index(fill)]
+                raise ValueError(f"sparse feature columns must have fill value 0, {col!r} has "
+                                 f"{fill!r}")
+    return sparse
 
 
 def _integer_array(name: str, values) -> np.ndarray:

@@ -16,7 +16,7 @@ from river import base
 from river_pa.anomaly import _numba
 from river_pa._core.cache import EventCache
 from river_pa._core.features import Vocabulary
-from river_pa.linear_model.base import check_positive, check_variant
+from river_pa._core.validation import check_nonnegative, check_positive, check_variant
 
 __all__ = ["PAUniclass"]
 
@@ -130,8 +130,7 @@ class PAUniclass(EventCache, base.AnomalyDetector):
             check_positive("B", B)
             self._radius, self._extra = float(B), float(B)
         else:
-            if not isinstance(epsilon, int | float) or not 0 <= epsilon < math.inf:
-                raise ValueError(f"epsilon must be a finite number >= 0 or None, got {epsilon!r}")
+            check_nonnegative("epsilon", epsilon, allow_none=True)
             if B is not None:
                 raise ValueError("B bounds a learned radius: give it only with epsilon=None")
             self._radius, self._extra = float(epsilon), 0.0

@@ -19,8 +19,9 @@ from river import base
 from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.kernel import _numba
 from river_pa._core.features import Vocabulary
-from river_pa.linear_model.base import check_positive, check_variant, frame_arrays
-from river_pa.multiclass.base import ArgmaxPrediction, ScoringClassifier, check_label
+from river_pa._core.batch import frame_arrays
+from river_pa._core.validation import check_label, check_positive, check_variant
+from river_pa.multiclass.base import ArgmaxPrediction, ScoringClassifier
 
 __all__ = ["KernelPAClassifier"]
 

@@ -12,152 +12,19 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
 
-from river_pa.linear_model import _numba
+from river_pa._core.batch import frame_arrays
 from river_pa._core.cache import EventCache
 from river_pa._core.features import make_index
-from river_pa._core.validation import check_csr, check_sample_weights
-
-VARIANTS = {"PA": _numba.PA, "PA-I": _numba.PA_I, "PA-II": _numba.PA_II}
-
-
-def _check_dtypes(X: pd.DataFrame) -> bool:
-    """Raise TypeError naming a non-numeric (or complex) column; return whether all columns are
-    sparse.
-
-    Sparse columns must have fill value 0 (ValueError otherwise). Each distinct dtype is checked
-    once: hashing a pandas SparseDtype is slow, so sparse columns are checked by subtype.
-
-    """
-    dtypes = list(X.dtypes)
-    sparse = bool(dtypes) and all(isinstance(d, pd.SparseDtype) for d in dtypes)
-    base = [d.subtype for d in dtypes] if sparse else dtypes
-    for dtype in set(base):
-        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)) or is_complex_dtype(dtype):
-            col = X.columns[base.index(dtype)]
-            raise TypeError(f"feature {col!r} has non-numeric dtype {dtypes[base.index(dtype)]}")
-    if sparse:
-        fills = [d.fill_value for d in dtypes]
-        for fill in set(fills):
-            if pd.isna(fill) or fill != 0:
-                col = X.columns[fills.index(fill)]
-                raise ValueError(f"sparse feature columns must have fill value 0, {col!r} has "
-                                 f"{fill!r}")
-    return sparse
-
-
-def _sparse_csr(X: pd.DataFrame) -> sp.csr_matrix:
-    """The CSR matrix of a DataFrame of pandas sparse columns (fill value 0).
-
-    Reads each column's stored rows and values directly: `DataFrame.sparse.to_coo` builds a
-    Series per column and is about 10x slower on batches of tens of thousands of columns.
-
-    """
-    arrays = list(X._iter_column_arrays())  # pandas >= 1.3: the column arrays, in order
-    rows = [a.sp_index.indices for a in arrays]
-    counts = np.fromiter(map(len, rows), np.int64, len(rows))
-    coo = sp.coo_matrix(
-        (np.concatenate([a.sp_values for a in arrays]).astype(np.float64),
-         (np.concatenate(rows), np.repeat(np.arange(len(rows)), counts))),
-        shape=X.shape,
-    )
-    return coo.tocsr()
-
-
-def _csr_positions(csr: sp.csr_matrix, pos: np.ndarray, merge) -> tuple:
-    """(indptr, positions, data) of a CSR batch whose columns sit at `pos` after `merge`.
-
-    `merge` maps each column to its merged column (keys sharing a position), or is None.
-    Without merging, each row keeps the column order of its non-zero entries, which is the
-    dict order of that row's event. With hash collisions the merged row is ordered by the
-    batch's first column of each position, so a row's sum may differ from `learn_one` in the
-    last bits.
-
-    """
-    if merge is not None:
-        csr = sp.csr_matrix((csr.data, merge[csr.indices], csr.indptr),
-                            shape=(csr.shape[0], len(pos)))
-        csr.sum_duplicates()
-    csr.sort_indices()
-    return (csr.indptr.astype(np.int64), pos[csr.indices].astype(np.int64),
-            csr.data.astype(np.float64))
-
-
-def check_variant(variant: str) -> int:
-    """The kernel code of a variant name, or a ValueError listing the valid names."""
-    try:
-        return VARIANTS[variant]
-    except (KeyError, TypeError):
-        raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}") from None
-
-
-def check_positive(name: str, value) -> None:
-    """Raise a ValueError naming `name` unless `value` is a finite number > 0."""
-    if not isinstance(value, int | float) or not 0 < value < float("inf"):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-
-
-_MAX_FLOAT = float(np.finfo(np.float64).max)
-
-
-def check_sample_weight(w) -> float:
-    """The sample weight as a float; a ValueError unless it is finite and >= 0."""
-    if (not isinstance(w, int | float | np.integer | np.floating)
-            or not 0 <= w < float("inf") or w > _MAX_FLOAT):
-        raise ValueError(f"sample weight w must be a finite number >= 0, got {w!r}")
-    return float(w)
-
-
-def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False):
-    """(positions, batch) of a DataFrame through `index`, validated; positions shared merged.
-
-    Columns must be numeric or bool and finite (TypeError / ValueError naming the column,
-    raised before `index` changes), and their names unique: a repeated name has no
-    ``to_dict("records")`` meaning (the dict keeps the last value), so it is a ValueError. With `learn` the column keys are inserted into `index`.
-    Columns sharing a position (hash collisions) are summed in order of first occurrence, as
-    `merge_duplicates` does for one event.
-
-    The batch is a dense float64 array (rows x positions; C or F order: pandas is column-major)
-    or, with `allow_sparse` and every column a pandas sparse column (fill value 0), a CSR triple
-    (indptr, indices, data) whose indices are already weight positions. Each row's features
-    keep the column order, as the dict of `to_dict("records")` would: a dense batch is bit for
-    bit a `learn_one` loop.
-
-    """
-    if not X.columns.is_unique:
-        col = X.columns[X.columns.duplicated()][0]
-        raise ValueError(f"feature {col!r} names more than one column")
-    sparse = _check_dtypes(X) and allow_sparse
-    if sparse:
-        values = _sparse_csr(X)
-        finite = np.ones(X.shape[1], dtype=bool)
-        finite[values.indices[~np.isfinite(values.data)]] = False
-    else:
-        values = X.to_numpy(dtype=np.float64)
-        finite = np.isfinite(values.sum(axis=0))  # a cheap first check; overflow is rare
-        if not finite.all():
-            finite = np.isfinite(values).all(axis=0)
-    if not finite.all():
-        col = X.columns[int(np.argmin(finite))]
-        raise ValueError(f"feature {col!r} has non-finite values")
-    keys = tuple(X.columns.tolist())
-    pos = index.insert(keys) if learn else index.lookup(keys)
-    merge = None
-    if len(set(pos.tolist())) < len(pos):
-        uniq, first, inverse = np.unique(pos, return_index=True, return_inverse=True)
-        merge = np.argsort(np.argsort(first))[inverse]  # column -> merged column
-        pos = uniq[np.argsort(first)]
-    if sparse:
-        return pos, _csr_positions(values, pos, merge)
-    if merge is not None:
-        merged = np.zeros((len(values), len(pos)))
-        for j in range(len(merge)):
-            merged[:, merge[j]] += values[:, j]
-        values = merged
-    return pos, values
-
+from river_pa._core.validation import (
+    check_csr,
+    check_nonnegative,
+    check_positive,
+    check_sample_weight,
+    check_sample_weights,
+    check_variant,
+)
+from river_pa.linear_model import _numba
 
 class SparseLinear(EventCache):
     """Weights over dict features: a numpy array, an intercept and a feature index.
@@ -175,8 +42,7 @@ class SparseLinear(EventCache):
     def _setup(self, variant, C, epsilon, learn_intercept, n_features):
         self._variant = check_variant(variant)
         check_positive("C", C)
-        if not isinstance(epsilon, int | float) or not 0 <= epsilon < float("inf"):
-            raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+        check_nonnegative("epsilon", epsilon)
         self._index = make_index(n_features)
         size = self._index.size if n_features else self._INITIAL_CAPACITY
         self._w = np.zeros(size)
@@ -258,12 +124,7 @@ class SparseLinear(EventCache):
     def _learn_batch(self, X: pd.DataFrame, y: np.ndarray, w) -> None:
         if len(y) != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {len(y)}")
-        if w is None:
-            sw = np.ones(len(X))
-        else:
-            sw = np.asarray(w, dtype=np.float64)
-            if len(sw) != len(X) or not (np.isfinite(sw).all() and (sw >= 0).all()):
-                raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
+        sw = check_sample_weights(w, len(X))
         pos, values = self._batch(X, learn=True)
         args = (self._task, self._variant, self.C, self._epsilon, self._w, self.intercept,
                 self._intercept_norm)

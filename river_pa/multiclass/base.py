@@ -15,8 +15,6 @@ validates an event completely before changing anything.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
@@ -24,44 +22,19 @@ from river_pa._core.calibration import make_calibrator
 from river_pa.multiclass import _numba
 from river_pa._core.features import make_index
 from river_pa._core.cache import EventCache
-from river_pa.linear_model.base import (
+from river_pa._core.batch import frame_arrays
+from river_pa._core.validation import (
+    check_label,
     check_positive,
     check_sample_weight,
+    check_sample_weights,
     check_variant,
-    frame_arrays,
 )
 
 def softmax(s: np.ndarray) -> np.ndarray:
     """exp(s - max s), normalised (float64, same shape)."""
     e = np.exp(s - s.max())
     return e / e.sum()
-
-
-def check_label(label) -> None:
-    """Raise TypeError for an unhashable label and ValueError for a NaN one.
-
-    A NaN is not equal to itself, so each NaN object would look up as a new label and get a
-    row of its own: a stream of NaN labels would grow the model without bound.
-
-    >>> check_label(float("nan"))
-    Traceback (most recent call last):
-    ...
-    ValueError: a label must not be NaN, got nan
-
-    """
-    hash(label)
-    if isinstance(label, float | np.floating) and math.isnan(label):
-        raise ValueError(f"a label must not be NaN, got {label!r}")
-
-
-def check_weights(w, rows: int) -> np.ndarray:
-    """Per-row sample weights of a batch (ones when None), validated."""
-    if w is None:
-        return np.ones(rows)
-    sw = np.asarray(w, dtype=np.float64)
-    if len(sw) != rows or not (np.isfinite(sw).all() and (sw >= 0).all()):
-        raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
-    return sw
 
 
 class ScoringClassifier(EventCache):
@@ -133,7 +106,7 @@ class ScoringClassifier(EventCache):
         """Validated (positions, values, sample weights) of a batch, keys inserted."""
         if n_targets != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {n_targets}")
-        sw = check_weights(w, len(X))
+        sw = check_sample_weights(w, len(X))
         pos, values = frame_arrays(X, self._index, learn=True)
         self._grow()
         return pos, values, sw

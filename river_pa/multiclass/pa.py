@@ -15,7 +15,8 @@ from river import base
 
 from river_pa._core.calibration import learn_rows
 from river_pa.multiclass import _numba
-from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype, check_label
+from river_pa._core.validation import check_label
+from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype
 
 __all__ = ["MarginClassifier", "PAMultiClassifier"]
 

@@ -14,8 +14,8 @@ from river import base
 from river.utils.math import sigmoid
 
 from river_pa.multiclass import _numba as multiclass_numba
-from river_pa.linear_model.base import check_sample_weight
-from river_pa.multiclass.base import MultiPrototype, check_label
+from river_pa._core.validation import check_label, check_sample_weight
+from river_pa.multiclass.base import MultiPrototype
 
 __all__ = ["PAMultiLabelClassifier"]
 

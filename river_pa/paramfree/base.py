@@ -22,10 +22,9 @@ from river import base, optim
 
 from river_pa._core.calibration import make_calibrator
 from river_pa._core.features import Vocabulary
-from river_pa.linear_model.base import check_sample_weight
 from river_pa.paramfree._numba import MAX_ABS_VALUE, max_abs
 from river_pa._core.cache import EventCache
-from river_pa._core.validation import check_target, encode_binary_label
+from river_pa._core.validation import check_sample_weight, check_target, encode_binary_label
 
 def check_magnitudes(keys: tuple, val: np.ndarray) -> None:
     """Raise a ValueError naming the largest feature value of an event (keys, float values)

@@ -153,6 +153,10 @@ class RescaledExp(_RescaledExpState, TransientCache, optim.base.Optimizer):
             if p:
                 w[k] = v
 
+    def __repr__(self) -> str:
+        # River's Optimizer.__repr__ prints vars(self): here the whole state and the index
+        return f"{type(self).__name__}({self._get_params()})"
+
     def look_ahead(self, w):
         if not self.coordinatewise and not isinstance(w, np.ndarray):
             self._write(w, list(w.keys()))

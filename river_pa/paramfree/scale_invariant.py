@@ -66,21 +66,8 @@ class _ScaleInvariant(ParamFreeLinear):
 
 
 class _Coordinate(_ScaleInvariant):
-    """Coordinate-wise scale-invariant algorithm (Kotlowski 2017, Section 3.2).
-
-    State s_i^2 = sum_t x_{t,i}^2 and h_i = -sum_t g_t x_{t,i} per coordinate; at round t, after
-    s_i^2 <- s_i^2 + x_{t,i}^2:
-    eta_i = exp((h_i^2 + x_{t,i}^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2
-    (0 while s_i^2 = 0), y_hat = sum_i w_i x_{t,i}, then h_i <- h_i - g_t x_{t,i} with
-    g_t = dl(y_t, y_hat)/dy_hat. Predictions are unchanged when any feature is multiplied by a
-    constant (its unit changed).
-
-    On a stream whose feature set grows, d is the number of coordinates seen so far, the
-    intercept (a constant feature of value 1) and the event's new features included: d enters
-    only through the 1/(alpha t d) prior, which the paper's bound uses with beta = T d. t counts
-    the rounds learned (1 on the first).
-
-    """
+    """State and rounds of the coordinate-wise algorithm (see
+    `CoordinateScaleInvariantClassifier`)."""
 
     def _allocate(self, capacity):
         for name in ("_s2", "_h"):
@@ -105,26 +92,7 @@ class _Coordinate(_ScaleInvariant):
 
 
 class _Full(_ScaleInvariant):
-    """Full scale-invariant algorithm (Kotlowski 2017, Section 4.2).
-
-    State S = sum_t x_t x_t^T, h = -sum_t g_t x_t and Gamma = sum_t g_t^2 x_t^T S_t^+ x_t; at
-    round t, after S <- S + x_t x_t^T: eta = exp((h^T S^+ h - Gamma) / (2 alpha)) / alpha,
-    w = eta S^+ h, y_hat = w^T x_t; then h <- h - g_t x_t and Gamma <- Gamma + g_t^2 x_t^T S^+ x_t.
-    Predictions are unchanged under x -> A x for any invertible A.
-
-    S^+ is kept as a matrix and moved by one rank-one update per round, O(d^2): Sherman-Morrison
-    when x_t lies in the range of S, Meyer's formula for a new direction otherwise (detected
-    with the projector N = I - S S^+ onto the null space, also kept: ||N x||^2 > 1e-15 ||x||^2,
-    a threshold between rounding noise (about 1e-18 and below) and the smallest genuine new
-    directions met in tests, 1e-12 on TrumpApproval where a date of 7e5 dominates ||x||).
-    No d^3 solve per round: S itself is also kept, and S^+ and N are recomputed from it by an
-    eigendecomposition (O(d^3)) only when a computed quantity leaves its exact range, which
-    rounding on a nearly singular S can cause (measured: once in 5,000 MNIST-5k events at
-    d = 664; never on a9a, USPS or the test streams). d grows with the feature set: a new
-    feature is a new axis of the null space (zero row of S and S^+, identity in N). Memory
-    3 d^2 float64.
-
-    """
+    """State and rounds of the full algorithm (see `FullScaleInvariantClassifier`)."""
 
     _TRANSIENT = (*ParamFreeLinear._TRANSIENT, "_scratch", "_last_round")
 
@@ -222,7 +190,30 @@ class _Full(_ScaleInvariant):
         return _numba.si_full_eta(float(self._hv @ Ph), self._gamma, self.alpha) * Ph
 
 
-_CLASSIFIER_DOC = """
+class _ScaleInvariantClassifier:
+    """The classifiers' constructor: `_ScaleInvariant`'s parameters and `calibration`."""
+
+    def __init__(self, loss=None, alpha: float = 1.5, learn_intercept: bool = True,
+                 calibration: str | None = None):
+        _ScaleInvariant.__init__(self, loss, alpha, learn_intercept)
+        self._setup_calibration(calibration)
+
+
+class CoordinateScaleInvariantClassifier(_ScaleInvariantClassifier, _Coordinate, BinaryMixin):
+    """Binary linear classifier by the coordinate-wise scale-invariant algorithm (Kotlowski
+    2017, Section 3.2).
+
+    State s_i^2 = sum_t x_{t,i}^2 and h_i = -sum_t g_t x_{t,i} per coordinate; at round t, after
+    s_i^2 <- s_i^2 + x_{t,i}^2:
+    eta_i = exp((h_i^2 + x_{t,i}^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2
+    (0 while s_i^2 = 0), y_hat = sum_i w_i x_{t,i}, then h_i <- h_i - g_t x_{t,i} with
+    g_t = dl(y_t, y_hat)/dy_hat. Predictions are unchanged when any feature is multiplied by a
+    constant (its unit changed).
+
+    On a stream whose feature set grows, d is the number of coordinates seen so far, the
+    intercept (a constant feature of value 1) and the event's new features included: d enters
+    only through the 1/(alpha t d) prior, which the paper's bound uses with beta = T d. t counts
+    the rounds learned (1 on the first).
 
     Parameters
     ----------
@@ -243,9 +234,35 @@ _CLASSIFIER_DOC = """
     feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
     so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
     State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
-"""
 
-_REGRESSOR_DOC = """
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, optim
+    >>> import river_pa
+
+    >>> model = river_pa.CoordinateScaleInvariantClassifier(loss=optim.losses.Hinge())
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 70.96%
+
+    """
+
+
+class CoordinateScaleInvariantRegressor(_Coordinate, RegressionMixin):
+    """Linear regressor by the coordinate-wise scale-invariant algorithm (Kotlowski 2017,
+    Section 3.2).
+
+    State s_i^2 = sum_t x_{t,i}^2 and h_i = -sum_t g_t x_{t,i} per coordinate; at round t, after
+    s_i^2 <- s_i^2 + x_{t,i}^2:
+    eta_i = exp((h_i^2 + x_{t,i}^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2
+    (0 while s_i^2 = 0), y_hat = sum_i w_i x_{t,i}, then h_i <- h_i - g_t x_{t,i} with
+    g_t = dl(y_t, y_hat)/dy_hat. Predictions are unchanged when any feature is multiplied by a
+    constant (its unit changed).
+
+    On a stream whose feature set grows, d is the number of coordinates seen so far, the
+    intercept (a constant feature of value 1) and the event's new features included: d enters
+    only through the 1/(alpha t d) prior, which the paper's bound uses with beta = T d. t counts
+    the rounds learned (1 on the first).
 
     Parameters
     ----------
@@ -259,74 +276,121 @@ _REGRESSOR_DOC = """
 
     Targets must be finite real numbers; feature values finite with |x| < 1e150 (so x^2 and the
     sums of squares stay finite): a ValueError naming the feature otherwise, model unchanged.
-"""
 
+    Examples
+    --------
 
-def _docstring(summary: str, algorithm: type, parameters: str, example: str) -> str:
-    """A public class's docstring: summary, the algorithm's description, parameters, example."""
-    body = algorithm.__doc__.split("\n", 1)[1]
-    return f"{summary}\n{body}{parameters}\n    Examples\n    --------\n{example}\n    "
-
-
-_PHISHING = """
-    >>> from river import datasets, evaluate, metrics, optim
-    >>> import river_pa
-
-    >>> model = river_pa.{}(loss=optim.losses.Hinge())
-    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: {}
-"""
-
-_TRUMP = """
     >>> from river import datasets, evaluate, metrics
     >>> import river_pa
 
-    >>> model = river_pa.{}()
+    >>> model = river_pa.CoordinateScaleInvariantRegressor()
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
-    MAE: {}
-"""
+    MAE: 5.09172
 
+    """
 
-class _ScaleInvariantClassifier:
-    """The classifiers' constructor: `_ScaleInvariant`'s parameters and `calibration`."""
-
-    def __init__(self, loss=None, alpha: float = 1.5, learn_intercept: bool = True,
-                 calibration: str | None = None):
-        _ScaleInvariant.__init__(self, loss, alpha, learn_intercept)
-        self._setup_calibration(calibration)
-
-
-class CoordinateScaleInvariantClassifier(_ScaleInvariantClassifier, _Coordinate, BinaryMixin):
-    __doc__ = _docstring(
-        "Binary linear classifier by the coordinate-wise scale-invariant algorithm.",
-        _Coordinate, _CLASSIFIER_DOC,
-        _PHISHING.format("CoordinateScaleInvariantClassifier", "70.96%"),
-    )
-
-
-class CoordinateScaleInvariantRegressor(_Coordinate, RegressionMixin):
-    __doc__ = _docstring(
-        "Linear regressor by the coordinate-wise scale-invariant algorithm.",
-        _Coordinate, _REGRESSOR_DOC,
-        _TRUMP.format("CoordinateScaleInvariantRegressor", "5.09172"),
-    )
     _default_loss = optim.losses.Absolute()
 
 
 class FullScaleInvariantClassifier(_ScaleInvariantClassifier, _Full, BinaryMixin):
-    __doc__ = _docstring(
-        "Binary linear classifier by the full scale-invariant algorithm.",
-        _Full, _CLASSIFIER_DOC,
-        _PHISHING.format("FullScaleInvariantClassifier", "86.80%"),
-    )
+    """Binary linear classifier by the full scale-invariant algorithm (Kotlowski 2017,
+    Section 4.2).
+
+    State S = sum_t x_t x_t^T, h = -sum_t g_t x_t and Gamma = sum_t g_t^2 x_t^T S_t^+ x_t; at
+    round t, after S <- S + x_t x_t^T: eta = exp((h^T S^+ h - Gamma) / (2 alpha)) / alpha,
+    w = eta S^+ h, y_hat = w^T x_t; then h <- h - g_t x_t and Gamma <- Gamma + g_t^2 x_t^T S^+ x_t.
+    Predictions are unchanged under x -> A x for any invertible A.
+
+    S^+ is kept as a matrix and moved by one rank-one update per round, O(d^2): Sherman-Morrison
+    when x_t lies in the range of S, Meyer's formula for a new direction otherwise (detected
+    with the projector N = I - S S^+ onto the null space, also kept: ||N x||^2 > 1e-15 ||x||^2,
+    a threshold between rounding noise (about 1e-18 and below) and the smallest genuine new
+    directions met in tests, 1e-12 on TrumpApproval where a date of 7e5 dominates ||x||).
+    No d^3 solve per round: S itself is also kept, and S^+ and N are recomputed from it by an
+    eigendecomposition (O(d^3)) only when a computed quantity leaves its exact range, which
+    rounding on a nearly singular S can cause (measured: once in 5,000 MNIST-5k events at
+    d = 664; never on a9a, USPS or the test streams). d grows with the feature set: a new
+    feature is a new axis of the null space (zero row of S and S^+, identity in N). Memory
+    3 d^2 float64.
+
+    Parameters
+    ----------
+    loss
+        A `river.optim.losses.BinaryLoss`; None means `Log()`. Lipschitz losses (`Log`, `Hinge`)
+        keep the paper's guarantee; see the module docstring for others.
+    alpha
+        The algorithm's parameter, > 9/8 (the paper's condition); not a learning rate.
+    learn_intercept
+        Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
+    calibration
+        None or "platt": P(True) = sigmoid(a y_hat + b), a and b fitted online on the progressive
+        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
+
+    Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
+    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat (without
+    calibration). Bad
+    feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
+    so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
+    State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, optim
+    >>> import river_pa
+
+    >>> model = river_pa.FullScaleInvariantClassifier(loss=optim.losses.Hinge())
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 86.80%
+
+    """
 
 
 class FullScaleInvariantRegressor(_Full, RegressionMixin):
-    __doc__ = _docstring(
-        "Linear regressor by the full scale-invariant algorithm.",
-        _Full, _REGRESSOR_DOC,
-        _TRUMP.format("FullScaleInvariantRegressor", "7.469223"),
-    )
+    """Linear regressor by the full scale-invariant algorithm (Kotlowski 2017, Section 4.2).
+
+    State S = sum_t x_t x_t^T, h = -sum_t g_t x_t and Gamma = sum_t g_t^2 x_t^T S_t^+ x_t; at
+    round t, after S <- S + x_t x_t^T: eta = exp((h^T S^+ h - Gamma) / (2 alpha)) / alpha,
+    w = eta S^+ h, y_hat = w^T x_t; then h <- h - g_t x_t and Gamma <- Gamma + g_t^2 x_t^T S^+ x_t.
+    Predictions are unchanged under x -> A x for any invertible A.
+
+    S^+ is kept as a matrix and moved by one rank-one update per round, O(d^2): Sherman-Morrison
+    when x_t lies in the range of S, Meyer's formula for a new direction otherwise (detected
+    with the projector N = I - S S^+ onto the null space, also kept: ||N x||^2 > 1e-15 ||x||^2,
+    a threshold between rounding noise (about 1e-18 and below) and the smallest genuine new
+    directions met in tests, 1e-12 on TrumpApproval where a date of 7e5 dominates ||x||).
+    No d^3 solve per round: S itself is also kept, and S^+ and N are recomputed from it by an
+    eigendecomposition (O(d^3)) only when a computed quantity leaves its exact range, which
+    rounding on a nearly singular S can cause (measured: once in 5,000 MNIST-5k events at
+    d = 664; never on a9a, USPS or the test streams). d grows with the feature set: a new
+    feature is a new axis of the null space (zero row of S and S^+, identity in N). Memory
+    3 d^2 float64.
+
+    Parameters
+    ----------
+    loss
+        A `river.optim.losses.RegressionLoss`; None means `Absolute()` (1-Lipschitz, as the
+        analysis needs).
+    alpha
+        The algorithm's parameter, > 9/8.
+    learn_intercept
+        Whether to add a constant feature of value 1.
+
+    Targets must be finite real numbers; feature values finite with |x| < 1e150 (so x^2 and the
+    sums of squares stay finite): a ValueError naming the feature otherwise, model unchanged.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics
+    >>> import river_pa
+
+    >>> model = river_pa.FullScaleInvariantRegressor()
+    >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
+    MAE: 7.469223
+
+    """
+
     _default_loss = optim.losses.Absolute()
 
     def _unit_test_skips(self) -> set[str]:

@@ -16,7 +16,7 @@ from river import base
 
 from river_pa.structured import _numba
 from river_pa._core.features import Vocabulary, to_values
-from river_pa.linear_model.base import check_positive, check_variant
+from river_pa._core.validation import check_positive, check_variant
 
 __all__ = ["PASequenceTagger"]
 

@@ -1,4 +1,4 @@
-"""River contract of PAClassifier and PARegressor: batches equal event loops, bad input, checks."""
+"""River contract of PAClassifier and PARegressor: batches equal event loops, bad input."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from decimal import Decimal
 import numpy as np
 import pandas as pd
 import pytest
-from river import checks, compose, datasets, evaluate, metrics, preprocessing
+from river import compose, datasets, evaluate, metrics, preprocessing
 from sklearn.datasets import load_svmlight_file
 
 from river_pa import PAClassifier, PARegressor
@@ -234,15 +234,6 @@ def test_bad_parameters(params):
 def test_bad_epsilon():
     with pytest.raises(ValueError, match="epsilon"):
         PARegressor(epsilon=-0.1)
-
-
-@pytest.mark.parametrize(
-    "model",
-    [cls(**params) for cls in (PAClassifier, PARegressor) for params in cls._unit_test_params()],
-    ids=repr,
-)
-def test_river_check_estimator(model):
-    checks.check_estimator(model)
 
 
 def test_pipeline_equals_scaling_by_hand():
