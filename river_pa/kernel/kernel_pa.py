@@ -93,7 +93,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
     budget_rule
         "projectron" or "BPA-S": what a full budget does (see above); unused without a budget.
     calibration
-        None or "platt": probabilities softmax(a f(x)) with a fitted online on the progressive
+        None or "temperature": probabilities softmax(a f(x)) with a fitted online on the progressive
         scores of the labelled events (`river_pa._core.calibration`); `predict_one` unchanged.
 
     Support vectors are stored as dense rows over the feature positions of a growing
@@ -101,7 +101,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
     as a (vectors x labels) matrix, both grown amortised; kernel rows are computed in Numba.
     Sample weights scale C as in `PAClassifier`; probabilities are softmax(scores) over every
     label seen (a fixed link, not calibrated; with large kernel values they are close to 0/1)
-    unless `calibration="platt"`; with calibration, `learn_many` is a `learn_one` loop.
+    unless `calibration="temperature"`; with calibration, `learn_many` is a `learn_one` loop.
     Bad feature values raise TypeError / ValueError naming the feature and leave the model
     unchanged; so does an event whose ||x||^2 or K(x, x) overflows float64 (e.g. |x| >~ 1e154,
     or a polynomial kernel of a large degree), which would turn the model's state into inf/NaN.

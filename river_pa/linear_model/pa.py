@@ -55,8 +55,8 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         None for a growable vocabulary of feature keys; a power of two for the hashing trick
         over that many positions (a stable CRC-32 hash: the same in every process).
     calibration
-        None or "platt": online Platt scaling of the margin (`river_pa._core.calibration`),
-        fitted on the progressive margins of the labelled events; `predict_one` is unchanged.
+        None or "temperature": P(True) = sigmoid(a m), a fitted online on the progressive
+        margins of the labelled events (`river_pa._core.calibration`); predictions unchanged.
 
     Labels may be bool, 0/1 or -1/+1: all three give the same model. Any other label raises a
     ValueError that points to `PAMultiClassifier`. `learn_one(x, y, w)` takes a sample weight
@@ -65,7 +65,7 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
 
     Without calibration, `predict_proba_one` maps the margin m = w . x + b to P(True) =
     1 / (1 + exp(-m)), a fixed logistic link (not a calibrated probability: PA optimises the
-    hinge loss); with `calibration="platt"` it is sigmoid(a m + b), a and b fitted online to
+    hinge loss); with `calibration="temperature"` it is sigmoid(a m), a fitted online to
     the margins each event had before it was learned. `predict_one` is True exactly when m > 0.
     With calibration, `learn_many` is a `learn_one` loop.
 
@@ -123,7 +123,7 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         yield {"variant": "PA-I", "C": 0.1}
         yield {"variant": "PA"}
         yield {"variant": "PA-II", "C": 0.5, "learn_intercept": False, "n_features": 2**12}
-        yield {"calibration": "platt"}
+        yield {"calibration": "temperature"}
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         label = encode_binary_label(y)

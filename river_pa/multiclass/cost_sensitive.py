@@ -69,7 +69,7 @@ class PACostSensitiveClassifier(MarginClassifier):
     n_features
         None for a vocabulary of feature keys, a power of two for the hashing trick.
     calibration
-        None or "platt": probabilities softmax(a s) with the temperature 1/a fitted online on
+        None or "temperature": probabilities softmax(a s), the temperature 1/a fitted online on
         the progressive scores of the labelled events (`river_pa._core.calibration`).
 
     Predictions, probabilities (softmax of the scores, or softmax(a s) calibrated), sample weights and input validation

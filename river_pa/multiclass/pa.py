@@ -112,7 +112,7 @@ class PAMultiClassifier(MarginClassifier):
     time gets a fresh zero prototype before the update, so it competes at once.
     `predict_proba_one` covers every label seen: P(r) = softmax(s)_r = exp(s_r) / sum exp(s_k),
     a fixed link of the scores (not a calibrated probability) without calibration, softmax(a s)
-    with `calibration="platt"` (then `learn_many` is a `learn_one` loop). Before any label is seen
+    with `calibration="temperature"` (then `learn_many` is a `learn_one` loop). Before any label is seen
     `predict_one` returns None and `predict_proba_one` {}.
 
     Parameters
@@ -126,7 +126,7 @@ class PAMultiClassifier(MarginClassifier):
     n_features
         None for a growable vocabulary of feature keys; a power of two for the hashing trick.
     calibration
-        None or "platt": probabilities softmax(a s) with the temperature 1/a fitted online on
+        None or "temperature": probabilities softmax(a s), the temperature 1/a fitted online on
         the progressive scores of the labelled events (`river_pa._core.calibration`).
 
     `learn_one(x, y, w)` takes a sample weight that scales C, as in `PAClassifier`; w = 0

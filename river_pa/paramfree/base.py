@@ -126,7 +126,8 @@ class ParamFreeLinear(EventCache):
 
 class BinaryMixin(base.Classifier):
     """Binary labels (bool, 0/1 or -1/+1) and probabilities from the loss's mean function, or
-    from the online Platt scaling of y_hat when the classifier's `calibration` is "platt"
+    from the online temperature scaling of y_hat when the classifier's `calibration` is
+    "temperature"
     (its constructor calls `_setup_calibration`)."""
 
     _loss_kind = optim.losses.BinaryLoss

@@ -241,7 +241,7 @@ class RescaledExpClassifier(_RescaledExpLinear, BinaryMixin):
     learn_intercept
         Whether to learn the intercept (as a constant feature, by the same rule).
     calibration
-        None or "platt": P(True) = sigmoid(a y_hat + b), a and b fitted online on the progressive
+        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
         predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the gradient by the sample weight w

@@ -225,7 +225,7 @@ class CoordinateScaleInvariantClassifier(_ScaleInvariantClassifier, _Coordinate,
     learn_intercept
         Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
     calibration
-        None or "platt": P(True) = sigmoid(a y_hat + b), a and b fitted online on the progressive
+        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
         predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
@@ -323,7 +323,7 @@ class FullScaleInvariantClassifier(_ScaleInvariantClassifier, _Full, BinaryMixin
     learn_intercept
         Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
     calibration
-        None or "platt": P(True) = sigmoid(a y_hat + b), a and b fitted online on the progressive
+        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
         predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
