@@ -50,12 +50,14 @@ def _csr_positions(csr: sp.csr_matrix, pos: np.ndarray, merge) -> tuple:
             csr.data.astype(np.float64))
 
 
-def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False):
+def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False, grow=None):
     """(positions, batch) of a DataFrame through `index`, validated; positions shared merged.
 
     Columns must be numeric or bool and finite (TypeError / ValueError naming the column,
     raised before `index` changes), and their names unique: a repeated name has no
-    ``to_dict("records")`` meaning (the dict keeps the last value), so it is a ValueError. With `learn` the column keys are inserted into `index`.
+    ``to_dict("records")`` meaning (the dict keeps the last value), so it is a ValueError. With
+    `learn` the column keys are inserted into `index`, after ``grow(size)`` made room for the
+    `size` positions the index will then have (a MemoryError there changes nothing).
     Columns sharing a position (hash collisions) are summed in order of first occurrence, as
     `merge_duplicates` does for one event.
 
@@ -83,7 +85,10 @@ def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False
         col = X.columns[int(np.argmin(finite))]
         raise ValueError(f"feature {col!r} has non-finite values")
     keys = tuple(X.columns.tolist())
-    pos = index.insert(keys) if learn else index.lookup(keys)
+    pos = index.lookup(keys)
+    if learn:
+        grow(index.size + index.n_unseen(pos))  # room first: a MemoryError changes nothing
+        pos = index.insert(keys)
     merge = None
     if len(set(pos.tolist())) < len(pos):
         uniq, first, inverse = np.unique(pos, return_index=True, return_inverse=True)

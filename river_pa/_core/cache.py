@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from river_pa._core.features import as_array, merge_duplicates, packed_values
+from river_pa._core.validation import check_x
 
 
 class TransientCache:
@@ -37,8 +38,9 @@ class EventCache(TransientCache):
     """Mixin: the last event a learner saw, converted, validated and scored once.
 
     A learner holds `_index` (a `river_pa._core.features.FeatureIndex`) and `_version` (bumped
-    whenever a change of the model changes what `_on_event` computes), and defines `_grow()`
-    (room for every position of the index) and `_on_event(pos, val)`, its view of an event
+    whenever a change of the model changes what `_on_event` computes), and defines
+    `_grow(size)` (room for `size` feature positions; it must either succeed or leave the state
+    as it was, e.g. on MemoryError) and `_on_event(pos, val)`, its view of an event
     (margin, scores, ...: it stores what it needs in its own transient attributes, and may
     raise to refuse the event).
 
@@ -64,6 +66,8 @@ class EventCache(TransientCache):
         self._version_seen = -1
 
     def _event(self, x: dict, learn: bool = False) -> None:
+        if x.__class__ is not dict:
+            check_x(x)
         keys = tuple(x)
         if keys != self._keys:
             self._pos, self._dups = self._index.lookup_unique(keys)
@@ -82,6 +86,6 @@ class EventCache(TransientCache):
             self._vals, self._epos, self._val = vals, pos, val
             self._version_seen = self._version
         if learn and self._n_unseen:
+            self._grow(self._index.size + self._n_unseen)  # may fail: before the index grows
             self._pos = self._epos = self._index.insert(keys)
             self._n_unseen = 0
-            self._grow()

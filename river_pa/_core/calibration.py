@@ -78,10 +78,11 @@ class Temperature:
 
     def learn(self, m: float, y: bool) -> None:
         """One Newton step on the log loss of (m, y)."""
-        if not 0.0 < abs(m) < math.inf:
+        scale = m * m
+        if not 0.0 < scale < math.inf:  # no information (m = 0 or m^2 underflows), or overflow
             return
         p = self.proba(m)
-        self._newton((p - y) * m, max(p * (1.0 - p), CURVATURE_FLOOR) * m * m, m * m)
+        self._newton((p - y) * m, max(p * (1.0 - p), CURVATURE_FLOOR) * scale, scale)
 
     # -- several labels: P(r) = softmax(a s)_r ------------------------------------------------
 
@@ -95,12 +96,13 @@ class Temperature:
         """One Newton step on the cross-entropy of label `row` under the scores `s`."""
         if len(s) < 2 or not np.isfinite(s).all():
             return
+        scale = float(s.max() - s.min()) ** 2
+        if not 0.0 < scale < math.inf:
+            return
         p = self.softmax(s)
         mean = float(p @ s)
-        spread = float(p @ (s * s)) - mean * mean  # d2/da2; its floor: the scores' range
-        scale = float(s.max() - s.min()) ** 2
-        if scale > 0.0:
-            self._newton(mean - float(s[row]), max(spread, CURVATURE_FLOOR * scale), scale)
+        spread = float(p @ (s - mean) ** 2)  # d2/da2, floored at a share of the range^2
+        self._newton(mean - float(s[row]), max(spread, CURVATURE_FLOOR * scale), scale)
 
     def _newton(self, g: float, h: float, scale: float) -> None:
         """a <- a - g / H after H += h; H starts at scale / 4 (see the module docstring)."""

@@ -17,6 +17,7 @@ _MAX_FLOAT = float(np.finfo(np.float64).max)
 
 __all__ = [
     "TooManyClassesError",
+    "check_count",
     "check_csr",
     "check_frame_dtypes",
     "check_label",
@@ -28,6 +29,7 @@ __all__ = [
     "check_targets",
     "check_value",
     "check_variant",
+    "check_x",
     "encode_binary_label",
     "encode_binary_labels",
 ]
@@ -86,20 +88,50 @@ def check_value(key, value) -> float:
 
 
 def check_label(label) -> None:
-    """Raise TypeError for an unhashable label and ValueError for a NaN one.
+    """Raise TypeError for an unhashable label and ValueError for a missing one (None, NaN,
+    pandas' NA or NaT).
 
-    A NaN is not equal to itself, so each NaN object would look up as a new label and get a
-    row of its own: a stream of NaN labels would grow the model without bound.
+    A missing label is no class: taken as one, a stream of NaN labels (each NaN unequal to
+    itself) would grow the model without bound.
 
     >>> check_label(float("nan"))
     Traceback (most recent call last):
     ...
     ValueError: a label must not be NaN, got nan
+    >>> check_label(None)
+    Traceback (most recent call last):
+    ...
+    ValueError: a label must not be missing (None or NA), got None
 
     """
     hash(label)
     if isinstance(label, float | np.floating) and math.isnan(label):
         raise ValueError(f"a label must not be NaN, got {label!r}")
+    if label is None or type(label).__name__ in ("NAType", "NaTType"):
+        raise ValueError(f"a label must not be missing (None or NA), got {label!r}")
+
+
+def check_count(name: str, value, allow_none: bool = False) -> None:
+    """Raise a ValueError naming `name` unless `value` is an int >= 1 (or None, when
+    `allow_none`)."""
+    if value is None and allow_none:
+        return
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        alternative = "None or " if allow_none else ""
+        raise ValueError(f"{name} must be {alternative}an int >= 1, got {value!r}")
+
+
+def check_x(x) -> None:
+    """Raise TypeError unless the features `x` are a dict (River's convention).
+
+    >>> check_x([1.0, 2.0])
+    Traceback (most recent call last):
+    ...
+    TypeError: x must be a dict, got list
+
+    """
+    if not isinstance(x, dict):
+        raise TypeError(f"x must be a dict, got {type(x).__name__}")
 
 
 def check_nonnegative(name: str, value, allow_none: bool = False) -> None:
@@ -239,8 +271,14 @@ def check_csr(indptr, indices, data, n_keys: int) -> tuple:
     return indptr, data, columns, ranks
 
 
+_BINARY_TYPES = (bool, np.bool_, numbers.Integral, float, np.floating)
+
+
 def encode_binary_label(y) -> float:
     """+1.0 or -1.0 for a binary label: bool, 0/1 or -1/+1 (numpy scalars too).
+
+    Anything else raises ValueError: other numbers, str, missing labels (None, NaN, NA), and
+    complex numbers, `Decimal` and arrays although they compare equal to 1.
 
     >>> encode_binary_label(True), encode_binary_label(0), encode_binary_label(-1)
     (1.0, -1.0, -1.0)
@@ -250,14 +288,15 @@ def encode_binary_label(y) -> float:
     ValueError: PAClassifier is binary: labels must be bool, 0/1 or -1/+1, got 'spam'; for more than two classes or other labels use river_pa.PAMultiClassifier
 
     """
-    if not isinstance(y, str):
-        try:  # pd.NA and arrays have no truth value: they get the message below
-            if y == 1:
-                return 1.0
-            if y == 0 or y == -1:
-                return -1.0
-        except (TypeError, ValueError):
-            pass
+    if y is True:
+        return 1.0
+    if y is False:
+        return -1.0
+    if isinstance(y, _BINARY_TYPES):
+        if y == 1:
+            return 1.0
+        if y == 0 or y == -1:
+            return -1.0
     raise ValueError(
         f"PAClassifier is binary: labels must be bool, 0/1 or -1/+1, got {y!r}; "
         "for more than two classes or other labels use river_pa.PAMultiClassifier"
@@ -279,8 +318,12 @@ def encode_binary_labels(y) -> np.ndarray:
 
 
 def check_target(y) -> float:
-    """`y` as a float: TypeError unless a real number (numpy complex too), ValueError unless
-    finite (an int beyond the float64 range too)."""
+    """`y` as a float: ValueError when missing (None, NaN, NA) or not finite (an int beyond
+    the float64 range too), TypeError unless a real number (numpy complex too)."""
+    if y.__class__ is float and math.isfinite(y):
+        return y
+    if y is None or type(y).__name__ in ("NAType", "NaTType"):
+        raise ValueError(f"target y must not be missing, got {y!r}")
     if isinstance(y, str) or not isinstance(y, numbers.Real | np.integer | np.floating):
         raise TypeError(f"target y must be a real number, got {y!r}")
     try:

@@ -152,8 +152,7 @@ class PAUniclass(EventCache, base.AnomalyDetector):
     def _on_event(self, pos, val) -> None:
         pass
 
-    def _grow(self):
-        size = self._index.size
+    def _grow(self, size: int):
         if size > len(self._v):
             v = np.zeros(max(size, 2 * len(self._v)))
             v[: len(self._v)] = self._v

@@ -92,19 +92,11 @@ def parse_params(pairs: list[str], text: str | None) -> dict:
 
 
 def build_model(name: str | None, params: dict, task: str):
+    """The model named on the command line, or the task's default (`DEFAULT_MODELS`)."""
     from river_pa import registry
 
-    if name is None and DEFAULT_MODELS[task] not in registry.learners():
-        raise UsageError(f"river_pa has no {DEFAULT_MODELS[task]} here for {task} data; give "
-                         "--model, e.g. river.linear_model:SoftmaxRegression")
-    name = name or DEFAULT_MODELS[task]
-    if name not in registry.learners() and ":" not in name:
-        raise UsageError(
-            f"unknown model {name!r}; choose one of {', '.join(sorted(registry.learners()))}, "
-            "or give an import path 'module:factory'"
-        )
     try:
-        return registry.make_model(name, params)
+        return registry.make_model(name or DEFAULT_MODELS[task], params)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
 
@@ -160,10 +152,11 @@ def rss_mib() -> float:
 class _Clock:
     """Rows from checkpoints: events/s since the previous row."""
 
-    def __init__(self, on_row):
+    def __init__(self, on_row, spent: float = 0.0):
+        """`spent`: seconds the run already took before (reading the first chunk)."""
         self.rows = []
         self._on_row = on_row
-        self._start = self._last = time.perf_counter()
+        self._start = self._last = time.perf_counter() - spent
         self._last_step = 0
 
     def checkpoint(self, step: int, values: dict) -> None:
@@ -335,14 +328,14 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
     if first is None or len(first) == 0:
         raise UsageError(f"{source.name} has no events")
     why_not = _compiled_why_not(first, model, delay)
-    compile_seconds = warm_up(model, first, why_not is None, metrics)
-    clock = _Clock(on_row)
+    compile_seconds = source.compile_seconds + warm_up(model, first, why_not is None, metrics)
+    clock = _Clock(on_row, source.read_seconds)
     if why_not is None:
         if _run_compiled(first, blocks, model, metrics, every, clock):
             path = f"compiled: {type(model).__name__}.progressive_csr"
         else:
             why_not = "two columns share one weight (hash collision)"
-            clock = _Clock(on_row)
+            clock = _Clock(on_row, source.read_seconds)
     if why_not is not None:
         _run_river(first, blocks, model, metrics, delay, every, clock)
         path = f"River iter_progressive_val_score: {why_not}"
@@ -501,9 +494,25 @@ def _label(name: str, params: dict) -> str:
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
 
 
+def _numba_without_blas() -> None:
+    """Numba imports scipy.linalg (0.2-0.5 s here) the first time it compiles or loads any
+    kernel, only to learn whether np.dot may call BLAS; no river_pa kernel uses BLAS. In the
+    evaluate command's own process, that check finds no BLAS without importing SciPy (a
+    `module:factory` model whose own Numba code calls np.dot would then fail to compile)."""
+    blocked = "scipy.linalg.cython_blas"
+    if "numba.np.arraymath" in sys.modules or blocked in sys.modules:
+        return
+    sys.modules[blocked] = None  # its import raises ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules[blocked]
+
+
 def run(args) -> int:
     """Run `river-pa evaluate` with the flags parsed by `river_pa.cli`; returns the exit
     status."""
+    _numba_without_blas()
     try:
         data, models, metrics = _setup(args)
     except ValueError as exc:  # UsageError and data/model errors: one line, status 2

@@ -20,8 +20,8 @@ from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.kernel import _numba
 from river_pa._core.features import Vocabulary
 from river_pa._core.batch import frame_arrays
-from river_pa._core.validation import check_label, check_positive, check_variant
-from river_pa.multiclass.base import ArgmaxPrediction, ScoringClassifier
+from river_pa._core.validation import check_count, check_positive, check_variant
+from river_pa.multiclass.base import MAX_CLASSES, ArgmaxPrediction, ScoringClassifier
 
 __all__ = ["KernelPAClassifier"]
 
@@ -95,6 +95,11 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
     calibration
         None or "temperature": probabilities softmax(a f(x)) with a fitted online on the progressive
         scores of the labelled events (`river_pa._core.calibration`); `predict_one` unchanged.
+    max_classes
+        The most labels the learner will hold (default 1,000): a label past it raises
+        `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
+        Memory grows with the labels (a coefficient column each per support vector), so
+        whoever writes the labels bounds it through this.
 
     Support vectors are stored as dense rows over the feature positions of a growing
     vocabulary (position 0, the sink of keys never learned, is always 0), their coefficients
@@ -144,6 +149,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         budget: int | None = None,
         budget_rule: str = "projectron",
         calibration: str | None = None,
+        max_classes: int = MAX_CLASSES,
     ):
         self.kernel = kernel
         self.degree = degree
@@ -158,15 +164,14 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         if budget_rule not in BUDGET_RULES:
             raise ValueError(f"budget_rule must be one of {sorted(BUDGET_RULES)}, got "
                              f"{budget_rule!r}")
+        self.max_classes = max_classes
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
-        if not isinstance(degree, int) or isinstance(degree, bool) or degree < 1:
-            raise ValueError(f"degree must be an int >= 1, got {degree!r}")
+        check_count("degree", degree)
         check_positive("gamma", gamma)
         if not isinstance(coef0, int | float) or not abs(coef0) < float("inf"):
             raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
-        if budget is not None and (not isinstance(budget, int) or budget < 1):
-            raise ValueError(f"budget must be None or an int >= 1, got {budget!r}")
+        check_count("budget", budget, allow_none=True)
         check_positive("C", C)
         self._variant = check_variant(variant)
         self._kind = KERNELS[kernel]
@@ -221,8 +226,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         self._A = _grown(self._A, (len(self._A), capacity))
         self._ones = np.ones(capacity)
 
-    def _grow(self):
-        size = self._index.size
+    def _grow(self, size: int):
         cols = self._S.shape[1]
         if size > cols:
             self._S = _grown(self._S, (len(self._S), max(size, 2 * cols)))
@@ -292,8 +296,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
             learn_rows(self, X, y, w)
             return
         labels = list(y)
-        for label in labels:
-            check_label(label)
+        self._check_new_labels(labels)
         pos, values, sw = self._batch(X, len(labels), w)
         qxs = [self._checked_sq_norm(tuple(X.columns), val) for val in values]
         for i, label in enumerate(labels):

@@ -15,7 +15,7 @@ import pandas as pd
 
 from river_pa._core.batch import frame_arrays
 from river_pa._core.cache import EventCache
-from river_pa._core.features import make_index
+from river_pa._core.features import as_array, make_index
 from river_pa._core.validation import (
     check_csr,
     check_nonnegative,
@@ -25,6 +25,11 @@ from river_pa._core.validation import (
     check_variant,
 )
 from river_pa.linear_model import _numba
+
+def _overflow(name: str, what: str) -> ValueError:
+    return ValueError(f"{name}: the step of {what} would take a weight or the intercept beyond "
+                      "the float64 range; it is not taken (rescale the features or the target)")
+
 
 class SparseLinear(EventCache):
     """Weights over dict features: a numpy array, an intercept and a feature index.
@@ -57,9 +62,8 @@ class SparseLinear(EventCache):
 
     # -- events ----------------------------------------------------------------------------
 
-    def _grow(self):
-        """Make room for every position of the index, growing by half (amortised O(1))."""
-        size = self._index.size
+    def _grow(self, size: int):
+        """Make room for `size` positions, growing by half (amortised O(1))."""
         if size > len(self._w):
             w = np.zeros(max(size, len(self._w) + len(self._w) // 2))
             w[: len(self._w)] = self._w
@@ -92,8 +96,13 @@ class SparseLinear(EventCache):
             w = check_sample_weight(w)
             if w == 0.0:
                 return
-        self._event(x, learn=True)
-        if self._passive(self._margin, y):
+        self._event(x)
+        passive = self._passive(self._margin, y)
+        if self._n_unseen:
+            if not passive:  # the keys' new positions hold 0, as the sink they sit at now does
+                self._check_step(y, w)
+            self._event(x, learn=True)
+        if passive:
             return
         val = self._val
         kernel = _numba.update_packed if val.__class__ is bytes else _numba.update
@@ -102,17 +111,24 @@ class SparseLinear(EventCache):
             val, self._margin, self._sq, y, self.C * w, self._epsilon
         )
         if step != 0.0:
+            if step != step:
+                raise _overflow(type(self).__name__, "this event")
             self.intercept = b
             self._version += 1
+
+    def _check_step(self, y: float, w: float) -> None:
+        """Raise before anything changes if the step on the cached event would leave float64."""
+        if not _numba.step_fits(
+                self._task, self._variant, self._w, self.intercept, self._intercept_norm,
+                self._epos, as_array(self._val), self._margin, self._sq, y, self.C * w,
+                self._epsilon):
+            raise _overflow(type(self).__name__, "this event")
 
     # -- batches ---------------------------------------------------------------------------
 
     def _batch(self, X: pd.DataFrame, learn: bool):
         """(positions, batch) of a DataFrame, validated: see `frame_arrays`."""
-        pos, values = frame_arrays(X, self._index, learn, allow_sparse=True)
-        if learn:
-            self._grow()
-        return pos, values
+        return frame_arrays(X, self._index, learn, allow_sparse=True, grow=self._grow)
 
     def _margins_many(self, X: pd.DataFrame) -> np.ndarray:
         pos, values = self._batch(X, learn=False)
@@ -129,12 +145,14 @@ class SparseLinear(EventCache):
         args = (self._task, self._variant, self.C, self._epsilon, self._w, self.intercept,
                 self._intercept_norm)
         if isinstance(values, tuple):
-            _, self.intercept = _numba.learn_csr(*args, *values, y, sw)
+            _, self.intercept, bad = _numba.learn_csr(*args, *values, y, sw)
         else:
             kernel = _numba.learn_dense if values.flags.c_contiguous else _numba.learn_dense_f
-            _, self.intercept = kernel(*args, pos, values, y, sw)
+            _, self.intercept, bad = kernel(*args, pos, values, y, sw)
         self._version += 1
         self._clear_cache()  # cached positions of keys the batch just inserted are stale
+        if bad >= 0:
+            raise _overflow(type(self).__name__, f"row {bad} (the rows before it are learned)")
 
     def progressive_csr(self, indptr, indices, data, y, keys, w=None) -> np.ndarray:
         """Progressive validation over a CSR batch in one compiled loop: for each row, its
@@ -200,13 +218,15 @@ class SparseLinear(EventCache):
         if merged or len(set(col_keys)) < len(col_keys):
             raise ValueError("two columns of the batch share one weight (equal keys or a hash "
                              "collision): learn them one event at a time")
+        self._grow(self._index.size + self._index.n_unseen(pos))
         pos = self._index.insert(col_keys)
-        self._grow()
-        margins, self.intercept = _numba.learn_csr(
+        margins, self.intercept, bad = _numba.learn_csr(
             self._task, self._variant, float(self.C), self._epsilon, self._w, self.intercept,
             self._intercept_norm, indptr, pos[ranks], data, y, sw)
         self._version += 1
         self._clear_cache()
+        if bad >= 0:
+            raise _overflow(type(self).__name__, f"row {bad} (the rows before it are learned)")
         return margins
 
     # -- inspection ------------------------------------------------------------------------

@@ -24,12 +24,17 @@ from river_pa._core.features import make_index
 from river_pa._core.cache import EventCache
 from river_pa._core.batch import frame_arrays
 from river_pa._core.validation import (
+    TooManyClassesError,
+    check_count,
     check_label,
     check_positive,
     check_sample_weight,
     check_sample_weights,
     check_variant,
 )
+
+MAX_CLASSES = 1000  # the default bound on the classes a learner creates (see `max_classes`)
+
 
 def softmax(s: np.ndarray) -> np.ndarray:
     """exp(s - max s), normalised (float64, same shape)."""
@@ -52,6 +57,7 @@ class ScoringClassifier(EventCache):
     _TRANSIENT = (*EventCache._TRANSIENT, "_sq", "_scores")
 
     def _setup_labels(self):
+        check_count("max_classes", self.max_classes)
         self._labels: dict = {}
         self._classes: list = []
         self._label_capacity = self._INITIAL_LABELS
@@ -74,7 +80,7 @@ class ScoringClassifier(EventCache):
         row = self._labels.get(label)
         if row is not None:
             return row
-        check_label(label)  # an unhashable or NaN label raises here, before any change
+        self._check_new_labels([label])  # raises before any change
         row = self._n
         if row == self._label_capacity:
             self._label_capacity *= 2
@@ -83,6 +89,24 @@ class ScoringClassifier(EventCache):
         self._classes.append(label)
         self._version += 1
         return row
+
+    def _check_new_labels(self, labels) -> list:
+        """The distinct labels of `labels` not seen yet, in order; nothing changes.
+
+        TypeError for an unhashable label, ValueError for a missing one (see `check_label`),
+        `TooManyClassesError` when they would take the learner past `max_classes` classes.
+
+        """
+        for label in labels:
+            check_label(label)
+        new = [label for label in dict.fromkeys(labels) if label not in self._labels]
+        if self._n + len(new) > self.max_classes:
+            raise TooManyClassesError(
+                f"label {new[self.max_classes - self._n]!r} would be class number "
+                f"{self.max_classes + 1} of {type(self).__name__}, which holds at most "
+                f"max_classes={self.max_classes}"
+            )
+        return new
 
     def _scores_one(self, x: dict) -> np.ndarray:
         self._event(x)
@@ -107,8 +131,7 @@ class ScoringClassifier(EventCache):
         if n_targets != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {n_targets}")
         sw = check_sample_weights(w, len(X))
-        pos, values = frame_arrays(X, self._index, learn=True)
-        self._grow()
+        pos, values = frame_arrays(X, self._index, learn=True, grow=self._grow)
         return pos, values, sw
 
     @property
@@ -169,6 +192,7 @@ class MultiPrototype(ScoringClassifier):
         learn_intercept: bool = True,
         n_features: int | None = None,
         calibration: str | None = None,
+        max_classes: int = MAX_CLASSES,
     ):
         self.variant = variant
         self.C = C
@@ -176,6 +200,7 @@ class MultiPrototype(ScoringClassifier):
         self.n_features = n_features
         self.calibration = calibration
         self._calibrator = make_calibrator(calibration)
+        self.max_classes = max_classes
         self._setup(variant, C, learn_intercept, n_features)
 
     @classmethod
@@ -201,8 +226,7 @@ class MultiPrototype(ScoringClassifier):
         self._W = W
         self._b = np.concatenate([self._b, np.zeros(capacity - len(self._b))])
 
-    def _grow(self):
-        size = self._index.size
+    def _grow(self, size: int):
         cols = self._W.shape[1]
         if size > cols:
             W = np.zeros((self._W.shape[0], max(size, 2 * cols)))

@@ -15,8 +15,7 @@ from river import base
 
 from river_pa._core.calibration import learn_rows
 from river_pa.multiclass import _numba
-from river_pa._core.validation import check_label
-from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype
+from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype, ScoringClassifier
 
 __all__ = ["MarginClassifier", "PAMultiClassifier"]
 
@@ -45,11 +44,20 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
         M[: len(self._M), : len(self._M)] = self._M
         self._M = M
 
+    def _check_new_labels(self, labels) -> list:
+        """As `ScoringClassifier._check_new_labels`; also reads (and so validates) the costs
+        of the pairs the new labels make."""
+        new = super()._check_new_labels(labels)
+        for i, label in enumerate(new):
+            for r in [*self._classes, *new[:i]]:
+                self._pair_margin(label, r), self._pair_margin(r, label)
+        return new
+
     def _add_label(self, label) -> int:
         row = self._labels.get(label)
         if row is not None:
             return row
-        check_label(label)
+        ScoringClassifier._check_new_labels(self, [label])
         out = [self._pair_margin(label, r) for r in self._classes]
         into = [self._pair_margin(r, label) for r in self._classes]
         row = super()._add_label(label)
@@ -77,8 +85,7 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
             learn_rows(self, X, y, w)
             return
         labels = list(y)
-        for label in labels:
-            check_label(label)
+        self._check_new_labels(labels)
         pos, values, sw = self._batch(X, len(labels), w)
         n_before = self._n
         rows = np.array([self._add_label(label) for label in labels], dtype=np.int64)
@@ -128,6 +135,11 @@ class PAMultiClassifier(MarginClassifier):
     calibration
         None or "temperature": probabilities softmax(a s), the temperature 1/a fitted online on
         the progressive scores of the labelled events (`river_pa._core.calibration`).
+    max_classes
+        The most labels the learner will hold (default 1,000): a label past it raises
+        `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
+        Memory grows with the labels (a weight row each, and a labels x labels margin matrix), so whoever writes the labels
+        bounds it through this.
 
     `learn_one(x, y, w)` takes a sample weight that scales C, as in `PAClassifier`; w = 0
     registers the label and changes no weight. Feature values must be real numbers: anything

@@ -91,6 +91,8 @@ class ParamFreeLinear(EventCache):
         y_hat = self._raw(pos, val)
         if y_hat != y_hat:  # NaN: what `_raw` returns for a value of |x| >= MAX_ABS_VALUE
             check_magnitudes(self._keys, val)
+            raise ValueError(f"{type(self).__name__} cannot predict this event within float64 "
+                             "(its prediction is not a number): rescale the features")
         self._raw_cache = y_hat
 
     def _raw_one(self, x: dict) -> float:
@@ -101,10 +103,27 @@ class ParamFreeLinear(EventCache):
         w = check_sample_weight(w)
         if w == 0.0:
             return
-        self._event(x, learn=True)
+        self._event(x)
         y_hat = self._raw_cache
-        self._update(self._epos, self._val, y_hat, self._gradient(y, y_hat, w))
+        g = self._gradient(y, y_hat, w)
+        self._check_step(g, y, w)
+        self._event(x, learn=True)  # y_hat stays: unseen keys predict as fresh coordinates
+        self._update(self._epos, self._val, y_hat, g)
         self._version += 1
+
+    def _check_step(self, g: float, y, w: float) -> None:
+        """Raise a ValueError, before anything changes, unless |g x| < MAX_ABS_VALUE for every
+        value x of the cached event (and for the intercept's 1): the state sums g x and its
+        squares, which must stay finite. Large sample weights and targets lead here."""
+        if abs(g) < 1.0:  # |x| < MAX_ABS_VALUE already (the common case: no kernel call)
+            return
+        if abs(g) * max(1.0, max_abs(self._val)) < MAX_ABS_VALUE:
+            return
+        raise ValueError(
+            f"y = {y!r} with sample weight w = {w!r} gives the loss gradient g = {g!r}: too "
+            f"large for {type(self).__name__}, whose state sums g x and its squares, so |g x| "
+            f"must stay below {MAX_ABS_VALUE:g} (rescale the target, the weight or the features)"
+        )
 
     def _gradient(self, y, y_hat: float, w: float) -> float:
         """w * dl(y, y_hat)/dy_hat, as a float."""

@@ -51,9 +51,9 @@ class _ScaleInvariant(ParamFreeLinear):
         self._t = 0
         self._allocate(self._INITIAL_CAPACITY)
 
-    def _grow(self):
-        if self._index.size > self._capacity:
-            self._allocate(max(self._index.size, 2 * self._capacity))
+    def _grow(self, size: int):
+        if size > self._capacity:
+            self._allocate(max(size, 2 * self._capacity))
 
     def _update(self, pos, val, y_hat, g):
         self._learn_round(pos, val, g)
@@ -70,11 +70,12 @@ class _Coordinate(_ScaleInvariant):
     `CoordinateScaleInvariantClassifier`)."""
 
     def _allocate(self, capacity):
+        grown = {}
         for name in ("_s2", "_h"):
             old = getattr(self, name, np.zeros(0))
-            new = np.zeros(capacity)
-            new[: len(old)] = old
-            setattr(self, name, new)
+            grown[name] = np.zeros(capacity)
+            grown[name][: len(old)] = old
+        self.__dict__.update(grown)  # all or nothing: a MemoryError above changes nothing
         self._capacity = capacity
 
     def _raw(self, pos, val):
@@ -103,19 +104,20 @@ class _Full(_ScaleInvariant):
 
     def _allocate(self, capacity):
         n = len(getattr(self, "_P", ()))
+        grown = {}
         for name, fill in (("_S", 0.0), ("_P", 0.0), ("_N", 1.0)):
-            M = np.eye(capacity) * fill
+            grown[name] = M = np.eye(capacity) * fill
             if n:
                 M[:n, :n] = getattr(self, name)[:n, :n]
-            setattr(self, name, M)
-        h = np.zeros(capacity)
-        h[:n] = getattr(self, "_hv", np.zeros(0))
-        self._hv = h
+        grown["_hv"] = np.zeros(capacity)
+        grown["_hv"][:n] = getattr(self, "_hv", np.zeros(0))
+        grown["_scratch"] = np.zeros((3, capacity))
+        self.__dict__.update(grown)  # all or nothing: a MemoryError above changes nothing
         for name in ("_gamma", "_g2", "_trace"):
             setattr(self, name, getattr(self, name, 0.0))
         self._refreshes = getattr(self, "_refreshes", 0)
+        self._fresh = getattr(self, "_fresh", None)  # (version, size) of the last refresh
         self._capacity = capacity
-        self._scratch = np.zeros((3, capacity))
 
     def _refresh(self):
         """Recompute S^+ and N from S by an eigendecomposition, with numpy's pseudo-inverse
@@ -153,7 +155,10 @@ class _Full(_ScaleInvariant):
             tol = 1e-6 * (1.0 + self._g2)
             if attempt or (-tol <= hPh <= self._g2 + tol and -1e-6 <= xPx <= 1.0 + 1e-6):
                 break
+            if self._fresh == (self._version, n):  # S^+ is what a refresh would give: the
+                break  # same event refused twice must not change the model twice
             self._refresh()
+            self._fresh = (self._version, n)
         return new, _numba.si_full_eta(hPh, self._gamma, self.alpha) * xPh, xPx
 
     def _raw(self, pos, val):
@@ -163,10 +168,12 @@ class _Full(_ScaleInvariant):
         if known.all():
             new, y_hat, xPx = self._round(*self._with_bias(pos, val))
             self._last_round = (self._version, new, xPx)
-            return y_hat
+            return y_hat if math.isfinite(xPx) else math.nan
         self._last_round = None
         extra = float(np.dot(val[~known], val[~known]))
-        return self._round(*self._with_bias(pos[known], val[known]), extra)[1]
+        _, y_hat, xPx = self._round(*self._with_bias(pos[known], val[known]), extra)
+        # NaN (refused) when x^T S^+ x leaves float64: learning would make Gamma NaN for ever
+        return y_hat if math.isfinite(xPx) else math.nan
 
     def _learn_round(self, pos, val, g):
         pos, val = self._with_bias(pos, val)

@@ -8,6 +8,7 @@ import bz2
 import gzip
 import json
 import lzma
+import os
 import subprocess
 import sys
 
@@ -154,3 +155,38 @@ def test_a_third_label_in_a_later_chunk_of_a_binary_task(tmp_path, monkeypatch, 
     assert run(path) == 2
     assert capsys.readouterr().err.startswith(
         f"river-pa evaluate: {path}: event 31: label 2: a binary task takes two labels")
+
+
+def test_compilation_is_timed_apart_and_skips_scipy_linalg(tmp_path):
+    """With an empty Numba cache the run compiles for seconds; the events/s leave that out,
+    and no kernel load imports scipy.linalg (0.2-0.5 s, no kernel uses BLAS)."""
+    path = tmp_path / "d.svm"
+    path.write_bytes(lines(2000))
+    code = ("import json, sys; from river_pa import cli, report; "
+            "cli.main(['evaluate', sys.argv[1], '--quiet', '--report-path', sys.argv[2]]); "
+            "s = report.load(sys.argv[2])[-1]; "
+            "print(json.dumps([s['compile_s'], s['seconds'], s['events_per_s'], s['events'], "
+            "'scipy.linalg' in sys.modules, 'river.metrics' in sys.modules]))")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "r.jsonl")],
+                          capture_output=True, text=True, timeout=600, env=env, check=True)
+    compile_s, seconds, rate, events, linalg, river_metrics = json.loads(
+        done.stdout.strip().splitlines()[-1])
+    assert compile_s > 10 * seconds and rate == events / seconds and events == 2000
+    assert not linalg and not river_metrics
+
+
+def test_evaluate_says_which_path_it_took_and_why(tmp_path):
+    from river import preprocessing
+
+    path = tmp_path / "d.svm"
+    path.write_bytes(lines(300))
+    data = datasets.load(str(path))
+    runs = {
+        "compiled: PAClassifier.progressive_csr": (PAClassifier(), 0),
+        "River iter_progressive_val_score: a pipeline has no progressive_csr (the compiled path "
+        "needs a linear river_pa learner)": (preprocessing.StandardScaler() | PAClassifier(), 0),
+        "River iter_progressive_val_score: delay 5: labels are learned late": (PAClassifier(), 5),
+    }
+    for expected, (model, delay) in runs.items():
+        assert evaluate(data, model, ["Accuracy"], delay=delay).path == expected
