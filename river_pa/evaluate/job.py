@@ -302,6 +302,20 @@ def warm_up(model, first, compiled: bool, names: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def _first_block(source, delay: int, every: int):
+    """(the source's block iterator, its first block); UsageError for a bad delay or every, or
+    a source without events."""
+    if delay < 0:
+        raise UsageError(f"--delay must be >= 0, got {delay}")
+    if every < 1:
+        raise UsageError(f"--every must be >= 1, got {every}")
+    blocks = source.blocks()
+    first = next(blocks, None)
+    if first is None or len(first) == 0:
+        raise UsageError(f"{source.name} has no events")
+    return blocks, first
+
+
 def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 1000,
              on_row=None) -> Result:
     """Progressive validation of `model` on `source` (a `datasets.Data` or `datasets.Stream`)
@@ -319,14 +333,7 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
     ({'Accuracy': 0.8752}, 1250, 'compiled: PAClassifier.progressive_csr')
 
     """
-    if delay < 0:
-        raise UsageError(f"--delay must be >= 0, got {delay}")
-    if every < 1:
-        raise UsageError(f"--every must be >= 1, got {every}")
-    blocks = source.blocks()
-    first = next(blocks, None)
-    if first is None or len(first) == 0:
-        raise UsageError(f"{source.name} has no events")
+    blocks, first = _first_block(source, delay, every)
     why_not = _compiled_why_not(first, model, delay)
     compile_seconds = source.compile_seconds + warm_up(model, first, why_not is None, metrics)
     clock = _Clock(on_row, source.read_seconds)
@@ -354,12 +361,7 @@ def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
     from river import evaluate as river_evaluate
     from river import metrics as river_metrics
 
-    if every < 1:
-        raise UsageError(f"--every must be >= 1, got {every}")
-    blocks = source.blocks()
-    first = next(blocks, None)
-    if first is None or len(first) == 0:
-        raise UsageError(f"{source.name} has no events")
+    blocks, first = _first_block(source, delay, every)
     read = 0
 
     def events():

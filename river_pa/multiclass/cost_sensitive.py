@@ -70,8 +70,7 @@ class PACostSensitiveClassifier(MarginClassifier):
     n_features
         None for a vocabulary of feature keys, a power of two for the hashing trick.
     calibration
-        None or "temperature": probabilities softmax(a s), the temperature 1/a fitted online on
-        the progressive scores of the labelled events (`river_pa._core.calibration`).
+        None or "temperature", as in `PAMultiClassifier`.
     max_classes
         The most labels the learner will hold (default 1,000): a label past it raises
         `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
