@@ -105,7 +105,7 @@ class FeatureIndex(abc.ABC):
         return 0
 
     def room(self, keys: tuple) -> int:
-        """The most positions `insert(keys)` may add (an upper bound, without a lookup)."""
+        """How many positions `insert(keys)` will add (the keys never seen; distinct keys)."""
         return 0
 
     def insert_unique(self, keys: tuple) -> tuple[np.ndarray, bool]:
@@ -149,7 +149,7 @@ class Vocabulary(FeatureIndex):
         return len(idx) - np.count_nonzero(idx)  # 3x faster than (idx == 0).sum() on short arrays
 
     def room(self, keys):
-        return len(keys)
+        return len(keys) - sum(map(self.positions.__contains__, keys))  # exact: the new keys
 
     def keys(self):
         """Keys in position order (position 1 first)."""
