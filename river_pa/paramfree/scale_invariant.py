@@ -197,7 +197,16 @@ class _Full(_ScaleInvariant):
         return _numba.si_full_eta(float(self._hv @ Ph), self._gamma, self.alpha) * Ph
 
 
-class CoordinateScaleInvariantClassifier(_Coordinate, BinaryMixin):
+class _ScaleInvariantClassifier:
+    """The classifiers' constructor: `_ScaleInvariant`'s parameters and `calibration`."""
+
+    def __init__(self, loss=None, alpha: float = 1.5, learn_intercept: bool = True,
+                 calibration: str | None = None):
+        _ScaleInvariant.__init__(self, loss, alpha, learn_intercept)
+        self._setup_calibration(calibration)
+
+
+class CoordinateScaleInvariantClassifier(_ScaleInvariantClassifier, _Coordinate, BinaryMixin):
     """Binary linear classifier by the coordinate-wise scale-invariant algorithm (Kotlowski
     2017, Section 3.2).
 
@@ -222,9 +231,13 @@ class CoordinateScaleInvariantClassifier(_Coordinate, BinaryMixin):
         The algorithm's parameter, > 9/8 (the paper's condition); not a learning rate.
     learn_intercept
         Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
+    calibration
+        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
+        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
-    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat. Bad
+    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat (without
+    calibration). Bad
     feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
     so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
     State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
@@ -277,7 +290,7 @@ class CoordinateScaleInvariantRegressor(_Coordinate, RegressionMixin):
     _default_loss = optim.losses.Absolute()
 
 
-class FullScaleInvariantClassifier(_Full, BinaryMixin):
+class FullScaleInvariantClassifier(_ScaleInvariantClassifier, _Full, BinaryMixin):
     """Binary linear classifier by the full scale-invariant algorithm (Kotlowski 2017,
     Section 4.2).
 
@@ -307,9 +320,13 @@ class FullScaleInvariantClassifier(_Full, BinaryMixin):
         The algorithm's parameter, > 9/8 (the paper's condition); not a learning rate.
     learn_intercept
         Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
+    calibration
+        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
+        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
-    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat. Bad
+    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat (without
+    calibration). Bad
     feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
     so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
     State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
