@@ -48,14 +48,15 @@ def _frame(X, allow_sparse: bool) -> tuple:
     return keys, X.to_numpy(dtype=np.float64)
 
 
-def _keys(columns, d: int) -> tuple:
-    """The feature keys of d columns: `columns` (unique), or the column numbers."""
-    if columns is None:
-        return tuple(range(d))
-    keys = tuple(columns)
-    if len(keys) != d:
-        raise ValueError(f"columns names {len(keys)} features for {d} columns of X")
-    if len(set(keys)) < d:
+def _keys(columns, d: int, used=None) -> tuple:
+    """The feature keys of the columns `used` (default: all d of them): `columns[j]`, or the
+    column numbers. Only the used keys are read and checked for repeats: O(used) for a sparse
+    batch over a wide key space."""
+    if columns is not None and len(columns) != d:
+        raise ValueError(f"columns names {len(columns)} features for {d} columns of X")
+    names = range(d) if columns is None else columns
+    keys = tuple(names) if used is None else tuple(map(names.__getitem__, used.tolist()))
+    if columns is not None and len(set(keys)) < len(keys):
         raise ValueError("columns must not name a feature twice")
     return keys
 
@@ -73,9 +74,8 @@ def _sparse(X, columns) -> tuple:
     order of first appearance, as a `learn_one` loop meets them); rows keep their stored
     order."""
     csr = X.tocsr()
-    keys = _keys(columns, csr.shape[1])
     indptr, data, used, ranks = check_csr(csr.indptr, csr.indices, csr.data, csr.shape[1])
-    return tuple(keys[j] for j in used.tolist()), (indptr, ranks, data), used
+    return _keys(columns, csr.shape[1], used), (indptr, ranks, data), used
 
 
 def _densified(keys: tuple, values: tuple, used: np.ndarray) -> tuple:
@@ -150,10 +150,11 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
     else:
         keys, values = _frame(X, allow_sparse)
     _check_finite(keys, values)
-    pos, collide = index.lookup_unique(keys)  # unseen keys share the sink: no collision
     if learn:
-        grow(index.size + index.n_unseen(pos))  # room first: a MemoryError changes nothing
-        pos = index.insert(keys)
+        grow(index.size + index.room(keys))  # room first: a MemoryError changes nothing
+        pos, collide = index.insert_unique(keys)
+    else:
+        pos, collide = index.lookup_unique(keys)  # unseen keys share the sink: no collision
     merge = None
     if collide:
         uniq, first, inverse = np.unique(pos, return_index=True, return_inverse=True)
