@@ -91,6 +91,7 @@ def make_model(name: str, params: dict | None = None) -> base.Estimator:
       C=0.5
       learn_intercept=True
       n_features=None
+      calibration=None
     )
     >>> make_model("PAClassifier", {"c": 1})
     Traceback (most recent call last):
