@@ -65,11 +65,12 @@ def make_model(name: str, params: dict | None = None) -> base.Estimator:
       C=0.5
       learn_intercept=True
       n_features=None
+      calibration=None
     )
     >>> make_model("PAClassifier", {"c": 1})
     Traceback (most recent call last):
     ...
-    ValueError: unknown parameter 'c' for PAClassifier; valid parameters: C, learn_intercept, n_features, variant
+    ValueError: unknown parameter 'c' for PAClassifier; valid parameters: C, calibration, learn_intercept, n_features, variant
 
     """
     factory = _factory(name)
