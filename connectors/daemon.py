@@ -15,19 +15,21 @@ import signal
 import time
 from pathlib import Path
 
-from kafka.errors import KafkaError, ProducerFencedError
+from kafka.errors import KafkaError, MessageSizeTooLargeError, ProducerFencedError
 from kafka.structs import TopicPartition
 from river import base
 
 from river_pa.connectors import checkpoint
-from river_pa.connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
+from river_pa.connectors.codec import (
+    BadRecord, TooManyClassesError, decode_event, decode_label, encode_json, label_check_for,
+)
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka_io import (
-    RebalanceQueue, dead_letter_headers, make_consumer, make_offsets_client, make_producer,
-    offsets_to_commit, tp_key,
+    Outputs, RebalanceQueue, make_consumer, make_offsets_client, make_producer, offsets_to_commit,
+    quiet_bootstrap, topic_limits, tp_key,
 )
 from river_pa.connectors.merge import Merger
-from river_pa.connectors.pending import Pending, PendingStore
+from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
 from river_pa.connectors.reporting import Reporter, Stats, serve_metrics
 
 __all__ = ["Daemon"]
@@ -62,7 +64,8 @@ class Daemon:
         """The state of a daemon that has seen nothing."""
         self.model = self.pristine.clone()
         self.stats = Stats(serve_metrics(self.cfg.metric, self.model), self.cfg.rolling_window)
-        self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms)
+        self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
+                                    self.cfg.pending_max_bytes)
         self.next_offsets: dict[str, int] = {}
 
     def _state(self) -> dict:
@@ -125,9 +128,12 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         cfg = self.cfg
-        self.consumer = make_consumer(cfg)
-        self.producer = make_producer(cfg)
-        self.offsets_client = make_offsets_client(cfg) if cfg.labels_topic else None
+        with quiet_bootstrap():
+            self.consumer = make_consumer(cfg)
+            self.producer = make_producer(cfg)
+            self.offsets_client = make_offsets_client(cfg) if cfg.labels_topic else None
+        outputs = [t for t in (cfg.predictions_topic, cfg.dead_letter_topic, cfg.metrics_topic) if t]
+        self.outputs = Outputs(self.producer, cfg.dead_letter_topic, topic_limits(cfg, outputs))
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
             self.producer.begin_transaction()
@@ -289,12 +295,14 @@ class Daemon:
             return self._dead_letter(record, exc)
         counts = self.stats.counts
         counts["events"] += 1
-        self._count_expired(self.pending.expire(record.timestamp))
+        now = self.pending.clock(record.timestamp)
+        self._count_expired(self.pending.expire(now))
         y_pred, proba = self._predict(event.x)
         self._emit(record, event, y_pred, proba)
         scored = proba if self.stats.uses_proba else y_pred
         if event.y is None:
-            self._count_expired(self.pending.add(event.id, Pending(event.x, scored, record.timestamp)))
+            entry = Pending(event.x, scored, now, entry_bytes(event.x, scored))
+            self._count_expired(self.pending.add(event.id, entry))
             return
         self.stats.score(event.y, scored, None)  # delay statistics are for late labels
         self._learn(record, event.x, event.y)
@@ -322,6 +330,9 @@ class Daemon:
     def _learn(self, record, x: dict, y) -> None:
         try:
             self.model.learn_one(x, y)
+        except TooManyClassesError as exc:  # whoever writes labels would control our memory
+            self._dead_letter(record, BadRecord("too_many_classes", str(exc)))
+            return
         except (ValueError, TypeError) as exc:  # a label the checks let through
             self._dead_letter(record, BadRecord("label_rejected", f"{type(exc).__name__}: {exc}"))
             return
@@ -345,20 +356,22 @@ class Daemon:
         }
         if proba is not None:
             value["proba"] = {str(k): v for k, v in proba.items()}
-        self.producer.send(self.cfg.predictions_topic, key=event.id.encode(),
-                           value=encode_json(value))
+        try:
+            self.outputs.send(self.cfg.predictions_topic, encode_json(value), key=event.id.encode())
+        except MessageSizeTooLargeError as exc:  # e.g. a huge id, the proba of many classes
+            self._dead_letter(record, BadRecord("output_rejected", f"prediction: {exc}"))
 
     def _dead_letter(self, record, exc: BadRecord) -> None:
         self.stats.dead_letter(exc.reason)
-        self.producer.send(self.cfg.dead_letter_topic, key=record.key, value=record.value,
-                           headers=dead_letter_headers(record, exc.reason, exc.detail))
+        if self.outputs.dead_letter(record, exc.reason, exc.detail):
+            self.stats.counts["truncated_dead_letters"] += 1
 
     def _send_report(self, report: dict) -> None:
         # with exactly-once a report joins the open transaction: send it only when a commit
         # is due soon, or an idle daemon would outlive the broker's transaction timeout
         idle_transaction = self.cfg.exactly_once and not self.since_checkpoint
         if self.cfg.metrics_topic and not idle_transaction:
-            self.producer.send(self.cfg.metrics_topic, value=encode_json(report))
+            self.outputs.send(self.cfg.metrics_topic, encode_json(report))
 
     def _report(self) -> dict:
         return self.reporter.publish(self.stats.snapshot(len(self.pending)), self.processed_this_run)
@@ -380,7 +393,7 @@ class Daemon:
         offsets = offsets_to_commit(self.next_offsets, self.consumer.assignment())
         if self.cfg.exactly_once:
             self.producer.send_offsets_to_transaction(offsets, group)
-        self.producer.flush()
+        self.outputs.check()  # raises before the checkpoint and the commit if a send failed
         checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
                         dict(self.next_offsets), self.key)
         if self.cfg.exactly_once:

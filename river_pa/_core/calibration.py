@@ -120,11 +120,27 @@ def make_calibrator(calibration) -> Temperature | None:
     return Temperature() if calibration else None
 
 
-def learn_rows(model, X, y, w=None) -> None:
+def _rows(X, columns):
+    """The rows of a DataFrame, a 2-D numpy array or a scipy.sparse matrix as feature dicts (an
+    array's columns keyed by `columns`, default their numbers; a sparse row holds its stored
+    entries only, as the compiled batch paths read it)."""
+    if hasattr(X, "to_dict"):
+        return X.to_dict("records")
+    keys = list(range(X.shape[1])) if columns is None else list(columns)
+    if hasattr(X, "tocsr"):
+        X = X.tocsr()
+        return [
+            {keys[j]: v for j, v in zip(X.indices[lo:hi].tolist(), X.data[lo:hi].tolist())}
+            for lo, hi in zip(X.indptr[:-1].tolist(), X.indptr[1:].tolist())
+        ]
+    return [dict(zip(keys, row)) for row in np.asarray(X, dtype=np.float64).tolist()]
+
+
+def learn_rows(model, X, y, w=None, columns=None) -> None:
     """`learn_many` of a calibrated learner: a `learn_one` loop over the rows of X (the
     calibrator needs each row's margin before the learner learns from that row, which the
     compiled batch loops do not return). A rejected row stops the loop: earlier rows stay
     learned."""
     weights = [1.0] * len(X) if w is None else list(w)
-    for x, label, weight in zip(X.to_dict("records"), list(y), weights):
+    for x, label, weight in zip(_rows(X, columns), list(y), weights):
         model.learn_one(x, label, weight)

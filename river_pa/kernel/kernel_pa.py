@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 from river import base
 
 from river_pa._core.calibration import learn_rows, make_calibrator

@@ -16,7 +16,6 @@ validates an event completely before changing anything.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from river_pa._core.calibration import make_calibrator
 from river_pa.multiclass import _numba
@@ -169,9 +168,13 @@ class ArgmaxPrediction:
                 S = S * self._calibrator.a
             S = np.exp(S - S.max(axis=1, keepdims=True))
             S /= S.sum(axis=1, keepdims=True)
+        import pandas as pd  # a DataFrame came: pandas is loaded already
+
         return pd.DataFrame(S, index=X.index, columns=self.classes)
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        import pandas as pd
+
         S = self._scores_many(X)
         if not S.shape[1]:
             return pd.Series([None] * len(X), index=X.index, dtype=object)

@@ -10,7 +10,6 @@ which the plain multiclass PA is the max-loss update with the 0/1 cost).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from river import base
 
 from river_pa._core.calibration import learn_rows

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import pandas as pd
 from river import base
 from river.utils.math import sigmoid
 
@@ -168,6 +167,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         `Y` has one bool (or 0/1) column per label, one row per row of X.
 
         """
+        import pandas as pd
+
         if not isinstance(Y, pd.DataFrame):
             raise TypeError(f"Y must be a DataFrame with one column per label, got "
                             f"{type(Y).__name__}")
@@ -207,4 +208,6 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     def predict_many(self, X: pd.DataFrame) -> pd.DataFrame:
         """One bool column per label seen."""
         S = self._scores_many(X)
+        import pandas as pd
+
         return pd.DataFrame(S > 0.0, index=X.index, columns=self.classes)
