@@ -205,15 +205,18 @@ def _check_types(table: dict, path: str) -> dict:
 
 
 def _check_client(settings: dict) -> dict:
-    """Refuse client settings that one of the two kafka-python clients would reject."""
+    """Refuse client settings that neither kafka-python client takes, or that the daemon
+    sets itself (each client gets the settings it takes: see kafka_io.client_settings)."""
     from kafka import KafkaConsumer, KafkaProducer
 
-    shared = set(KafkaConsumer.DEFAULT_CONFIG) & set(KafkaProducer.DEFAULT_CONFIG)
-    unknown = sorted(set(settings) - shared)
+    from river_pa.connectors.kafka_io import RESERVED_SETTINGS
+
+    known = (set(KafkaConsumer.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG)) - RESERVED_SETTINGS
+    unknown = sorted(set(settings) - known)
     if unknown:
         raise SystemExit(f"river-pa serve: unknown Kafka client settings {unknown} (from [kafka], "
-                         "--kafka or RIVER_PA_KAFKA_*); settings both clients take are: "
-                         + ", ".join(sorted(shared)))
+                         "--kafka or RIVER_PA_KAFKA_*); known settings are: "
+                         + ", ".join(sorted(known)))
     return settings
 
 

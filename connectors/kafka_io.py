@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 
-from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer
+from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
 
 __all__ = [
-    "RebalanceQueue", "dead_letter_headers", "make_consumer", "make_producer", "offsets_to_commit",
+    "RebalanceQueue", "client_settings", "dead_letter_headers", "group_size", "make_consumer", "make_producer", "offsets_to_commit",
     "tp_key",
 ]
 
@@ -18,6 +19,20 @@ __all__ = [
 # Retry a lost broker every 2 s at most (kafka-python backs off up to 30 s), so a daemon is
 # back within seconds of a broker restart. Any setting here can be overridden by `[kafka]`.
 CLIENT_DEFAULTS = {"reconnect_backoff_max_ms": 2000}
+
+# Settings of `[kafka]` go to the clients that take them (max_poll_interval_ms only to the
+# consumers, linger_ms only to the producer). Refused: the ones the daemon's guarantees rest
+# on (auto-commit, group, isolation, transactional id) and the ones that take callables.
+RESERVED_SETTINGS = frozenset({
+    "enable_auto_commit", "group_id", "isolation_level", "transactional_id", "key_deserializer",
+    "value_deserializer", "key_serializer", "value_serializer", "partitioner",
+    "default_offset_commit_callback",
+})
+
+
+def client_settings(settings: dict, client: type) -> dict:
+    """The part of the user's `[kafka]` settings that `client` (a kafka-python class) takes."""
+    return {k: v for k, v in settings.items() if k in client.DEFAULT_CONFIG}
 
 
 def make_consumer(cfg: ServeConfig) -> KafkaConsumer:
@@ -33,7 +48,7 @@ def make_consumer(cfg: ServeConfig) -> KafkaConsumer:
         "heartbeat_interval_ms": max(cfg.session_timeout_ms // 4, 100),
         "isolation_level": "read_committed" if cfg.exactly_once else "read_uncommitted",
         **CLIENT_DEFAULTS,
-        **cfg.kafka,
+        **client_settings(cfg.kafka, KafkaConsumer),
     })
 
 
@@ -47,7 +62,7 @@ def make_offsets_client(cfg: ServeConfig) -> KafkaConsumer:
         "enable_auto_commit": False,
         "isolation_level": "read_committed" if cfg.exactly_once else "read_uncommitted",
         **CLIENT_DEFAULTS,
-        **cfg.kafka,
+        **client_settings(cfg.kafka, KafkaConsumer),
     })
 
 
@@ -61,11 +76,27 @@ def make_producer(cfg: ServeConfig) -> KafkaProducer:
         "batch_size": 262_144,
         "max_request_size": max(1_048_576, 2 * cfg.max_record_bytes),
         **CLIENT_DEFAULTS,
-        **cfg.kafka,
+        **client_settings(cfg.kafka, KafkaProducer),
     }
     if cfg.exactly_once:
         settings["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
     return KafkaProducer(**settings)
+
+
+def group_size(cfg: ServeConfig) -> int:
+    """The number of members of the daemon's consumer group (0 when the broker cannot say)."""
+    try:
+        admin = KafkaAdminClient(**{"bootstrap_servers": cfg.bootstrap_servers,
+                                    "client_id": f"{cfg.client_id}-admin", **CLIENT_DEFAULTS,
+                                    **client_settings(cfg.kafka, KafkaAdminClient)})
+    except KafkaError:
+        return 0
+    try:
+        return len(admin.describe_groups([cfg.group_id])[cfg.group_id]["members"])
+    except KafkaError:
+        return 0
+    finally:
+        admin.close()
 
 
 def tp_key(tp) -> str:
@@ -99,6 +130,7 @@ class RebalanceQueue(ConsumerRebalanceListener):
     def __init__(self):
         self._lock = threading.Lock()
         self._revoked: set[TopicPartition] = set()
+        self._assigned = False
 
     def on_partitions_revoked(self, revoked):
         """Remember the partitions taken away (handled by the loop after its next poll)."""
@@ -106,15 +138,18 @@ class RebalanceQueue(ConsumerRebalanceListener):
             self._revoked.update(revoked)
 
     def on_partitions_assigned(self, assigned):
-        """Nothing to do: the loop skips records it already processed."""
+        """Remember that an assignment came: the loop then sets every position itself."""
+        with self._lock:
+            self._assigned = True
 
     def pending(self) -> bool:
-        """True when partitions were revoked since the last `take_revoked`."""
+        """True when partitions were revoked since the last `take`."""
         with self._lock:
             return bool(self._revoked)
 
-    def take_revoked(self) -> set[TopicPartition]:
-        """The partitions revoked since the last call."""
+    def take(self) -> tuple[set[TopicPartition], bool]:
+        """The partitions revoked, and whether partitions were assigned, since the last call."""
         with self._lock:
             revoked, self._revoked = self._revoked, set()
-        return revoked
+            assigned, self._assigned = self._assigned, False
+        return revoked, assigned
