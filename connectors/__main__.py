@@ -2,6 +2,6 @@
 
 import sys
 
-from river_pa.connectors.cli import main
+from river_pa.cli import main
 
-sys.exit(main())
+sys.exit(main(["serve", *sys.argv[1:]]))

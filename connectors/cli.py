@@ -1,26 +1,37 @@
-"""`river-pa serve`: run the Kafka daemon (`python -m river_pa.connectors.cli --help`)."""
+"""`river-pa serve`: build the configuration and the model, then run the Kafka daemon.
+
+The flags are parsed by `river_pa.cli` (defined in `river_pa.connectors.config`);
+`python -m river_pa.connectors` and `python -m river_pa.connectors.cli` run the same command.
+
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
 
-from river_pa.connectors.checkpoint import CheckpointError, check_writable
-from river_pa.connectors.config import load_config
-from river_pa.connectors.daemon import Daemon
-
-__all__ = ["main"]
+__all__ = ["run"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse the configuration, build the model and serve until SIGTERM/SIGINT."""
+def run(args) -> int:
+    """Serve with the parsed flags `args` until SIGTERM/SIGINT; returns the exit status
+    (1: configuration, 2: unknown model, parameter or metric, 3: checkpoint)."""
+    from river_pa.connectors.checkpoint import CheckpointError, check_writable
+    from river_pa.connectors.config import from_args
+    from river_pa.connectors.daemon import Daemon
+    from river_pa.connectors.reporting import serve_metrics
     from river_pa.registry import make_model
 
-    cfg = load_config(sys.argv[1:] if argv is None else list(argv))
+    try:
+        cfg = from_args(vars(args))
+    except SystemExit as exc:  # one line naming the setting
+        print(exc.code, file=sys.stderr)
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
     try:
         model = make_model(cfg.model, cfg.model_params)
+        serve_metrics(cfg.metric, model)  # an unknown --metric: status 2 before any I/O
     except ValueError as exc:
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 2
@@ -37,4 +48,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from river_pa.cli import main
+
+    sys.exit(main(["serve", *sys.argv[1:]]))

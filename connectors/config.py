@@ -16,7 +16,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
-__all__ = ["ServeConfig", "build_parser", "load_config"]
+__all__ = ["ServeConfig", "add_arguments", "build_parser", "from_args", "load_config"]
 
 ENV_PREFIX = "RIVER_PA_"
 
@@ -36,7 +36,7 @@ class ServeConfig:
     auto_offset_reset: str = "earliest"
     model: str = "PAClassifier"
     model_params: dict = field(default_factory=dict)
-    metric: str | None = None
+    metric: list = field(default_factory=list)
     rolling_window: int = 1000
     checkpoint_path: str = "river-pa-checkpoint.bin"
     checkpoint_key: str | None = None
@@ -59,30 +59,73 @@ class ServeConfig:
 
 
 _FLAGS_HELP = {
+    "bootstrap_servers": "Kafka brokers, host:port[,host:port...]",
+    "events_topic": "topic of the events {id, x[, y][, ts]} to predict (and learn if they carry y)",
     "labels_topic": "topic of late labels {id, y}, co-partitioned with the events topic",
+    "predictions_topic": "topic the predictions are written to",
+    "metrics_topic": "topic the report snapshots are written to",
+    "dead_letter_topic": "topic bad records go to, unchanged, with the reason in headers",
+    "group_id": "Kafka consumer group; daemons of one group share the partitions",
+    "client_id": "Kafka client id of this daemon",
+    "auto_offset_reset": "where a partition with no committed offset starts: earliest or latest",
     "model": "a river_pa class name or an import path 'module:factory'",
     "model_params": "JSON object of keyword arguments for the model",
-    "metric": "river.metrics class name (default: Accuracy, or MAE for regressors)",
+    "metric": "river.metrics class name, repeatable or comma-separated "
+              "(default: Accuracy, or MAE for regressors)",
+    "rolling_window": "labels in the rolling metric's window",
+    "checkpoint_path": "file of the checkpoint (model, metrics, pending store, offsets)",
     "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
+    "checkpoint_every": "checkpoint and commit after this many records",
+    "checkpoint_seconds": "checkpoint and commit after this many seconds",
+    "report_every": "a report snapshot after this many events",
+    "report_seconds": "a report snapshot after this many seconds",
+    "report_path": "JSONL report file the snapshots are appended to (river-pa report renders it)",
+    "pending_max": "events kept waiting for their label at most (the oldest are expired)",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
+    "max_record_bytes": "records larger than this are dead-lettered as oversize",
+    "max_poll_records": "records processed at most per batch",
+    "poll_timeout_ms": "how long a poll waits for records when none are ready",
     "batch_seconds": "process at most this long between polls (well inside max.poll.interval.ms)",
+    "max_buffered": "records buffered at most before fetching pauses (flow control)",
+    "session_timeout_ms": "Kafka consumer group session timeout",
     "exactly_once": "predictions and offsets in one Kafka transaction",
     "transactional_id": "default '<group_id>-<client_id>': give each daemon its own client id",
     "kafka": "JSON object of extra kafka-python client settings (SASL/SSL, ...)",
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `river-pa serve` argument parser; every flag defaults to None (not given)."""
-    parser = argparse.ArgumentParser(prog="river-pa serve", description=__doc__.split("\n")[0])
-    parser.add_argument("--config", help="TOML configuration file")
+def _default(f: dataclasses.Field):
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add `--config` and one flag per `ServeConfig` field to `parser`, each with its help and
+    default; every flag defaults to None (not given), so the TOML file and the environment
+    can fill it (see `from_args`)."""
+    parser.add_argument("--config", metavar="TOML", help="TOML configuration file (its keys "
+                        "are the flags' names with underscores, and a [kafka] table)")
     for f in dataclasses.fields(ServeConfig):
         flag = "--" + f.name.replace("_", "-")
+        default = _default(f)
+        shown = json.dumps(default) if isinstance(default, (dict, list)) else default
+        shown = "none" if default is None else shown
+        help_ = f"{_FLAGS_HELP[f.name]} (default: {shown}; RIVER_PA_{f.name.upper()})"
         if f.type == "bool":
-            parser.add_argument(flag, action="store_const", const=True, default=None,
-                                help=_FLAGS_HELP.get(f.name))
+            parser.add_argument(flag, action="store_const", const=True, default=None, help=help_)
+        elif f.type == "list":
+            parser.add_argument(flag, action="append", default=None, metavar="NAME", help=help_)
         else:
-            parser.add_argument(flag, type=_parser_for(f), default=None, help=_FLAGS_HELP.get(f.name))
+            metavar = {"int": "N", "int | None": "N", "float": "X", "dict": "JSON"}.get(f.type)
+            parser.add_argument(flag, type=_parser_for(f), default=None, help=help_,
+                                metavar=metavar)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """A stand-alone `river-pa serve` argument parser (the command line's is in river_pa.cli)."""
+    parser = argparse.ArgumentParser(prog="river-pa serve", description=__doc__.split("\n")[0])
+    add_arguments(parser)
     return parser
 
 
@@ -134,13 +177,22 @@ def _json_or_text(raw: str):
 def _coerce(f: dataclasses.Field, raw: str):
     if f.type == "bool":
         return raw.strip().lower() in ("1", "true", "yes", "on")
+    if f.type == "list":
+        return [raw]
     return _parser_for(f)(raw)
 
 
 def load_config(argv: list[str], environ=None) -> ServeConfig:
     """Merge defaults, the TOML file (`--config`), the environment and the flags."""
+    return from_args(vars(build_parser().parse_args(argv)), environ)
+
+
+def from_args(args: dict, environ=None) -> ServeConfig:
+    """Merge defaults, the TOML file (``args["config"]``), the environment and the parsed
+    flags `args` (None: not given). SystemExit with one line for a bad file or value."""
     environ = os.environ if environ is None else environ
-    args = vars(build_parser().parse_args(argv))
+    args = {name: args.get(name) for name in ["config", *(f.name for f in
+                                                          dataclasses.fields(ServeConfig))]}
     values: dict = {}
     path = args.pop("config")
     if path:
@@ -159,6 +211,11 @@ def load_config(argv: list[str], environ=None) -> ServeConfig:
         if name in values and not isinstance(values[name], dict):
             raise SystemExit(f"river-pa serve: {name} must be a JSON object, got "
                              f"{type(values[name]).__name__} {values[name]!r:.60}")
+    metric = values.get("metric", [])
+    metric = [metric] if isinstance(metric, str) else metric
+    if not all(isinstance(m, str) for m in metric):
+        raise SystemExit(f"river-pa serve: metric must be metric names, got {metric!r:.60}")
+    values["metric"] = metric
     return _check_values(ServeConfig(**values))
 
 
@@ -185,7 +242,7 @@ def _check_values(cfg: ServeConfig) -> ServeConfig:
 
 
 _TOML_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),
-               "str": (str,)}
+               "str": (str,), "list": (list, str)}
 
 
 def _check_types(table: dict, path: str) -> dict:

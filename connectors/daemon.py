@@ -28,7 +28,7 @@ from river_pa.connectors.kafka_io import (
 )
 from river_pa.connectors.merge import Merger
 from river_pa.connectors.pending import Pending, PendingStore
-from river_pa.connectors.reporting import Reporter, Stats, make_metric
+from river_pa.connectors.reporting import Reporter, Stats, serve_metrics
 
 __all__ = ["Daemon"]
 
@@ -64,7 +64,7 @@ class Daemon:
     def _reset_state(self) -> None:
         """The state of a daemon that has seen nothing."""
         self.model = self.pristine.clone()
-        self.stats = Stats(make_metric(self.cfg.metric, self.model), self.cfg.rolling_window)
+        self.stats = Stats(serve_metrics(self.cfg.metric, self.model), self.cfg.rolling_window)
         self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms)
         self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms)
         self.next_offsets: dict[str, int] = {}

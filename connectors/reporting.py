@@ -10,36 +10,30 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from pathlib import Path
 
 from river import metrics, stats, utils
 
-from river_pa.connectors.codec import encode_json
+from river_pa import report
 
-__all__ = ["Reporter", "Stats", "make_metric"]
+__all__ = ["Reporter", "Stats", "serve_metrics"]
 
 
-def make_metric(name: str | None, model) -> metrics.base.Metric:
-    """A River metric by class name; Accuracy for classifiers and MAE for regressors by default."""
+def serve_metrics(names: list[str], model) -> list:
+    """River metrics by class name (`river_pa.report.make_metrics`); Accuracy for classifiers
+    and MAE for regressors when `names` is empty. ValueError for an unknown name."""
     from river import base
 
-    if name is None:
-        name = "MAE" if isinstance(model, base.Regressor) else "Accuracy"
-    try:
-        metric = getattr(metrics, name)()
-    except AttributeError:
-        raise ValueError(f"unknown metric {name!r}: give a class name from river.metrics") from None
-    if not metric.works_with(model):
-        raise ValueError(f"metric {name} does not work with {type(model).__name__}")
-    return metric
+    names = report.metric_names(names) or ["MAE" if isinstance(model, base.Regressor) else "Accuracy"]
+    return report.make_metrics(names, model)
 
 
 class Stats:
-    """Cumulative and rolling metric, label-delay statistics and event counts."""
+    """Cumulative and rolling metrics, label-delay statistics and event counts."""
 
-    def __init__(self, metric: metrics.base.Metric, window: int):
-        self.metric = metric
-        self.rolling = utils.Rolling(metric.clone(), window_size=window)
+    def __init__(self, metric_list: list, window: int):
+        self.metric = metrics.base.Metrics(metric_list)
+        self.rolling = utils.Rolling(metrics.base.Metrics, window_size=window,
+                                     metrics=[m.clone() for m in metric_list])
         self.delay_mean = stats.Mean()
         self.delay_p50 = stats.Quantile(0.5)
         self.delay_p99 = stats.Quantile(0.99)
@@ -69,12 +63,10 @@ class Stats:
         self.dead_letters[reason] += 1
 
     def snapshot(self, pending: int) -> dict:
-        """The figures as a JSON-able dict."""
-        name = type(self.metric).__name__
+        """The figures as a JSON-able dict (a snapshot of `river_pa.report`'s format)."""
         return {
-            "metric": name,
-            "value": self.metric.get(),
-            "rolling": self.rolling.get(),
+            "metrics": {type(m).__name__: m.get() for m in self.metric},
+            "rolling": {type(m).__name__: m.get() for m in self.rolling.obj},
             "window": self.rolling.window_size,
             "events": self.counts["events"],
             "labelled": self.counts["labelled"],
@@ -99,7 +91,7 @@ class Reporter:
     def __init__(self, every_events: int, every_seconds: float, path: str | None, send):
         self.every_events = every_events
         self.every_seconds = every_seconds
-        self.path = Path(path) if path else None
+        self.path = path
         self.send = send
         self.started = time.monotonic()
         self.last_time = self.started
@@ -124,9 +116,7 @@ class Reporter:
             "events_this_run": events_since_start,
         }
         if self.path:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "ab") as fh:
-                fh.write(encode_json(record) + b"\n")
+            report.append(self.path, [record])
         self.send(record)
         self.last_time, self.last_events = now, snapshot["events"]
         return record

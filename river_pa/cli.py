@@ -1,43 +1,135 @@
-"""The `river-pa` command: `evaluate` (progressive validation), `serve` (the Kafka daemon) and
-`report` (render a daemon's or an evaluation's report).
+"""The `river-pa` command: argparse subcommands, each side imported only when it runs.
 
-Each subcommand lives in its own module and takes its own arguments; this module only
-dispatches, so that `river-pa evaluate` never imports the Kafka client and `serve` never
-imports the plotting stack.
+* `river-pa evaluate [DATA]`: progressive validation of a learner on a data set or file
+  (`river_pa.evaluate.job`);
+* `river-pa serve`: the Kafka daemon (`river_pa.connectors`; its flags are defined with their
+  TOML keys and RIVER_PA_* variables in `river_pa.connectors.config`);
+* `river-pa report FILE`: the learning curves and summary of a report either of them wrote
+  (`river_pa.report`).
+
+The same things have the same flags in `evaluate` and `serve`: `--model`, `--model-params`,
+repeatable `--metric`, `--report-path`. A usage error is one line on stderr with exit status 2.
 
 """
 
 from __future__ import annotations
 
-import importlib
+import argparse
 import sys
 
-COMMANDS = {
-    "evaluate": ("river_pa.evaluate.job", "progressive validation of a learner on a data set"),
-    "serve": ("river_pa.connectors.cli", "the Kafka daemon: consume events, predict, learn, report"),
-    "report": ("river_pa.connectors.report", "render a JSONL report as a learning-curve PNG and table"),
-}
+__all__ = ["build_parser", "main"]
 
 
-def _usage() -> str:
-    lines = ["usage: river-pa {" + ",".join(COMMANDS) + "} ...", ""]
-    lines += [f"  {name:<9} {help_}" for name, (_, help_) in COMMANDS.items()]
-    return "\n".join(lines)
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message}\n")
+
+
+def _add_evaluate(sub) -> None:
+    p = sub.add_parser("evaluate", help="progressive validation of a learner on a data set",
+                       description="Progressive validation: every event is predicted, then "
+                       "learned (River's evaluate.iter_progressive_val_score).")
+    p.add_argument("data", nargs="?", default="phishing",
+                   help="a data set name (an unknown name lists them) or a libsvm (.gz, .bz2, "
+                   ".xz, .zst), CSV or JSONL file (default: phishing, River's bundled set)")
+    p.add_argument("--target", metavar="COLUMN", help="target column of a CSV file")
+    p.add_argument("--task", help="binary, multiclass or regression (default: inferred)")
+    p.add_argument("--model", help="a river_pa class name or an import path 'module:factory' "
+                   "(default by task: PAClassifier, PAMultiClassifier, PARegressor)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="model parameter, repeatable; values read as JSON (numbers, "
+                   "true/false/null), else strings; they win over --model-params")
+    p.add_argument("--model-params", metavar="JSON",
+                   help="JSON object of keyword arguments for the model (default: {})")
+    p.add_argument("--params", dest="model_params", help=argparse.SUPPRESS)  # the old name
+    p.add_argument("--metric", action="append", default=[], metavar="NAME",
+                   help="river.metrics class name, repeatable or comma-separated (default by "
+                   "task: Accuracy,F1,LogLoss / Accuracy,MacroF1,CrossEntropy / MAE,RMSE,R2)")
+    p.add_argument("--delay", type=int, default=0, metavar="N",
+                   help="event i's label is learned just before event i+N is predicted "
+                   "(River's integer delay: 0 and 1 both mean no delay; default: 0)")
+    p.add_argument("--limit", type=int, metavar="N", help="evaluate the first N events only")
+    p.add_argument("--every", type=int, default=1000, metavar="N",
+                   help="a report snapshot (and progress update) every N events (default: 1000)")
+    p.add_argument("--report-path", metavar="PATH.jsonl",
+                   help="JSONL report, one snapshot every --every events (river-pa report "
+                   "renders it; default: none)")
+    p.add_argument("--report", dest="report_path", help=argparse.SUPPRESS)  # the old name
+    p.add_argument("--plot", metavar="PATH.png", help="learning curves (default: none)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=_run_evaluate)
+
+
+def _add_serve(sub) -> None:
+    from river_pa.connectors import config  # the standard library only
+
+    p = sub.add_parser("serve", help="the Kafka daemon: consume events, predict, learn, report",
+                       description=config.__doc__.split("\n\n")[0] + " Defaults shown are "
+                       "the built-in ones.")
+    config.add_arguments(p)
+    p.set_defaults(run=_run_serve)
+
+
+def _add_report(sub) -> None:
+    p = sub.add_parser("report", help="render a report of evaluate or serve: PNG and table",
+                       description="Learning curves of every snapshot of a JSONL report "
+                       "(written by evaluate --report-path or serve --report-path) and a table "
+                       "of the last one.")
+    p.add_argument("file", help="JSONL report")
+    p.add_argument("--png", help="output image (default: FILE with .png)")
+    p.set_defaults(run=_run_report)
+
+
+def _run_evaluate(args) -> int:
+    from river_pa.evaluate.job import run
+
+    return run(args)
+
+
+def _run_serve(args) -> int:
+    from river_pa.connectors.cli import run
+
+    return run(args)
+
+
+def _run_report(args) -> int:
+    from river_pa.report import main
+
+    return main(args.file, args.png)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `river-pa` parser with its subcommands."""
+    from river_pa import __version__
+
+    parser = _Parser(prog="river-pa", description="Passive-Aggressive and parameter-free "
+                     "online learners for River: evaluate on files, serve on Kafka.")
+    parser.add_argument("--version", action="version", version=f"river-pa {__version__}")
+    sub = parser.add_subparsers(title="commands", metavar="{evaluate,serve,report}")
+    _add_evaluate(sub)
+    _add_serve(sub)
+    _add_report(sub)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch to a subcommand's `main(argv)`; exit status 2 on a usage error."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(_usage())
-        return 0 if argv else 2
-    name, rest = argv[0], argv[1:]
-    if name not in COMMANDS:
-        print(f"river-pa: unknown command {name!r}; choose one of {', '.join(COMMANDS)}",
-              file=sys.stderr)
+    """Run `river-pa` with `argv` (default: sys.argv[1:]); returns the exit status.
+
+    >>> main(["report"])
+    2
+
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    except SystemExit as exc:  # --help, --version (0) and usage errors (2)
+        return exc.code if isinstance(exc.code, int) else 1
+    if not hasattr(args, "run"):
+        parser.print_usage(sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[name][0])
-    return module.main(rest) or 0
+    return args.run(args) or 0
 
 
 if __name__ == "__main__":

@@ -40,6 +40,10 @@ def _factory(name: str):
             return getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"cannot import model factory {name!r}: {exc}") from None
+    if name in river_pa.__all__:  # imports this learner's family only, not all seven
+        cls = getattr(river_pa, name)
+        if issubclass(cls, base.Estimator):
+            return cls
     known = learners()
     if name not in known:
         raise ValueError(

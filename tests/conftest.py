@@ -22,6 +22,26 @@ def shared_data() -> Path:
     return path
 
 
+def _emotions(folder: Path, n: int) -> list:
+    """The first n events of the emotions multilabel set: ({72 features}, {6 labels: bool})."""
+    import gzip
+    import io
+
+    from scipy.io import arff
+
+    with gzip.open(folder / "emotions" / "emotions.arff.gz", "rt") as f:
+        data, meta = arff.loadarff(io.StringIO(f.read()))
+    labels, features = meta.names()[:6], meta.names()[6:]
+    return [({k: float(r[k]) for k in features}, {k: r[k] == b"1" for k in labels})
+            for r in data[:n]]
+
+
+@pytest.fixture(scope="session")
+def emotions(shared_data):
+    """A function n -> the first n events of the shared emotions set (multilabel)."""
+    return lambda n: _emotions(shared_data, n)
+
+
 @pytest.fixture(autouse=True)
 def seeded_random():
     """Seed the global `random` before each test.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import subprocess
@@ -70,3 +71,22 @@ def test_docker_compose_config_accepts_the_file():
     done = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "--quiet"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_dockerfile_warms_the_numba_cache(tmp_path):
+    """The build's warm-up commands, run here with the image's NUMBA_CACHE_DIR replaced, fill
+    the cache with the kernels a later `river-pa evaluate` or `serve` loads instead of
+    compiling (the libsvm parser, the compiled path, the per-event kernels)."""
+    text = DOCKERFILE.read_text()
+    assert re.search(r"^ENV NUMBA_CACHE_DIR=(\S+)$", text, flags=re.M)
+    run = re.search(r"^RUN pip install (.+?)\n(?=\S)", text, flags=re.M | re.S).group(0)
+    commands = [c.strip().rstrip("\\").strip() for c in run.split("&&")]
+    warm = [c for c in commands if c.startswith(("printf", "river-pa"))]
+    assert len(warm) == 4
+    cache = tmp_path / "cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    script = " && ".join(warm).replace("/tmp/warm.svm", str(tmp_path / "warm.svm"))
+    subprocess.run(["bash", "-c", script], check=True, env=env, capture_output=True, timeout=900)
+    indexes = {p.stem.rsplit("-", 1)[0] for p in cache.rglob("*.nbi")}  # module.function-line
+    assert {"_numba.learn_csr", "libsvm._parse"} <= indexes, sorted(indexes)
+    assert any(name.startswith("_numba.") and name != "_numba.learn_csr" for name in indexes)

@@ -81,3 +81,34 @@ def crc32_segments(data: bytes, table: np.ndarray, idx: np.ndarray) -> None:
         else:
             crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
     idx[k] = crc ^ 0xFFFFFFFF
+
+
+
+@njit(cache=True)
+def csr_columns(indptr: np.ndarray, indices: np.ndarray, n_keys: int):
+    """(columns, ranks, first bad entry, why) of a CSR batch whose columns are 0..n_keys-1.
+
+    `columns` are the column numbers in order of first appearance, `ranks[p]` the rank of
+    `indices[p]` in that order. The bad entry is the position in `indices` of the first column
+    outside 0..n_keys-1 (why 0) or met twice in one row (why 1); -1 when there is none.
+
+    """
+    last_row = np.full(n_keys, -1, np.int64)
+    rank = np.empty(n_keys, np.int64)
+    order = np.empty(min(n_keys, indices.shape[0]), np.int64)
+    ranks = np.empty(indices.shape[0], np.int64)
+    count = 0
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            c = indices[p]
+            if c < 0 or c >= n_keys:
+                return order[:0].copy(), ranks, p, 0
+            if last_row[c] == i:
+                return order[:0].copy(), ranks, p, 1
+            if last_row[c] < 0:
+                rank[c] = count
+                order[count] = c
+                count += 1
+            last_row[c] = i
+            ranks[p] = rank[c]
+    return order[:count].copy(), ranks, -1, 0

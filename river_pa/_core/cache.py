@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from river_pa._core.features import as_array, merge_duplicates, packed_values
+from river_pa._core.validation import check_x
+
 
 class TransientCache:
     """Mixin: the attributes named in `_TRANSIENT` are caches of the last event.
@@ -27,3 +32,60 @@ class TransientCache:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._clear_cache()
+
+
+class EventCache(TransientCache):
+    """Mixin: the last event a learner saw, converted, validated and scored once.
+
+    A learner holds `_index` (a `river_pa._core.features.FeatureIndex`) and `_version` (bumped
+    whenever a change of the model changes what `_on_event` computes), and defines
+    `_grow(size)` (room for `size` feature positions; it must either succeed or leave the state
+    as it was, e.g. on MemoryError) and `_on_event(pos, val)`, its view of an event
+    (margin, scores, ...: it stores what it needs in its own transient attributes, and may
+    raise to refuse the event).
+
+    `_event(x)` keeps, for the last event: the positions of its key tuple (looked up once per
+    new key tuple: fixed-schema streams repeat it), its values (validated; packed float64 bytes
+    when `_PACKED`, which the linear kernels read in place, else a float64 array) with the
+    positions `_epos` they go with (values of keys sharing a hashed position summed), and
+    `_on_event`'s view, recomputed only when the values or the model change. So
+    ``predict_one(x)`` then ``learn_one(x, y)`` converts and scores `x` once. `_n_unseen` counts
+    the keys never learned (at the sink, position 0, of weight 0). With `learn`, those keys get
+    positions, after validation, so a refused event leaves the model unchanged.
+
+    """
+
+    _PACKED = False
+    _TRANSIENT = ("_keys", "_pos", "_dups", "_n_unseen", "_vals", "_epos", "_val",
+                  "_version_seen")
+
+    def _clear_cache(self):
+        self._keys = self._vals = self._pos = self._epos = self._val = None
+        self._dups = False
+        self._n_unseen = 0
+        self._version_seen = -1
+
+    def _event(self, x: dict, learn: bool = False) -> None:
+        if x.__class__ is not dict:
+            check_x(x)
+        keys = tuple(x)
+        if keys != self._keys:
+            self._pos, self._dups = self._index.lookup_unique(keys)
+            self._n_unseen = self._index.n_unseen(self._pos)
+            self._keys = keys
+            self._vals = None
+        vals = tuple(x.values())
+        if vals != self._vals or self._version_seen != self._version:
+            val = packed_values(x, vals)
+            if not self._PACKED and val.__class__ is bytes:
+                val = np.frombuffer(val).copy()
+            pos = self._pos
+            if self._dups:
+                pos, val = merge_duplicates(pos, as_array(val))
+            self._on_event(pos, val)
+            self._vals, self._epos, self._val = vals, pos, val
+            self._version_seen = self._version
+        if learn and self._n_unseen:
+            self._grow(self._index.size + self._n_unseen)  # may fail: before the index grows
+            self._pos = self._epos = self._index.insert(keys)
+            self._n_unseen = 0

@@ -27,45 +27,11 @@ from itertools import repeat
 import numpy as np
 
 from river_pa._core._numba import CRC_TABLE, crc32_segments, mask_positions
+from river_pa._core.validation import check_value
 
-__all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values", "check_value"]
+__all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values"]
 
 _PACKERS: dict = {}
-
-
-def check_value(key, value) -> float:
-    """Return `value` as a float, or raise an error naming the feature.
-
-    Raises
-    ------
-    TypeError
-        If the value is not a real number (int, float, bool or a numpy real scalar).
-    ValueError
-        If the value is NaN or infinite.
-
-    >>> check_value("age", 3)
-    3.0
-    >>> check_value("age", "3")
-    Traceback (most recent call last):
-    ...
-    TypeError: feature 'age' has a non-numeric value '3' of type str
-    >>> check_value("age", float("nan"))
-    Traceback (most recent call last):
-    ...
-    ValueError: feature 'age' has a non-finite value nan
-
-    """
-    if not isinstance(value, numbers.Real | np.bool_):
-        raise TypeError(
-            f"feature {key!r} has a non-numeric value {value!r} of type {type(value).__name__}"
-        )
-    try:
-        value = float(value)
-    except OverflowError:
-        raise ValueError(f"feature {key!r} has a value out of the float64 range") from None
-    if not math.isfinite(value):
-        raise ValueError(f"feature {key!r} has a non-finite value {value!r}")
-    return value
 
 
 def _packer(n: int) -> struct.Struct:
@@ -134,9 +100,9 @@ class FeatureIndex(abc.ABC):
     def insert(self, keys: tuple) -> np.ndarray:
         """Positions of `keys`, giving new keys a position first."""
 
-    def known(self, idx: np.ndarray) -> bool:
-        """Whether every position in `idx` belongs to a key seen by `insert`."""
-        return True
+    def n_unseen(self, idx: np.ndarray) -> int:
+        """How many positions in `idx` are the sink of keys never seen by `insert`."""
+        return 0
 
     def lookup_unique(self, keys: tuple) -> tuple[np.ndarray, bool]:
         """`lookup(keys)` and whether two of the keys share a position (a hash collision)."""
@@ -173,8 +139,8 @@ class Vocabulary(FeatureIndex):
                 positions[key] = len(positions) + 1
         return np.fromiter(map(positions.__getitem__, keys), np.int64, len(keys))
 
-    def known(self, idx):
-        return np.count_nonzero(idx) == len(idx)  # 3x faster than idx.all() on short arrays
+    def n_unseen(self, idx):
+        return len(idx) - np.count_nonzero(idx)  # 3x faster than (idx == 0).sum() on short arrays
 
     def keys(self):
         """Keys in position order (position 1 first)."""

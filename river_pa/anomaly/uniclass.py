@@ -14,14 +14,14 @@ import numpy as np
 from river import base
 
 from river_pa.anomaly import _numba
-from river_pa._core.features import Vocabulary, to_values
-from river_pa.linear_model.base import check_positive, check_variant
-from river_pa._core.cache import TransientCache
+from river_pa._core.cache import EventCache
+from river_pa._core.features import Vocabulary
+from river_pa._core.validation import check_nonnegative, check_positive, check_variant
 
 __all__ = ["PAUniclass"]
 
 
-class PAUniclass(TransientCache, base.AnomalyDetector):
+class PAUniclass(EventCache, base.AnomalyDetector):
     """Passive-Aggressive uniclass learner: a centre that follows the stream, within a radius.
 
     The centre w starts at 0. Each event is a point y (its features; a feature absent from the
@@ -111,8 +111,6 @@ class PAUniclass(TransientCache, base.AnomalyDetector):
 
     """
 
-    _TRANSIENT = ("_keys", "_pos")  # the position cache of the last key tuple
-
     def __init__(
         self,
         variant: str = "PA-I",
@@ -132,8 +130,7 @@ class PAUniclass(TransientCache, base.AnomalyDetector):
             check_positive("B", B)
             self._radius, self._extra = float(B), float(B)
         else:
-            if not isinstance(epsilon, int | float) or not 0 <= epsilon < math.inf:
-                raise ValueError(f"epsilon must be a finite number >= 0 or None, got {epsilon!r}")
+            check_nonnegative("epsilon", epsilon, allow_none=True)
             if B is not None:
                 raise ValueError("B bounds a learned radius: give it only with epsilon=None")
             self._radius, self._extra = float(epsilon), 0.0
@@ -141,7 +138,8 @@ class PAUniclass(TransientCache, base.AnomalyDetector):
         self._v = np.zeros(16)
         self._scale = 1.0
         self._sq = 0.0
-        self._keys = self._pos = None
+        self._version = 0  # the cache keeps positions and values only: nothing to invalidate
+        self._clear_cache()
 
     @classmethod
     def _unit_test_params(cls):
@@ -151,32 +149,26 @@ class PAUniclass(TransientCache, base.AnomalyDetector):
 
     # -- events ----------------------------------------------------------------------------
 
-    def _event(self, x: dict, learn: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(positions, values) of `x`, validated; new keys get positions only when learning."""
-        val = to_values(x)
-        keys = tuple(x)
-        if keys != self._keys:
-            self._keys, self._pos = keys, self._index.lookup(keys)
-        if learn and not self._index.known(self._pos):
-            self._pos = self._index.insert(keys)
-            size = self._index.size
-            if size > len(self._v):
-                v = np.zeros(max(size, 2 * len(self._v)))
-                v[: len(self._v)] = self._v
-                self._v = v
-        return self._pos, val
+    def _on_event(self, pos, val) -> None:
+        pass
+
+    def _grow(self, size: int):
+        if size > len(self._v):
+            v = np.zeros(max(size, 2 * len(self._v)))
+            v[: len(self._v)] = self._v
+            self._v = v
 
     def _distance_sq(self, x: dict) -> float:
         """||w - y||^2 over the n feature coordinates."""
-        pos, val = self._event(x)
-        diff, rest = _numba.distance_sq(self._v, self._scale, self._sq, pos, val)
+        self._event(x)
+        diff, rest = _numba.distance_sq(self._v, self._scale, self._sq, self._epos, self._val)
         return diff + rest
 
     def learn_one(self, x: dict) -> None:
-        pos, val = self._event(x, learn=True)
+        self._event(x, learn=True)
         self._scale, self._sq, self._extra, _, _ = _numba.learn(
             self._variant, float(self.C), self._radius, self._v, self._scale, self._sq,
-            self._extra, pos, val,
+            self._extra, self._epos, self._val,
         )
 
     def score_one(self, x: dict) -> float:

@@ -27,16 +27,20 @@ regression; anything else: multiclass). A single label of -1, 0 or +1 counts as 
 from __future__ import annotations
 
 import csv
+import itertools
 import json
+import lzma
 import math
 import os
 import pathlib
+import time
 
 import numpy as np
 
-from river_pa.evaluate.libsvm import CSR, open_data, read_libsvm
+from river_pa.evaluate.libsvm import (COMPRESSED, CSR, DataError, concatenate, iter_libsvm,
+                                     open_data, parse_libsvm)
 
-__all__ = ["Data", "load", "names", "shared_folder", "TASKS"]
+__all__ = ["Data", "DataError", "Stream", "TASKS", "load", "names", "open_source", "shared_folder"]
 
 TASKS = ("binary", "multiclass", "regression")
 
@@ -50,6 +54,11 @@ RIVER = {
     "image-segments": ("ImageSegments", "multiclass"),
     "shuttle": ("Shuttle", "binary"),
 }
+
+# River's bundled sets read straight from River's file as CSV (target column), equal to
+# River's reader: importing river.datasets costs 1-1.4 s here (it imports scipy.io, scipy.special
+# and joblib), longer than the whole default job
+RIVER_FILES = {"phishing": ("phishing.csv.gz", "is_phishing")}
 
 # The shared sets: name -> (relative path, task, CSV target column or None for libsvm)
 SHARED = {
@@ -72,13 +81,17 @@ def names() -> list[str]:
 
 
 class Data:
-    """Events of one data set: `x` feature dicts and `y` targets (lists, in order).
+    """Events of one data set, or one chunk of a `Stream`: `x` feature dicts and `y` targets
+    (lists, in order).
 
     `csr` holds the same events as CSR arrays with `csr.y` the targets as float64 (binary:
     +1/-1), or None when a feature is not numeric. With `csr`, the dicts `x` are built on
     first use (the compiled path never needs them).
 
     """
+
+    size = None  # bytes of the file (a Stream's), for progress
+    compile_seconds = read_seconds = 0.0  # a Stream's: see there
 
     def __init__(self, name: str, task: str, y: list, x: list | None = None,
                  csr: CSR | None = None):
@@ -99,6 +112,13 @@ class Data:
     def __iter__(self):
         return zip(self.x, self.y)
 
+    def blocks(self):
+        """The events as chunks (`Data`): here all of them at once."""
+        yield self
+
+    def position(self) -> int:
+        return 0
+
     def head(self, n: int) -> Data:
         """The first `n` events."""
         csr = None if self.csr is None else self.csr.head(n)
@@ -108,6 +128,62 @@ class Data:
     def without_csr(self) -> Data:
         """The same events as dicts only (the generic path)."""
         return Data(self.name, self.task, self.y, self.x)
+
+
+class Stream:
+    """The events of a file read in bounded chunks: `blocks()` yields them as `Data`, in order,
+    each holding at most about `libsvm.CHUNK_BYTES` of the file's text or `ROWS` events.
+
+    `task` is known once the first chunk is read (at construction, in `read_seconds`, after
+    `warm()` compiled the parser or loaded it from Numba's cache, in `compile_seconds`). `size`
+    is the file's size in bytes and `position()` the bytes read from it so far (compressed
+    bytes for a compressed file), for progress. A bad line raises DataError naming the file
+    and line when its chunk is read; `limit` stops after that many events.
+
+    """
+
+    def __init__(self, name: str, path: str, chunks, task: str | None,
+                 limit: int | None = None, warm=None):
+        self.name, self.path, self.limit = name, path, limit
+        start = time.perf_counter()
+        if warm is not None:
+            warm()
+        self.compile_seconds = time.perf_counter() - start
+        self._raw = open(path, "rb")
+        self.size = os.fstat(self._raw.fileno()).st_size
+        self._chunks = chunks(self._raw)
+        first = next(self._chunks, None)
+        self.read_seconds = time.perf_counter() - start - self.compile_seconds
+        if first is None:
+            self._raw.close()
+            raise DataError(f"{path}: no events")
+        self.targets = _Targets(first[1], task, path)
+        self.task = self.targets.task
+        self._first = first
+
+    def position(self) -> int:
+        return self._raw.tell() if not self._raw.closed else self.size
+
+    def blocks(self):
+        """The chunks, as `Data` with targets converted (DataError for a label the task
+        cannot take, naming the event)."""
+        seen = 0
+        try:
+            chunk = self._first
+            while chunk is not None:
+                x, labels, csr = chunk
+                y = self.targets.convert(labels, seen)
+                if csr is not None:
+                    csr.y = target_array(y, self.task)
+                block = Data(self.name, self.task, y, x, csr)
+                if self.limit is not None and seen + len(block) >= self.limit:
+                    yield block.head(self.limit - seen)
+                    return
+                seen += len(block)
+                yield block
+                chunk = next(self._chunks, None)
+        finally:
+            self._raw.close()
 
 
 def shared_folder() -> pathlib.Path:
@@ -129,7 +205,7 @@ def shared_folder() -> pathlib.Path:
 
 def _base_extension(path: str) -> str:
     stem, ext = os.path.splitext(path)
-    if ext in (".bz2", ".gz"):
+    if ext in COMPRESSED:
         ext = os.path.splitext(stem)[1]
     return ext.lower()
 
@@ -150,29 +226,59 @@ def _sort_key(value):
     return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
 
 
-def _convert_targets(labels: list, task: str, where: str) -> list:
-    if task == "binary":
-        distinct = sorted(set(labels), key=_sort_key)
-        if len(distinct) > 2:
-            raise ValueError(f"{where}: a binary task needs two labels, found {len(distinct)}: "
-                             f"{distinct[:5]}...")
-        positive = distinct[-1]
-        return [v == positive for v in labels]
-    if task == "regression":
-        out = []
+class _Targets:
+    """Converts labels to the task's targets, chunk after chunk, with the task and the binary
+    labels fixed by the first chunk (`first`): a binary task maps the larger of its two labels
+    (in sort order) to True; a single label of -1 or 0 is False, the other one True."""
+
+    def __init__(self, first: list, task: str | None, where: str):
+        self.where = where
+        self.task = task or _infer_task(first)
+        self.labels = sorted(set(first), key=_sort_key)
+        if self.task == "binary":
+            if len(self.labels) > 2:
+                raise DataError(f"{where}: a binary task needs two labels, found "
+                                f"{len(self.labels)}: {self.labels[:5]}...")
+            single = len(self.labels) == 1 and self.labels[0] in (-1, 0)
+            self.positive = 1 if single else self.labels[-1]
+
+    def convert(self, labels: list, seen: int) -> list:
+        """The targets of `labels`, events `seen + 1`... of the data."""
+        if self.task == "binary":
+            new = set(labels).difference(self.labels)
+            if new:
+                self._check_binary(labels, new, seen)
+            return [v == self.positive for v in labels]
+        if self.task == "regression":
+            out = []
+            for i, v in enumerate(labels):
+                try:
+                    out.append(float(v))
+                except (TypeError, ValueError):
+                    out.append(math.nan)
+                if not math.isfinite(out[-1]):
+                    raise DataError(f"{self.where}: event {seen + i + 1}: regression target "
+                                    f"{v!r} is not a finite number")
+            return out
+        return [int(v) if isinstance(v, float) and v.is_integer() else v for v in labels]
+
+    def _check_binary(self, labels: list, new: set, seen: int) -> None:
+        known = set(self.labels)
         for i, v in enumerate(labels):
-            try:
-                out.append(float(v))
-            except (TypeError, ValueError):
-                out.append(math.nan)
-            if not math.isfinite(out[-1]):
-                raise ValueError(f"{where}: event {i + 1}: regression target {v!r} is not a "
-                                 "finite number")
-        return out
-    return [int(v) if isinstance(v, float) and v.is_integer() else v for v in labels]
+            if v in known:
+                continue
+            known.add(v)
+            negatives = known - {self.positive}
+            if len(negatives) > 1 or _sort_key(v) > _sort_key(self.positive):
+                raise DataError(
+                    f"{self.where}: event {seen + i + 1}: label {v!r}: a binary task takes two "
+                    f"labels, the larger one True, and {sorted(known, key=_sort_key)} were "
+                    "met (the task was inferred from the first chunk; give --task)")
+        self.labels = sorted(known, key=_sort_key)
 
 
-def _csr_targets(y: list, task: str) -> np.ndarray:
+def target_array(y: list, task: str) -> np.ndarray:
+    """Targets as the compiled path takes them: float64, binary ones as +1/-1."""
     if task == "binary":
         return np.where(np.asarray(y, dtype=bool), 1.0, -1.0)
     if task == "regression":
@@ -180,23 +286,39 @@ def _csr_targets(y: list, task: str) -> np.ndarray:
     return np.zeros(len(y))  # multiclass: the compiled path does not use targets
 
 
-def _finish(name, task, x, labels, csr, where):
-    if not labels:
-        raise ValueError(f"{where}: no events")
-    if task is None:
-        task = _infer_task(labels)
-    y = _convert_targets(labels, task, where)
-    if csr is not None:
-        csr.y = _csr_targets(y, task)
-    return Data(name, task, y, x, csr)
+class _LabelKinds:
+    """Refuses missing labels and labels of mixed kinds (numbers, strings, true/false), with
+    the file and line: `y: 1, null, 1` became a binary task with 1 -> False."""
+
+    _KINDS = ((bool, "true/false"), (int | float, "a number"), (str, "a string"))
+
+    def __init__(self, where: str, field: str):
+        self.where, self.field = where, field
+        self.kind = self.first_line = None
+
+    def check(self, label, line: int) -> None:
+        if label is None or (isinstance(label, float) and math.isnan(label)):
+            raise DataError(f"{self.where}:{line}: the label {self.field!r} is missing "
+                            f"({label!r})")
+        kind = next(name for cls, name in self._KINDS if isinstance(label, cls))
+        if self.kind is None:
+            self.kind, self.first_line = kind, line
+        elif kind != self.kind:
+            raise DataError(f"{self.where}:{line}: the label {label!r} is {kind}, but the one "
+                            f"on line {self.first_line} is {self.kind}: labels of one kind only")
 
 
-# -- readers ---------------------------------------------------------------------------------
+# -- readers: each yields chunks (x dicts or None, labels, CSR or None) ------------------------
+
+ROWS = 20_000  # events a CSV or JSONL chunk holds
 
 
-def _from_libsvm(path: str, name: str, task: str | None) -> Data:
-    csr = read_libsvm(path)
-    return _finish(name, task, None, csr.y.tolist(), csr, path)
+def _libsvm_chunks(path: str):
+    def chunks(raw):
+        for csr in iter_libsvm(path, raw=raw):
+            yield None, csr.y.tolist(), csr
+
+    return chunks
 
 
 def _number(text: str):
@@ -206,65 +328,142 @@ def _number(text: str):
         return text
 
 
-def _from_csv(path: str, name: str, target, task: str | None) -> Data:
-    """Read a CSV file; `target` names the target column (an int: its position, no header)."""
-    with open_data(path, "rt") as f:
-        rows = list(csv.reader(f))
-    if rows and rows[0] and rows[0][0].startswith("\ufeff"):  # a UTF-8 byte order mark
-        rows[0][0] = rows[0][0][1:]  # (spreadsheet exports) is not part of the first name
-    if isinstance(target, int):
-        header = [str(j) for j in range(len(rows[0]))] if rows else []
-        first = 1
-        target = header[target] if header else ""
-    else:
-        header, rows, first = (rows[0], rows[1:], 2) if rows else ([], [], 2)
-        if target not in header:
-            raise ValueError(f"{path}: no target column {target!r}; columns: {', '.join(header)}")
+def _csv_header(reader, path: str, target):
+    """(header, target column index, the first data line's number) of a CSV file."""
+    if isinstance(target, int):  # no header: the target is a position
+        first = next(reader, None)
+        if first is None:
+            return [], None, 1, []
+        header = [str(j) for j in range(len(first))]
+        return header, header.index(header[target]), 1, [first]
+    header = next(reader, [])
+    if header and header[0].startswith("\ufeff"):  # a UTF-8 byte order mark (spreadsheet
+        header[0] = header[0][1:]                   # exports) is not part of the first name
+    if target not in header:
+        raise DataError(f"{path}: no target column {target!r}; columns: {', '.join(header)}")
     repeated = sorted({k for k in header if header.count(k) > 1})
     if repeated:  # one feature dict key for two columns: the dicts and the CSR arrays disagree
-        raise ValueError(f"{path}: column {repeated[0]!r} appears more than once in the header")
-    t = header.index(target)
-    keys = [k for j, k in enumerate(header) if j != t]
-    x, labels = [], []
-    numeric = True
-    for line, row in enumerate(rows, start=first):
-        if len(row) != len(header):
-            raise ValueError(f"{path}:{line}: expected {len(header)} fields, found {len(row)}")
-        values = [_number(v) for j, v in enumerate(row) if j != t]
-        x.append({k: v for k, v in zip(keys, values) if v != ""})
-        numeric = numeric and all(isinstance(v, float) and math.isfinite(v) for v in values)
-        if row[t] == "":  # else a class "" (or a usage error far from the line)
-            raise ValueError(f"{path}:{line}: the target {target!r} is empty")
-        labels.append(_number(row[t]))
-    csr = None
-    if numeric and x:
-        n, d = len(x), len(keys)
-        data = np.array([list(e.values()) for e in x], dtype=np.float64).reshape(n * d)
-        csr = CSR(np.arange(n + 1, dtype=np.int64) * d, np.tile(np.arange(d), n), data,
-                  None, keys=keys)
-    return _finish(name, task, x, labels, csr, path)
+        raise DataError(f"{path}: column {repeated[0]!r} appears more than once in the header")
+    return header, header.index(target), 2, []
 
 
-def _from_jsonl(path: str, name: str, task: str | None) -> Data:
-    x, labels = [], []
-    with open_data(path, "rt") as f:
-        for line, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                event = json.loads(text)
-                features, label = event["x"], event["y"]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{line}: expected a JSON object "
-                                 f'{{"x": {{...}}, "y": ...}} ({exc})') from None
-            if not isinstance(features, dict):
-                raise ValueError(f"{path}:{line}: 'x' must be an object, got {features!r}")
-            if isinstance(label, list | dict):  # unhashable: the task cannot be inferred
-                raise ValueError(f"{path}:{line}: 'y' must be a number, a string, true/false "
-                                 f"or null, got {label!r}")
-            x.append(features)
-            labels.append(label)
-    return _finish(name, task, x, labels, None, path)
+def _csv_chunks(path: str, target):
+    """CSV rows by the standard library's C reader, ROWS at a time; a chunk whose features are
+    all finite numbers also comes as CSR arrays."""
+    def chunks(raw):
+        with open_data(path, "rt", raw) as f:
+            reader = csv.reader(f)
+            header, t, line, pending = _csv_header(reader, path, target)
+            if t is None:
+                return
+            keys = [k for j, k in enumerate(header) if j != t]
+            kinds = _LabelKinds(path, header[t])
+            rows = itertools.chain(pending, reader)
+            while True:
+                block = list(itertools.islice(rows, ROWS))
+                if not block:
+                    return
+                x, labels = [], []
+                for row in block:
+                    if len(row) != len(header):
+                        raise DataError(f"{path}:{line}: expected {len(header)} fields, found "
+                                        f"{len(row)}")
+                    values = [_number(v) for j, v in enumerate(row) if j != t]
+                    x.append({k: v for k, v in zip(keys, values) if v != ""})
+                    if row[t] == "":  # else a class "" (or a usage error far from the line)
+                        raise DataError(f"{path}:{line}: the target {header[t]!r} is empty")
+                    labels.append(_number(row[t]))
+                    kinds.check(labels[-1], line)
+                    line += 1
+                yield x, labels, dicts_csr(x)
+
+    return chunks
+
+
+def dicts_csr(x: list) -> CSR | None:
+    """The feature dicts `x` as CSR arrays (`csr.keys` the feature keys, numbered in order of
+    first appearance, each row in its dict's order, so the compiled path adds in the same
+    order as `learn_one`), or None if a value is not a finite int or float.
+
+    >>> csr = dicts_csr([{"a": 1.0, "b": 2}, {"b": 0.5}])
+    >>> csr.indptr.tolist(), csr.indices.tolist(), csr.data.tolist(), csr.keys
+    ([0, 2, 3], [0, 1, 1], [1.0, 2.0, 0.5], ['a', 'b'])
+
+    """
+    columns: dict = {}
+    indptr, indices, data = [0], [], []
+    for event in x:
+        for key, value in event.items():
+            if type(value) not in (float, int) or not math.isfinite(value):
+                return None
+            indices.append(columns.setdefault(key, len(columns)))
+            data.append(value)
+        indptr.append(len(indices))
+    return CSR(np.array(indptr, np.int64), np.array(indices, np.int64),
+               np.array(data, np.float64), None, keys=list(columns))
+
+
+def _jsonl_chunks(path: str):
+    def chunks(raw):
+        kinds = _LabelKinds(path, "y")
+        with open_data(path, "rt", raw) as f:
+            numbered = enumerate(f, start=1)
+            while True:
+                x, labels, read = [], [], False
+                for line, text in itertools.islice(numbered, ROWS):
+                    read = True
+                    if text.strip():
+                        features, label = _jsonl_event(text, path, line)
+                        kinds.check(label, line)
+                        x.append(features)
+                        labels.append(label)
+                if not read:
+                    return
+                if x:
+                    yield x, labels, dicts_csr(x)
+
+    return chunks
+
+
+def _jsonl_event(text: str, path: str, line: int):
+    """(x, y) of one JSONL line; DataError naming the line otherwise."""
+    try:
+        event = json.loads(text)
+        features, label = event["x"], event["y"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise DataError(f"{path}:{line}: expected a JSON object "
+                        f'{{"x": {{...}}, "y": ...}} ({exc})') from None
+    except RecursionError:  # nesting deeper than the interpreter's stack
+        raise DataError(f"{path}:{line}: JSON nested too deeply") from None
+    if not isinstance(features, dict):
+        raise DataError(f"{path}:{line}: 'x' must be an object, got {features!r:.60}")
+    if isinstance(label, list | dict):  # unhashable: no task can take it
+        raise DataError(f"{path}:{line}: 'y' must be a number, a string or true/false, got "
+                        f"{label!r:.60}")
+    return features, label
+
+
+def _guarded(chunks, path: str):
+    """`chunks` with read errors (unreadable, corrupt compressed data, binary text) as
+    DataError naming the file."""
+    def guarded(raw):
+        try:
+            yield from chunks(raw)
+        except (OSError, EOFError, UnicodeDecodeError, lzma.LZMAError) as exc:
+            raise DataError(f"{path}: cannot read the file: {exc}") from None
+
+    return guarded
+
+
+def _finish(name, task, x, labels, where) -> Data:
+    if not labels:
+        raise DataError(f"{where}: no events")
+    targets = _Targets(labels, task, where)
+    y = targets.convert(labels, 0)
+    csr = dicts_csr(x)
+    if csr is not None:
+        csr.y = target_array(y, targets.task)
+    return Data(name, targets.task, y, x, csr)
 
 
 def _from_river(name: str, task: str | None) -> Data:
@@ -277,23 +476,74 @@ def _from_river(name: str, task: str | None) -> Data:
         labels.append(label)
     if task is None and default_task != "regression":
         task = _infer_task(labels) if len(set(labels)) == 2 else "multiclass"
-    return _finish(name, task or default_task, x, labels, None, name)
+    return _finish(name, task or default_task, x, labels, name)
 
 
-def _from_shared(name: str, task: str | None) -> Data:
-    folder = shared_folder()
-    relative, default_task, target = SHARED[name]
-    path = folder / relative
-    if not path.exists():
-        raise ValueError(f"shared data set {name!r} not found at {path}; set RIVER_PA_DATA to "
-                         "the shared data folder (see its SOURCES.md)")
-    if target is None:
-        return _from_libsvm(str(path), name, task or default_task)
-    return _from_csv(str(path), name, target, task or default_task)
+def _river_folder() -> pathlib.Path:
+    """River's package folder, found without importing River."""
+    import importlib.util
+
+    return pathlib.Path(importlib.util.find_spec("river").origin).parent
+
+
+def _file(source: str, target, task: str | None) -> tuple:
+    """(path, name, target, task) of a data set name or a file; ValueError if unknown."""
+    if source in SHARED:
+        relative, default_task, target = SHARED[source]
+        path = shared_folder() / relative
+        if not path.exists():
+            raise ValueError(f"shared data set {source!r} not found at {path}; set "
+                             "RIVER_PA_DATA to the shared data folder (see its SOURCES.md)")
+        return str(path), source, target, task or default_task
+    if os.path.isdir(source):
+        raise ValueError(f"{source} is a directory; give a data set name or a file")
+    if not os.path.isfile(source):
+        choices = [n for n in RIVER if n != "trumpapproval"] + list(SHARED)
+        raise ValueError(f"unknown data set {source!r}; choose one of {', '.join(choices)}, "
+                         "or give a path to a libsvm, CSV (with --target) or JSONL file")
+    if _base_extension(source) == ".csv" and target is None:
+        raise ValueError(f"{source}: a CSV file needs --target COLUMN")
+    return source, os.path.basename(source), target, task
+
+
+def open_source(source: str, target: str | None = None, task: str | None = None,
+                limit: int | None = None) -> Data | Stream:
+    """The events of a data set name or a file (see the module docstring): River's bundled
+    sets as one `Data`, files as a `Stream` read in bounded chunks; `limit` keeps the first
+    events only. ValueError if unknown, DataError for a bad file.
+
+    >>> source = open_source("phishing")  # River's file, read as CSV in chunks
+    >>> source.task, sum(len(block) for block in source.blocks())
+    ('binary', 1250)
+
+    """
+    if task is not None and task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    if source in RIVER_FILES:
+        filename, target = RIVER_FILES[source]
+        path = str(_river_folder() / "datasets" / filename)
+        return Stream(source, path, _guarded(_csv_chunks(path, target), path),
+                      task or RIVER[source][1], limit)
+    if source in RIVER:
+        data = _from_river(source, task)
+        return data if limit is None else data.head(limit)
+    path, name, target, task = _file(source, target, task)
+    ext = _base_extension(path)
+    warm = None
+    if ext == ".csv" or target is not None:
+        chunks = _csv_chunks(path, target)
+    elif ext in (".jsonl", ".ndjson"):
+        chunks = _jsonl_chunks(path)
+    else:
+        chunks, warm = _libsvm_chunks(path), lambda: parse_libsvm(b"1 1:1\n")
+    try:
+        return Stream(name, path, _guarded(chunks, path), task, limit, warm)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the file: {exc}") from None
 
 
 def load(source: str, target: str | None = None, task: str | None = None) -> Data:
-    """Load a data set by name or path (see the module docstring); ValueError if unknown.
+    """All the events of a data set name or a file in memory (see `open_source`).
 
     >>> data = load("phishing")
     >>> len(data), data.task, data.y[0]
@@ -304,27 +554,11 @@ def load(source: str, target: str | None = None, task: str | None = None) -> Dat
     ValueError: unknown data set 'no-such-set'; choose one of phishing, bananas, ...JSONL file
 
     """
-    if task is not None and task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
-    if source in RIVER:
-        return _from_river(source, task)
-    if source in SHARED:
-        return _from_shared(source, task)
-    if os.path.isdir(source):
-        raise ValueError(f"{source} is a directory; give a data set name or a file")
-    if not os.path.isfile(source):
-        choices = [n for n in RIVER if n != "trumpapproval"] + list(SHARED)
-        raise ValueError(f"unknown data set {source!r}; choose one of {', '.join(choices)}, "
-                         "or give a path to a libsvm, CSV (with --target) or JSONL file")
-    ext = _base_extension(source)
-    name = os.path.basename(source)
-    if ext == ".csv" and target is None:
-        raise ValueError(f"{source}: a CSV file needs --target COLUMN")
-    try:
-        if ext == ".csv":
-            return _from_csv(source, name, target, task)
-        if ext in (".jsonl", ".ndjson"):
-            return _from_jsonl(source, name, task)
-        return _from_libsvm(source, name, task)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:  # unreadable, corrupt .gz/.bz2, binary
-        raise ValueError(f"{source}: cannot read the file: {exc}") from None
+    source = open_source(source, target, task)
+    if isinstance(source, Data):
+        return source
+    blocks = list(source.blocks())
+    y = [v for b in blocks for v in b.y]
+    if all(b.csr is not None for b in blocks):
+        return Data(source.name, source.task, y, csr=concatenate([b.csr for b in blocks]))
+    return Data(source.name, source.task, y, [e for b in blocks for e in b.x])

@@ -9,7 +9,7 @@ Two paths give the same numbers:
 * generic: River's `iter_progressive_val_score` with River's metric objects, for any model,
   data set and delay;
 * compiled: when the data has CSR arrays (a libsvm file, a numeric CSV), the model is a fresh
-  river_pa `PAClassifier` or `PARegressor` and there is no delay, `linear_numba.learn_csr` runs the
+  river_pa `PAClassifier` or `PARegressor` and there is no delay, its `progressive_csr` runs the
   predict-then-learn loop over a block of events in one call and returns the margins it
   predicted before each update; River's metrics are then computed from them in compiled code
   (`river_pa.evaluate.fastmetrics`, equal to River's metric objects to the bit). The final weights
@@ -24,9 +24,8 @@ written (after the summary is printed).
 
 from __future__ import annotations
 
-import argparse
-import csv
 import dataclasses
+import itertools
 import json
 import os
 import sys
@@ -34,10 +33,10 @@ import time
 
 import numpy as np
 
-from river_pa.evaluate import fastmetrics
-from river_pa.evaluate import datasets
+from river_pa import report
+from river_pa.evaluate import datasets, fastmetrics
 
-__all__ = ["main", "evaluate", "Result"]
+__all__ = ["Result", "evaluate", "run"]
 
 DEFAULT_METRICS = {
     "binary": ["Accuracy", "F1", "LogLoss"],
@@ -50,39 +49,6 @@ DEFAULT_MODELS = {"binary": "PAClassifier", "multiclass": "PAMultiClassifier",
 
 class UsageError(ValueError):
     """A bad command line: reported on one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="river-pa evaluate", description=__doc__.split("\n\n")[0])
-    p.add_argument("data", nargs="?", default="phishing",
-                   help=f"a data set ({', '.join(datasets.names())}) or a libsvm, CSV or JSONL "
-                   "file (default: River's bundled phishing)")
-    p.add_argument("--target", help="target column of a CSV file")
-    p.add_argument("--task", choices=datasets.TASKS, help="override the inferred task")
-    p.add_argument("--model", help="river_pa class name or 'module:factory' "
-                   "(default by task: PAClassifier, PAMultiClassifier, PARegressor)")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="model parameter, repeatable; values parsed as JSON (numbers, "
-                   "true/false/null), else strings")
-    p.add_argument("--params", metavar="JSON", help="model parameters as a JSON object")
-    p.add_argument("--delay", type=int, default=0, metavar="N",
-                   help="event i's label is learned just before event i+N is predicted "
-                   "(River's integer delay: 0 and 1 both mean no delay)")
-    p.add_argument("--metric", action="append", default=[],
-                   help="river.metrics class name, repeatable or comma-separated "
-                   "(default: Accuracy, F1, LogLoss / MAE, RMSE, R2)")
-    p.add_argument("--limit", type=int, metavar="N", help="evaluate the first N events only")
-    p.add_argument("--every", type=int, default=1000, metavar="N",
-                   help="a report row (and progress update) every N events (default 1000)")
-    p.add_argument("--report", metavar="PATH", help="JSON summary; CSV rows next to it")
-    p.add_argument("--plot", metavar="PATH.png", help="learning curves")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
 
 
 # -- parameters, models and metrics ------------------------------------------------------------
@@ -106,15 +72,15 @@ def parse_value(text: str):
 
 
 def parse_params(pairs: list[str], text: str | None) -> dict:
-    """Merge ``--params JSON`` and ``--param key=value`` (the latter win)."""
+    """Merge ``--model-params JSON`` and ``--param key=value`` (the latter win)."""
     params = {}
     if text:
         try:
             params = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise UsageError(f"--params is not valid JSON: {exc}") from None
+            raise UsageError(f"--model-params is not valid JSON: {exc}") from None
         if not isinstance(params, dict):
-            raise UsageError(f"--params must be a JSON object, got {text!r}")
+            raise UsageError(f"--model-params must be a JSON object, got {text!r}")
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
@@ -124,49 +90,24 @@ def parse_params(pairs: list[str], text: str | None) -> dict:
 
 
 def build_model(name: str | None, params: dict, task: str):
+    """The model named on the command line, or the task's default (`DEFAULT_MODELS`)."""
     from river_pa import registry
 
-    if name is None and DEFAULT_MODELS[task] not in registry.learners():
-        raise UsageError(f"river_pa has no {DEFAULT_MODELS[task]} here for {task} data; give "
-                         "--model, e.g. river.linear_model:SoftmaxRegression")
-    name = name or DEFAULT_MODELS[task]
-    if name not in registry.learners() and ":" not in name:
-        raise UsageError(
-            f"unknown model {name!r}; choose one of {', '.join(sorted(registry.learners()))}, "
-            "or give an import path 'module:factory'"
-        )
     try:
-        return registry.make_model(name, params)
+        return registry.make_model(name or DEFAULT_MODELS[task], params)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
 
 
-def metric_names(values: list[str], task: str) -> list[str]:
-    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
-    return names or DEFAULT_METRICS[task]
-
-
 def build_metrics(names: list[str], model) -> list:
-    from river import metrics
-
-    valid = sorted(
-        n for n in dir(metrics)
-        if isinstance(getattr(metrics, n), type) and issubclass(getattr(metrics, n),
-                                                                metrics.base.Metric)
-    )
-    out = []
-    for name in names:
-        if name not in valid:
-            raise UsageError(f"unknown metric {name!r}; choose one of {', '.join(valid)}")
-        metric = getattr(metrics, name)()
-        if not metric.works_with(model):
-            raise UsageError(
-                f"metric {name} does not work with {type(model).__name__}; the default metrics "
-                "follow the data's task: give --metric names for this model, --task, or a "
-                "--model for this task"
-            )
-        out.append(metric)
-    return out
+    """River's metric objects (`river_pa.report.make_metrics`); UsageError if one is unknown
+    or does not work with `model`."""
+    try:
+        return report.make_metrics(names, model, hint="; the default metrics follow the "
+                                   "data's task: give --metric names for this model, --task, "
+                                   "or a --model for this task")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # -- running -------------------------------------------------------------------------------
@@ -188,6 +129,7 @@ class Result:
     values: dict
     seconds: float
     path: str
+    compile_seconds: float = 0.0
 
     @property
     def events(self) -> int:
@@ -208,10 +150,11 @@ def rss_mib() -> float:
 class _Clock:
     """Rows from checkpoints: events/s since the previous row."""
 
-    def __init__(self, on_row):
+    def __init__(self, on_row, spent: float = 0.0):
+        """`spent`: seconds the run already took before (reading the first chunk)."""
         self.rows = []
         self._on_row = on_row
-        self._start = self._last = time.perf_counter()
+        self._start = self._last = time.perf_counter() - spent
         self._last_step = 0
 
     def checkpoint(self, step: int, values: dict) -> None:
@@ -228,26 +171,22 @@ class _Clock:
         return self._last - self._start
 
 
-def _compiled_columns(csr, model):
-    """Weight positions of the CSR columns, given to the model's index in order of first
-    appearance (as a `learn_one` loop would); None if hashing merges two columns."""
-    from river_pa._core.features import Hashing
+def _compiled_why_not(first, model, delay: int) -> str | None:
+    """None when the compiled path applies to `model` and the first block, else the reason."""
+    from river import base
 
-    order = csr.columns()
-    positions = model._index.insert(csr.column_keys(order))
-    if isinstance(model._index, Hashing) and len(np.unique(positions)) < len(positions):
-        return None
-    model._grow()
-    lut = np.zeros(int(order.max(initial=0)) + 1, dtype=np.int64)
-    lut[order] = positions
-    return lut[csr.indices]
-
-
-def _compiled_applies(data, model, delay: int) -> bool:
-    from river_pa.linear_model.pa import PAClassifier, PARegressor
-
-    kind = {PAClassifier: "binary", PARegressor: "regression"}.get(type(model))
-    return data.csr is not None and delay == 0 and kind == data.task
+    if delay > 1:  # River's delay 1 is no delay
+        return f"delay {delay}: labels are learned late"
+    if not hasattr(model, "progressive_csr"):
+        kind = "a pipeline" if isinstance(model, base.Wrapper | dict) or hasattr(model, "steps") \
+            else type(model).__name__
+        return f"{kind} has no progressive_csr (the compiled path needs a linear river_pa learner)"
+    if first.csr is None:
+        return "the events are not all numbers (CSR arrays)"
+    task = "binary" if isinstance(model, base.Classifier) else "regression"
+    if task != first.task:
+        return f"{type(model).__name__} on {first.task} data"
+    return None
 
 
 def _margin_tracker(names: list[str], model, task: str):
@@ -258,33 +197,59 @@ def _margin_tracker(names: list[str], model, task: str):
     return fastmetrics.RiverMarginMetrics(build_metrics(names, model), task)
 
 
-def _run_compiled(data, model, names: list[str], every: int, clock: _Clock) -> str | None:
-    """Progressive validation in compiled blocks of `every` events; None if not applicable."""
-    from river_pa.linear_model import _numba as linear_numba
-
-    csr = data.csr
-    indices = _compiled_columns(csr, model)
-    if indices is None:
-        return None
-    tracker = _margin_tracker(names, model, data.task)
-    sw = np.ones(len(csr))
-    b = model.intercept
-    for lo in range(0, len(csr), every):
-        hi = min(lo + every, len(csr))
-        margins, b = linear_numba.learn_csr(
-            model._task, model._variant, float(model.C), model._epsilon, model._w, b,
-            model._intercept_norm, csr.indptr[lo : hi + 1], indices, csr.data, csr.y[lo:hi],
-            sw[lo:hi],
-        )
-        tracker.update(csr.y[lo:hi], margins)
-        clock.checkpoint(hi, tracker.values())
-    model.intercept = b
-    model._version += 1
-    model._clear_cache()
-    return "compiled (learn_csr)"
+def _keys(csr):
+    return csr.keys if csr.keys is not None else range(int(csr.indices.max(initial=-1)) + 1)
 
 
-def _run_river(data, model, names: list[str], delay: int, every: int, clock: _Clock) -> str:
+def _run_compiled(first, blocks, model, names: list[str], every: int, clock: _Clock) -> bool:
+    """Progressive validation with the model's `progressive_csr`, called on the events between
+    two report rows (every `every` events); False, the model untouched, if the first call
+    refuses the columns (two share a weight). A later part that is refused, or a block without
+    CSR arrays, is learned one event at a time."""
+    tracker = _margin_tracker(names, model, first.task)
+    step = 0
+    for block in itertools.chain([first], blocks):
+        csr = block.csr
+        lo = 0
+        while lo < len(block):
+            hi = min(lo + every - step % every, len(block))
+            y = datasets.target_array(block.y[lo:hi], block.task)
+            try:
+                if csr is None:
+                    raise ValueError("no CSR arrays")
+                start, end = csr.indptr[lo], csr.indptr[hi]
+                margins = model.progressive_csr(csr.indptr[lo : hi + 1] - start,
+                                                csr.indices[start:end], csr.data[start:end],
+                                                csr.y[lo:hi], _keys(csr))
+            except ValueError:
+                if step == 0:
+                    return False
+                margins = _margins_one_by_one(model, block.x[lo:hi], block.y[lo:hi], step)
+            tracker.update(y, margins)
+            step += hi - lo
+            lo = hi
+            if step % every == 0:
+                clock.checkpoint(step, tracker.values())
+    if not clock.rows or clock.rows[-1].step != step:
+        clock.checkpoint(step, tracker.values())
+    return True
+
+
+def _margins_one_by_one(model, xs: list, ys: list, step: int) -> np.ndarray:
+    """The margins of a predict-then-learn loop over dicts; errors name the event."""
+    margin = getattr(model, "decision_function_one", model.predict_one)
+    out = np.empty(len(ys))
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        try:
+            out[i] = margin(x)
+            model.learn_one(x, y)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"event {step + i + 1}: {exc}") from exc
+    return out
+
+
+def _run_river(first, blocks, model, names: list[str], delay: int, every: int,
+               clock: _Clock) -> None:
     from river import evaluate as river_evaluate
     from river import metrics as river_metrics
 
@@ -294,8 +259,10 @@ def _run_river(data, model, names: list[str], delay: int, every: int, clock: _Cl
 
     def events():
         nonlocal read
-        for read, event in enumerate(data, start=1):  # read: the events read so far
-            yield event
+        for block in itertools.chain([first], blocks):
+            for event in block:
+                read += 1  # the events read so far
+                yield event
 
     steps = river_evaluate.iter_progressive_val_score(
         events(), model, bundle, delay=delay or None, step=every
@@ -303,117 +270,102 @@ def _run_river(data, model, names: list[str], delay: int, every: int, clock: _Cl
     try:
         for state in steps:
             clock.checkpoint(state["Step"], {type(m).__name__: m.get() for m in metrics})
+    except datasets.DataError:
+        raise
     except (TypeError, ValueError) as exc:  # name where: River's loop does not
         where = f"event {read}" + (f" (or the one it learned, {delay} earlier)" if delay else "")
-        raise type(exc)(f"{data.name}: {where}: {exc}") from exc
-    if not clock.rows or clock.rows[-1].step != len(data):
-        clock.checkpoint(len(data), {type(m).__name__: m.get() for m in metrics})
-    return "River iter_progressive_val_score" + (f" (delay {delay})" if delay else "")
+        raise type(exc)(f"{where}: {exc}") from exc
+    if not clock.rows or clock.rows[-1].step != read:
+        clock.checkpoint(read, {type(m).__name__: m.get() for m in metrics})
 
 
-def evaluate(data, model, metrics: list[str], delay: int = 0, every: int = 1000,
+def warm_up(model, first, compiled: bool, names: list[str]) -> float:
+    """Compile (or load from Numba's cache) what the run will call, on a clone of the model
+    and the first event, so that the run's events/s excludes it; returns the seconds spent."""
+    start = time.perf_counter()
+    probe = model.clone()
+    try:
+        if compiled:
+            csr = first.csr.head(1)
+            margins = probe.progressive_csr(csr.indptr, csr.indices, csr.data, csr.y, _keys(csr))
+            _margin_tracker(names, probe, first.task).update(csr.y, margins)
+        else:
+            x, y = next(iter(first.head(1)))
+            probe.predict_one(x)
+            probe.learn_one(x, y)
+    except (TypeError, ValueError):  # a bad first event: the run reports it
+        pass
+    return time.perf_counter() - start
+
+
+def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 1000,
              on_row=None) -> Result:
-    """Progressive validation of `model` on `data` (a `datasets.Data`) with the River
-    metrics named in `metrics`.
+    """Progressive validation of `model` on `source` (a `datasets.Data` or `datasets.Stream`)
+    with the River metrics named in `metrics`.
 
-    Uses the compiled path when it applies (see the module docstring). `on_row(row)` is
-    called at every checkpoint (every `every` events and at the end).
+    Uses the compiled path when it applies (see the module docstring); `Result.path` says
+    which path ran and why. `on_row(row)` is called at every report row (every `every` events
+    and at the end). `Result.seconds` and the events/s exclude `Result.compile_seconds`, the
+    time Numba took to compile or load the code from its cache.
 
     >>> from river_pa import PAClassifier
     >>> from river_pa.evaluate import datasets
     >>> result = evaluate(datasets.load("phishing"), PAClassifier(C=0.1), ["Accuracy"])
-    >>> result.values, result.events
-    ({'Accuracy': 0.8752}, 1250)
+    >>> result.values, result.events, result.path
+    ({'Accuracy': 0.8752}, 1250, 'compiled: PAClassifier.progressive_csr')
 
     """
     if delay < 0:
         raise UsageError(f"--delay must be >= 0, got {delay}")
     if every < 1:
         raise UsageError(f"--every must be >= 1, got {every}")
-    if len(data) == 0:
-        raise UsageError(f"{data.name} has no events")
-    clock = _Clock(on_row)
-    path = None
-    if _compiled_applies(data, model, delay):
-        path = _run_compiled(data, model, metrics, every, clock)
-    if path is None:
-        path = _run_river(data, model, metrics, delay, every, clock)
-    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path)
+    blocks = source.blocks()
+    first = next(blocks, None)
+    if first is None or len(first) == 0:
+        raise UsageError(f"{source.name} has no events")
+    why_not = _compiled_why_not(first, model, delay)
+    compile_seconds = source.compile_seconds + warm_up(model, first, why_not is None, metrics)
+    clock = _Clock(on_row, source.read_seconds)
+    if why_not is None:
+        if _run_compiled(first, blocks, model, metrics, every, clock):
+            path = f"compiled: {type(model).__name__}.progressive_csr"
+        else:
+            why_not = "two columns share one weight (hash collision)"
+            clock = _Clock(on_row, source.read_seconds)
+    if why_not is not None:
+        _run_river(first, blocks, model, metrics, delay, every, clock)
+        path = f"River iter_progressive_val_score: {why_not}"
+    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds)
 
 
 # -- output --------------------------------------------------------------------------------
 
 
-def write_report(path: str, result: Result, summary: dict) -> str:
-    """Write the JSON summary at `path` and the rows as CSV next to it; returns the CSV path."""
-    stem = path[:-5] if path.endswith(".json") else path
-    csv_path = stem + ".csv"
-    names = list(result.values)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(csv_path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["step", *names, "events_per_s", "rss_mib"])
-        for row in result.rows:
-            writer.writerow([row.step, *(row.values[n] for n in names),
-                             round(row.events_per_s, 1), round(row.rss_mib, 1)])
-    with open(path, "w") as f:
-        json.dump({**summary, "rows_csv": os.path.basename(csv_path)}, f, indent=2, default=repr)
-        f.write("\n")
-    return csv_path
-
-
-def write_plot(path: str, result: Result, title: str) -> None:
-    """Learning curves: one panel per metric, value against events seen."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(result.values)
-    steps = [r.step for r in result.rows]
-    fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.4 * len(names)), sharex=True,
-                             squeeze=False)
-    for ax, name in zip(axes[:, 0], names):
-        ax.plot(steps, [r.values[name] for r in result.rows])
-        ax.set_ylabel(name)
-        ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("events")
-    fig.suptitle(title)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _print_summary(summary: dict, result: Result) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    console.print(f"[bold]{summary['model']}[/bold] on [bold]{summary['data']}[/bold]: "
-                  f"{summary['events']:,} events, {summary['task']}", highlight=False)
-    table = Table()
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for name, value in result.values.items():
-        table.add_row(name, f"{value:.6f}")
-    table.add_row("events/s", f"{summary['events_per_s']:,.0f}")
-    table.add_row("seconds", f"{summary['seconds']:.3f}")
-    table.add_row("path", summary["path"])
-    console.print(table)
+def snapshots(result: Result, summary: dict) -> list[dict]:
+    """The run as `river_pa.report` snapshots: one per row, the last one with the summary."""
+    out = [{"events": r.step, "metrics": r.values, "throughput_eps": r.events_per_s,
+            "rss_mib": r.rss_mib} for r in result.rows]
+    out[-1].update(summary)
+    return out
 
 
 class _Progress:
-    """A rich progress bar with the live metric on stderr (TTY only)."""
+    """A rich progress bar on stderr (TTY only): events, the live metric and, for a file,
+    the bytes read of it."""
 
-    def __init__(self, total: int, label: str):
+    def __init__(self, source):
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress,
+                                   TextColumn)
 
-        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                             MofNCompleteColumn(), TextColumn("{task.fields[metric]}"),
+        self._source = source
+        self._bytes = source.size is not None
+        done = DownloadColumn() if self._bytes else MofNCompleteColumn()
+        self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), done,
+                             TextColumn("{task.fields[events]:,} events {task.fields[metric]}"),
                              console=Console(stderr=True), transient=True)
-        self._task = self._bar.add_task(label, total=total, metric="")
+        total = source.size if self._bytes else len(source)
+        self._task = self._bar.add_task(source.name, total=total, metric="", events=0)
 
     def __enter__(self):
         self._bar.start()
@@ -424,60 +376,77 @@ class _Progress:
 
     def __call__(self, row: Row) -> None:
         name, value = next(iter(row.values.items()))
-        self._bar.update(self._task, completed=row.step, metric=f"{name} {value:.4f}")
+        done = self._source.position() if self._bytes else row.step
+        self._bar.update(self._task, completed=done, events=row.step,
+                         metric=f"{name} {value:.4f}")
 
 
 def _setup(args):
-    data = datasets.load(args.data, target=args.target, task=args.task)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise UsageError(f"--limit must be >= 1, got {args.limit}")
-        data = data.head(args.limit)
-    params = parse_params(args.param, args.params)
-    model = build_model(args.model, params, data.task)
-    names = metric_names(args.metric, data.task)
-    if not all(n in fastmetrics.SUPPORTED.get(data.task, {}) for n in names):
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be >= 1, got {args.limit}")
+    source = datasets.open_source(args.data, target=args.target, task=args.task,
+                                  limit=args.limit)
+    params = parse_params(args.param, args.model_params)
+    model = build_model(args.model, params, source.task)
+    names = report.metric_names(args.metric) or DEFAULT_METRICS[source.task]
+    if not all(n in fastmetrics.SUPPORTED.get(source.task, {}) for n in names):
         build_metrics(names, model)  # validate the names now: a usage error, status 2
-    return data, model, names
+    return source, model, names
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run `river-pa evaluate` with the given arguments; returns the exit status."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+def _numba_without_blas() -> None:
+    """Numba imports scipy.linalg (0.2-0.5 s here) the first time it compiles or loads any
+    kernel, only to learn whether np.dot may call BLAS; no river_pa kernel uses BLAS. In the
+    evaluate command's own process, that check finds no BLAS without importing SciPy (a
+    `module:factory` model whose own Numba code calls np.dot would then fail to compile)."""
+    blocked = "scipy.linalg.cython_blas"
+    if "numba.np.arraymath" in sys.modules or blocked in sys.modules:
+        return
+    sys.modules[blocked] = None  # its import raises ImportError
     try:
-        args = _parser().parse_args(argv)
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules[blocked]
+
+
+def run(args) -> int:
+    """Run `river-pa evaluate` with the flags parsed by `river_pa.cli`; returns the exit
+    status."""
+    _numba_without_blas()
+    try:
         data, model, metrics = _setup(args)
     except ValueError as exc:  # UsageError and data/model errors: one line, status 2
         print(f"river-pa evaluate: {exc}", file=sys.stderr)
         return 2
-    except SystemExit as exc:  # --help
-        return exc.code or 0
     show = not args.quiet and sys.stderr.isatty()
-    progress = _Progress(len(data), data.name) if show else None
+    progress = _Progress(data) if show else None
     try:
         if progress:
             with progress:
                 result = evaluate(data, model, metrics, args.delay, args.every, progress)
         else:
             result = evaluate(data, model, metrics, args.delay, args.every)
-    except UsageError as exc:
+    except (UsageError, datasets.DataError) as exc:  # a bad line met during the run
         print(f"river-pa evaluate: {exc}", file=sys.stderr)
         return 2
     except (TypeError, ValueError) as exc:
-        print(f"river-pa evaluate: event rejected: {exc}", file=sys.stderr)
+        print(f"river-pa evaluate: event rejected: {data.name}: {exc}", file=sys.stderr)
         return 1
     summary = {
         "data": data.name, "task": data.task, "model": type(model).__name__,
-        "params": model._get_params(), "metrics": result.values, "events": result.events,
-        "delay": args.delay, "seconds": result.seconds,
-        "events_per_s": result.events / max(result.seconds, 1e-9), "path": result.path,
+        "params": model._get_params(), "delay": args.delay, "seconds": result.seconds,
+        "events_per_s": result.events / max(result.seconds, 1e-9),
+        "compile_s": result.compile_seconds, "path": result.path,
     }
-    _print_summary(summary, result)
+    rows = snapshots(result, summary)
+    report.print_summary(rows[-1])
     try:  # after the summary: a bad output path does not lose the run's figures
-        if args.report:
-            write_report(args.report, result, summary)
+        if args.report_path:
+            if os.path.exists(args.report_path):
+                os.remove(args.report_path)  # a report is one run
+            report.append(args.report_path, rows)
         if args.plot:
-            write_plot(args.plot, result, f"{summary['model']} on {data.name}")
+            report.plot(rows, args.plot)
     except (OSError, ValueError) as exc:
         print(f"river-pa evaluate: cannot write the outputs: {exc}", file=sys.stderr)
         return 1

@@ -1,8 +1,14 @@
-"""A libsvm/svmlight file reader: one Numba pass over the file's bytes, producing CSR arrays.
+"""A libsvm/svmlight file reader: bounded chunks of the file's bytes, each parsed by one Numba
+pass into CSR arrays.
+
+`iter_libsvm(path)` streams a file (plain, ``.gz``, ``.bz2``, ``.xz``, or ``.zst`` with the
+`zstandard` package) in chunks of about `CHUNK_BYTES` decompressed bytes cut at line ends, so
+memory does not grow with the file; `read_libsvm` concatenates the chunks.
 
 Format: one event a line, ``label index:value index:value ...``; ``#`` starts a comment; blank
-lines are skipped. Indices are non-negative integers (0- or 1-based, kept as written, so
-feature keys match the file); each index appears at most once a line. Labels and values are
+lines are skipped. Indices are integers in 0..2^31-1 (0- or 1-based, kept as written, so
+feature keys match the file, as in LIBSVM and svmlight, whose indices are C ints); each index
+appears at most once a line. A line is at most `MAX_LINE_BYTES` long. Labels and values are
 decimal numbers (``+1``, ``-0.5``, ``1e-3``). Multi-label (``1,2``) and ``qid:`` lines are
 rejected. A bad line raises ValueError naming the file and the line number.
 
@@ -20,13 +26,23 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import mmap
+import io
+import lzma
 import os
 
 import numpy as np
 from numba import njit
 
-__all__ = ["CSR", "open_data", "parse_libsvm", "read_libsvm"]
+__all__ = ["CSR", "DataError", "iter_libsvm", "open_data", "parse_libsvm", "read_libsvm"]
+
+CHUNK_BYTES = 1 << 22  # decompressed bytes parsed per call: 4 MiB, a few ms of parsing
+MAX_LINE_BYTES = 1 << 26  # 64 MiB: a longer "line" is refused, not accumulated
+MAX_INDEX = 2**31 - 1
+_DENSE_INDEX = 1 << 21  # indices below: duplicate check by table; above: within the line
+
+
+class DataError(ValueError):
+    """A data file that cannot be read as its format says, naming the file (and the line)."""
 
 _POW10_OFFSET = 300
 
@@ -60,6 +76,7 @@ _ERRORS = {
     5: "multi-label and qid lines are not supported",
     6: "value is not finite",
     7: "a line must start with its label",
+    8: f"feature index beyond the supported range 0..{MAX_INDEX}",
 }
 
 
@@ -117,6 +134,7 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
     indices = np.empty(max_nnz, np.int64)
     data = np.empty(max_nnz)
     last_row = np.full(1024, -1, np.int64)  # row that last used each index (duplicate check)
+    row_start = 0  # first entry of the current row
     n = buf.shape[0]
     i = 0
     row = 0
@@ -148,7 +166,10 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
                 if digits == 0:
                     error = 5 if c == 113 else 2  # q of qid
                     break
-                if digits > 18 or c != 58:
+                if digits > 10 or index > 2147483647:  # MAX_INDEX
+                    error = 8
+                    break
+                if c != 58:
                     error = 2
                     break
                 i += 1
@@ -213,6 +234,15 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
                 break
             if token == 0:
                 label = value
+            elif index >= 2097152:  # _DENSE_INDEX: compare with the line's other entries
+                for k in range(row_start, nnz):
+                    if indices[k] == index:
+                        error = 4
+                if error:
+                    break
+                indices[nnz] = index
+                data[nnz] = value
+                nnz += 1
             else:
                 if index >= last_row.shape[0]:
                     grown = np.full(max(2 * last_row.shape[0], index + 1), -1, np.int64)
@@ -230,27 +260,13 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
             labels[row] = label
             row += 1
             indptr[row] = nnz
+            row_start = nnz
         while i < n and buf[i] != 10:  # the rest of the line: a comment
             i += 1
         i += 1
     if error == 0:
         line = 0
     return labels[:row], indptr[: row + 1], indices[:nnz], data[:nnz], error, line
-
-
-@njit(cache=True)
-def _first_appearance(indices, size):
-    """The distinct values of `indices` (all in 0..size-1) in order of first appearance."""
-    seen = np.zeros(size, np.bool_)
-    order = np.empty(size, np.int64)
-    count = 0
-    for j in range(indices.shape[0]):
-        c = indices[j]
-        if not seen[c]:
-            seen[c] = True
-            order[count] = c
-            count += 1
-    return order[:count].copy()
 
 
 class CSR:
@@ -277,19 +293,6 @@ class CSR:
         return CSR(self.indptr[: n + 1], self.indices[:end], self.data[:end], self.y[:n],
                    self.keys)
 
-    def columns(self) -> np.ndarray:
-        """The column ids used, in order of first appearance (the order in which a
-        `learn_one` loop meets their features)."""
-        if len(self.indices) == 0:
-            return np.zeros(0, np.int64)
-        return _first_appearance(self.indices, int(self.indices.max()) + 1)
-
-    def column_keys(self, columns: np.ndarray) -> tuple:
-        """The feature keys of column ids."""
-        if self.keys is None:
-            return tuple(columns.tolist())
-        return tuple(self.keys[c] for c in columns.tolist())
-
     def rows(self):
         """The rows as feature dicts, in order."""
         keys = self.keys
@@ -301,16 +304,15 @@ class CSR:
 
 
 def _parse_buffer(raw):
-    """`_parse` over a buffer's bytes; the view on `raw` is gone when this returns (a memory
-    map cannot close while a view on it lives, in a traceback say)."""
+    """`_parse` over a buffer's bytes."""
     buf = np.frombuffer(raw, dtype=np.uint8)
     newlines, colons = _count_lines_and_colons(buf)
     return _parse(buf, newlines + 1, colons, _POW10_HI, _POW10_LO)
 
 
-def parse_libsvm(raw, name: str = "<bytes>") -> CSR:
+def parse_libsvm(raw, name: str = "<bytes>", first_line: int = 1) -> CSR:
     """Parse libsvm text (bytes or any buffer) into a `CSR` whose `y` holds the labels as
-    float64.
+    float64; `first_line` numbers the first line in error messages (DataError).
 
     >>> csr = parse_libsvm(b"+1 1:0.5 3:2\\n-1 2:1e-1 # a comment\\n")
     >>> csr.y, csr.indptr, csr.indices, csr.data
@@ -318,30 +320,89 @@ def parse_libsvm(raw, name: str = "<bytes>") -> CSR:
     >>> parse_libsvm(b"1 1:2\\n1 4:x\\n", "f.svm")
     Traceback (most recent call last):
     ...
-    ValueError: f.svm:2: expected 'index:value' (an integer index, a colon and a number)
+    river_pa.evaluate.libsvm.DataError: f.svm:2: expected 'index:value' (an integer index, a colon and a number)
 
     """
     labels, indptr, indices, data, error, line = _parse_buffer(raw)
     if error:
-        raise ValueError(f"{name}:{line}: {_ERRORS[error]}")
+        raise DataError(f"{name}:{first_line + line - 1}: {_ERRORS[error]}")
     return CSR(indptr, indices, data, labels)
 
 
-def open_data(path: str, mode: str = "rb"):
-    """Open a file, decompressing ``.bz2`` and ``.gz`` on the fly."""
-    opener = {".bz2": bz2.open, ".gz": gzip.open}.get(os.path.splitext(path)[1], open)
-    return opener(path, mode)
+def _zstd_open(path, mode, **text):
+    try:
+        import zstandard
+    except ImportError:
+        raise DataError(f"{path}: reading .zst needs the zstandard package "
+                        "(pip install 'river-pa[zstd]')") from None
+    return zstandard.open(path, mode, **text)
 
 
-def read_libsvm(path) -> CSR:
-    """Read a libsvm file (plain, ``.bz2`` or ``.gz``) into a `CSR`; see `parse_libsvm`.
+_OPENERS = {".bz2": bz2.open, ".gz": gzip.open, ".xz": lzma.open, ".zst": _zstd_open}
+COMPRESSED = tuple(_OPENERS)
 
-    A plain file is memory-mapped rather than read: no copy of its bytes.
+
+def open_data(path, mode: str = "rb", raw=None):
+    """Open a file, decompressing ``.bz2``, ``.gz``, ``.xz`` and ``.zst`` as it is read (the
+    standard library's and zstandard's streaming decompressors). With `raw`, an open binary
+    file of `path`, decompress from it (its ``tell()`` then counts the compressed bytes read)."""
+    text = {"encoding": "utf-8"} if "t" in mode else {}
+    opener = _OPENERS.get(os.path.splitext(os.fspath(path))[1])
+    if opener is None:
+        if raw is None:
+            return open(path, mode, **text)
+        return io.TextIOWrapper(raw, **text) if text else raw
+    return opener(path if raw is None else raw, mode, **text)
+
+
+def iter_libsvm(path, chunk_bytes: int | None = None, raw=None):
+    """The events of a libsvm file as a sequence of `CSR` chunks of about `chunk_bytes`
+    (default `CHUNK_BYTES`) decompressed bytes each, cut at line ends; memory is bounded by
+    the chunk, not the file. With `raw`, an open binary file of `path`, read from it.
+
+    DataError names the file and line of a bad line, or of one longer than `MAX_LINE_BYTES`.
 
     """
     path = os.fspath(path)
-    if os.path.splitext(path)[1] in (".bz2", ".gz") or os.path.getsize(path) == 0:
-        with open_data(path, "rb") as f:
-            return parse_libsvm(f.read(), path)
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        return parse_libsvm(mapped, path)
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
+    line = 1
+    carry = b""
+    with open_data(path, "rb", raw) as f:
+        while True:
+            block = f.read(chunk_bytes)
+            if not block:
+                break
+            cut = block.rfind(b"\n")
+            if cut < 0:  # no line end in this block: grow the carried line, within bounds
+                carry += block
+                if len(carry) > MAX_LINE_BYTES:
+                    raise DataError(f"{path}:{line}: line longer than {MAX_LINE_BYTES} bytes")
+                continue
+            text = carry + block[: cut + 1] if carry else block[: cut + 1]
+            carry = block[cut + 1 :]
+            csr = parse_libsvm(text, path, line)
+            line += text.count(b"\n")
+            if len(csr):
+                yield csr
+    if carry:
+        csr = parse_libsvm(carry, path, line)
+        if len(csr):
+            yield csr
+
+
+def read_libsvm(path) -> CSR:
+    """Read a whole libsvm file into one `CSR` (see `iter_libsvm`)."""
+    chunks = list(iter_libsvm(path))
+    if not chunks:
+        return CSR(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    return concatenate(chunks)
+
+
+def concatenate(chunks: list) -> CSR:
+    """One `CSR` of the rows of `chunks`, in order (the keys of the first)."""
+    ends = np.cumsum([0] + [len(c.indices) for c in chunks])
+    indptr = np.concatenate([chunks[0].indptr[:1]] + [c.indptr[1:] + e for c, e in
+                                                      zip(chunks, ends)])
+    return CSR(indptr, np.concatenate([c.indices for c in chunks]),
+               np.concatenate([c.data for c in chunks]), np.concatenate([c.y for c in chunks]),
+               chunks[0].keys)

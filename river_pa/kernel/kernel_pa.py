@@ -17,8 +17,9 @@ from river import base
 
 from river_pa.kernel import _numba
 from river_pa._core.features import Vocabulary
-from river_pa.linear_model.base import check_positive, check_variant, frame_arrays
-from river_pa.multiclass.base import ArgmaxPrediction, ScoringClassifier, check_label
+from river_pa._core.batch import frame_arrays
+from river_pa._core.validation import check_count, check_positive, check_variant
+from river_pa.multiclass.base import MAX_CLASSES, ArgmaxPrediction, ScoringClassifier
 
 __all__ = ["KernelPAClassifier"]
 
@@ -72,6 +73,11 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         Aggressiveness (> 0); unused by PA.
     budget
         None (unbounded) or the largest number of support vectors (an int >= 1).
+    max_classes
+        The most labels the learner will hold (default 1,000): a label past it raises
+        `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
+        Memory grows with the labels (a coefficient column each per support vector), so
+        whoever writes the labels bounds it through this.
 
     Support vectors are stored as dense rows over the feature positions of a growing
     vocabulary (position 0, the sink of keys never learned, is always 0), their coefficients
@@ -118,6 +124,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         variant: str = "PA-I",
         C: float = 1.0,
         budget: int | None = None,
+        max_classes: int = MAX_CLASSES,
     ):
         self.kernel = kernel
         self.degree = degree
@@ -126,15 +133,14 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         self.variant = variant
         self.C = C
         self.budget = budget
+        self.max_classes = max_classes
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
-        if not isinstance(degree, int) or isinstance(degree, bool) or degree < 1:
-            raise ValueError(f"degree must be an int >= 1, got {degree!r}")
+        check_count("degree", degree)
         check_positive("gamma", gamma)
         if not isinstance(coef0, int | float) or not abs(coef0) < float("inf"):
             raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
-        if budget is not None and (not isinstance(budget, int) or budget < 1):
-            raise ValueError(f"budget must be None or an int >= 1, got {budget!r}")
+        check_count("budget", budget, allow_none=True)
         check_positive("C", C)
         self._variant = check_variant(variant)
         self._kind = KERNELS[kernel]
@@ -182,8 +188,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         self._A = _grown(self._A, (len(self._A), capacity))
         self._ones = np.ones(capacity)
 
-    def _grow(self):
-        size = self._index.size
+    def _grow(self, size: int):
         cols = self._S.shape[1]
         if size > cols:
             self._S = _grown(self._S, (len(self._S), max(size, 2 * cols)))
@@ -248,8 +253,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
         labels = list(y)
-        for label in labels:
-            check_label(label)
+        self._check_new_labels(labels)
         pos, values, sw = self._batch(X, len(labels), w)
         qxs = [self._checked_sq_norm(tuple(X.columns), val) for val in values]
         for i, label in enumerate(labels):

@@ -66,17 +66,39 @@ def axpy(w: np.ndarray, idx: np.ndarray, val: np.ndarray, step: float) -> None:
 
 
 @njit(cache=True)
+def _fits(w, idx, val, step, b):
+    """Whether w[idx] + step * val and b stay finite float64."""
+    if not abs(b) < np.inf:
+        return False
+    for j in range(idx.shape[0]):
+        if not abs(w[idx[j]] + step * val[j]) < np.inf:
+            return False
+    return True
+
+
+@njit(cache=True)
+def step_fits(task, variant, w, b, intercept, idx, val, margin, sq_norm, y, c, epsilon):
+    """Whether `update` would take its step (it fits in float64), without changing anything."""
+    step = signed_step(task, variant, margin, y, sq_norm + intercept, c, epsilon)
+    return step == 0.0 or _fits(w, idx, val, step, b + step * intercept)
+
+
+@njit(cache=True)
 def update(task, variant, w, b, intercept, idx, val, margin, sq_norm, y, c, epsilon):
     """Apply one PA update given the event's margin and ||x||^2 (intercept excluded).
 
     `intercept` is 1.0 when the intercept is learned (a constant feature of value 1, counted in
-    ||x||^2) and 0.0 otherwise. Returns (new intercept, signed step).
+    ||x||^2) and 0.0 otherwise. Returns (new intercept, signed step); a step that would take a
+    weight or the intercept out of float64 is not taken, and the step returned is then NaN.
 
     """
     step = signed_step(task, variant, margin, y, sq_norm + intercept, c, epsilon)
     if step != 0.0:
+        b_new = b + step * intercept
+        if not _fits(w, idx, val, step, b_new):
+            return b, np.nan
         axpy(w, idx, val, step)
-        b += step * intercept
+        b = b_new
     return b, step
 
 
@@ -89,25 +111,28 @@ def update_packed(task, variant, w, b, intercept, idx, packed, margin, sq_norm, 
 
 @njit(cache=True)
 def _learn_row(task, variant, w, b, intercept, idx, val, y, c, epsilon):
-    """One PA update from scratch; returns (new intercept, margin before the update)."""
+    """One PA update from scratch; returns (new intercept, margin before the update, step)."""
     s, q = dot_sq(w, idx, val)
-    b_new, _ = update(task, variant, w, b, intercept, idx, val, b + s, q, y, c, epsilon)
-    return b_new, b + s
+    b_new, step = update(task, variant, w, b, intercept, idx, val, b + s, q, y, c, epsilon)
+    return b_new, b + s, step
 
 
 @njit(cache=True)
 def learn_dense(task, variant, C, epsilon, w, b, intercept, cols, X, y, sw):
     """Run the rows of a dense batch through the PA update, in order.
 
-    Returns the margins predicted before each update (float64,
-    rows), which is progressive validation, and the final intercept.
+    Returns the margins predicted before each update (float64, rows), which is progressive
+    validation, the final intercept, and -1, or the first row whose step would have left
+    float64 (see `update`): the loop stops there, that row unlearned.
 
     """
     out = np.empty(X.shape[0])
     for i in range(X.shape[0]):
-        b, out[i] = _learn_row(task, variant, w, b, intercept, cols, X[i], y[i], C * sw[i],
-                               epsilon)
-    return out, b
+        b, out[i], step = _learn_row(task, variant, w, b, intercept, cols, X[i], y[i],
+                                     C * sw[i], epsilon)
+        if step != step:
+            return out, b, i
+    return out, b, -1
 
 
 @njit(cache=True)
@@ -116,9 +141,11 @@ def learn_csr(task, variant, C, epsilon, w, b, intercept, indptr, indices, data,
     out = np.empty(indptr.shape[0] - 1)
     for i in range(out.shape[0]):
         lo, hi = indptr[i], indptr[i + 1]
-        b, out[i] = _learn_row(task, variant, w, b, intercept, indices[lo:hi], data[lo:hi],
-                               y[i], C * sw[i], epsilon)
-    return out, b
+        b, out[i], step = _learn_row(task, variant, w, b, intercept, indices[lo:hi],
+                                     data[lo:hi], y[i], C * sw[i], epsilon)
+        if step != step:
+            return out, b, i
+    return out, b, -1
 
 
 @njit(cache=True)
@@ -156,9 +183,11 @@ def learn_dense_f(task, variant, C, epsilon, w, b, intercept, cols, X, y, sw):
     buf = np.empty((BLOCK, X.shape[1]))
     for lo in range(0, n, BLOCK):
         hi = min(lo + BLOCK, n)
-        out[lo:hi], b = learn_dense(task, variant, C, epsilon, w, b, intercept, cols,
-                                    _c_block(X, lo, hi, buf), y[lo:hi], sw[lo:hi])
-    return out, b
+        out[lo:hi], b, bad = learn_dense(task, variant, C, epsilon, w, b, intercept, cols,
+                                         _c_block(X, lo, hi, buf), y[lo:hi], sw[lo:hi])
+        if bad >= 0:
+            return out, b, lo + bad
+    return out, b, -1
 
 
 @njit(cache=True)

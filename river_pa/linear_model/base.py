@@ -12,169 +12,42 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from pandas.api.types import is_bool_dtype, is_complex_dtype, is_numeric_dtype
 
+from river_pa._core.batch import frame_arrays
+from river_pa._core.cache import EventCache
+from river_pa._core.features import as_array, make_index
+from river_pa._core.validation import (
+    check_csr,
+    check_nonnegative,
+    check_positive,
+    check_sample_weight,
+    check_sample_weights,
+    check_variant,
+)
 from river_pa.linear_model import _numba
-from river_pa._core.cache import TransientCache
-from river_pa._core.features import as_array, make_index, merge_duplicates, packed_values
 
-VARIANTS = {"PA": _numba.PA, "PA-I": _numba.PA_I, "PA-II": _numba.PA_II}
-
-
-def _check_dtypes(X: pd.DataFrame) -> bool:
-    """Raise TypeError naming a non-numeric (or complex) column; return whether all columns are
-    sparse.
-
-    Sparse columns must have fill value 0 (ValueError otherwise). Each distinct dtype is checked
-    once: hashing a pandas SparseDtype is slow, so sparse columns are checked by subtype.
-
-    """
-    dtypes = list(X.dtypes)
-    sparse = bool(dtypes) and all(isinstance(d, pd.SparseDtype) for d in dtypes)
-    base = [d.subtype for d in dtypes] if sparse else dtypes
-    for dtype in set(base):
-        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)) or is_complex_dtype(dtype):
-            col = X.columns[base.index(dtype)]
-            raise TypeError(f"feature {col!r} has non-numeric dtype {dtypes[base.index(dtype)]}")
-    if sparse:
-        fills = [d.fill_value for d in dtypes]
-        for fill in set(fills):
-            if pd.isna(fill) or fill != 0:
-                col = X.columns[fills.index(fill)]
-                raise ValueError(f"sparse feature columns must have fill value 0, {col!r} has "
-                                 f"{fill!r}")
-    return sparse
+def _overflow(name: str, what: str) -> ValueError:
+    return ValueError(f"{name}: the step of {what} would take a weight or the intercept beyond "
+                      "the float64 range; it is not taken (rescale the features or the target)")
 
 
-def _sparse_csr(X: pd.DataFrame) -> sp.csr_matrix:
-    """The CSR matrix of a DataFrame of pandas sparse columns (fill value 0).
-
-    Reads each column's stored rows and values directly: `DataFrame.sparse.to_coo` builds a
-    Series per column and is about 10x slower on batches of tens of thousands of columns.
-
-    """
-    arrays = list(X._iter_column_arrays())  # pandas >= 1.3: the column arrays, in order
-    rows = [a.sp_index.indices for a in arrays]
-    counts = np.fromiter(map(len, rows), np.int64, len(rows))
-    coo = sp.coo_matrix(
-        (np.concatenate([a.sp_values for a in arrays]).astype(np.float64),
-         (np.concatenate(rows), np.repeat(np.arange(len(rows)), counts))),
-        shape=X.shape,
-    )
-    return coo.tocsr()
-
-
-def _csr_positions(csr: sp.csr_matrix, pos: np.ndarray, merge) -> tuple:
-    """(indptr, positions, data) of a CSR batch whose columns sit at `pos` after `merge`.
-
-    `merge` maps each column to its merged column (keys sharing a position), or is None.
-    Without merging, each row keeps the column order of its non-zero entries, which is the
-    dict order of that row's event. With hash collisions the merged row is ordered by the
-    batch's first column of each position, so a row's sum may differ from `learn_one` in the
-    last bits.
-
-    """
-    if merge is not None:
-        csr = sp.csr_matrix((csr.data, merge[csr.indices], csr.indptr),
-                            shape=(csr.shape[0], len(pos)))
-        csr.sum_duplicates()
-    csr.sort_indices()
-    return (csr.indptr.astype(np.int64), pos[csr.indices].astype(np.int64),
-            csr.data.astype(np.float64))
-
-
-def check_variant(variant: str) -> int:
-    """The kernel code of a variant name, or a ValueError listing the valid names."""
-    try:
-        return VARIANTS[variant]
-    except (KeyError, TypeError):
-        raise ValueError(f"variant must be one of {sorted(VARIANTS)}, got {variant!r}") from None
-
-
-def check_positive(name: str, value) -> None:
-    """Raise a ValueError naming `name` unless `value` is a finite number > 0."""
-    if not isinstance(value, int | float) or not 0 < value < float("inf"):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-
-
-_MAX_FLOAT = float(np.finfo(np.float64).max)
-
-
-def check_sample_weight(w) -> float:
-    """The sample weight as a float; a ValueError unless it is finite and >= 0."""
-    if (not isinstance(w, int | float | np.integer | np.floating)
-            or not 0 <= w < float("inf") or w > _MAX_FLOAT):
-        raise ValueError(f"sample weight w must be a finite number >= 0, got {w!r}")
-    return float(w)
-
-
-def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False):
-    """(positions, batch) of a DataFrame through `index`, validated; positions shared merged.
-
-    Columns must be numeric or bool and finite (TypeError / ValueError naming the column,
-    raised before `index` changes), and their names unique: a repeated name has no
-    ``to_dict("records")`` meaning (the dict keeps the last value), so it is a ValueError. With `learn` the column keys are inserted into `index`.
-    Columns sharing a position (hash collisions) are summed in order of first occurrence, as
-    `merge_duplicates` does for one event.
-
-    The batch is a dense float64 array (rows x positions; C or F order: pandas is column-major)
-    or, with `allow_sparse` and every column a pandas sparse column (fill value 0), a CSR triple
-    (indptr, indices, data) whose indices are already weight positions. Each row's features
-    keep the column order, as the dict of `to_dict("records")` would: a dense batch is bit for
-    bit a `learn_one` loop.
-
-    """
-    if not X.columns.is_unique:
-        col = X.columns[X.columns.duplicated()][0]
-        raise ValueError(f"feature {col!r} names more than one column")
-    sparse = _check_dtypes(X) and allow_sparse
-    if sparse:
-        values = _sparse_csr(X)
-        finite = np.ones(X.shape[1], dtype=bool)
-        finite[values.indices[~np.isfinite(values.data)]] = False
-    else:
-        values = X.to_numpy(dtype=np.float64)
-        finite = np.isfinite(values.sum(axis=0))  # a cheap first check; overflow is rare
-        if not finite.all():
-            finite = np.isfinite(values).all(axis=0)
-    if not finite.all():
-        col = X.columns[int(np.argmin(finite))]
-        raise ValueError(f"feature {col!r} has non-finite values")
-    keys = tuple(X.columns.tolist())
-    pos = index.insert(keys) if learn else index.lookup(keys)
-    merge = None
-    if len(set(pos.tolist())) < len(pos):
-        uniq, first, inverse = np.unique(pos, return_index=True, return_inverse=True)
-        merge = np.argsort(np.argsort(first))[inverse]  # column -> merged column
-        pos = uniq[np.argsort(first)]
-    if sparse:
-        return pos, _csr_positions(values, pos, merge)
-    if merge is not None:
-        merged = np.zeros((len(values), len(pos)))
-        for j in range(len(merge)):
-            merged[:, merge[j]] += values[:, j]
-        values = merged
-    return pos, values
-
-
-class SparseLinear(TransientCache):
+class SparseLinear(EventCache):
     """Weights over dict features: a numpy array, an intercept and a feature index.
 
-    Subclasses set `_task` (a `river_pa.linear_model._numba` task code) and call `_setup` in `__init__`.
+    Subclasses set `_task` (a `river_pa.linear_model._numba` task code) and call `_setup` in
+    `__init__`. The event cache (`EventCache`) keeps the margin and ||x||^2 of the last event.
 
     """
 
     _task: int
     _INITIAL_CAPACITY = 64
-    _TRANSIENT = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_margin", "_sq",
-                  "_version_seen")
+    _PACKED = True
+    _TRANSIENT = (*EventCache._TRANSIENT, "_margin", "_sq")
 
     def _setup(self, variant, C, epsilon, learn_intercept, n_features):
         self._variant = check_variant(variant)
         check_positive("C", C)
-        if not isinstance(epsilon, int | float) or not 0 <= epsilon < float("inf"):
-            raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+        check_nonnegative("epsilon", epsilon)
         self._index = make_index(n_features)
         size = self._index.size if n_features else self._INITIAL_CAPACITY
         self._w = np.zeros(size)
@@ -184,61 +57,27 @@ class SparseLinear(TransientCache):
         self._clear_cache()
 
     def _clear_cache(self):
-        self._keys = self._vals = None
-        self._pos = self._epos = self._val = None
-        self._dups = self._known = False
+        super()._clear_cache()
         self._margin = self._sq = 0.0
-        self._version_seen = -1
 
     # -- events ----------------------------------------------------------------------------
 
-    def _positions(self, keys: tuple) -> np.ndarray:
-        """Positions of `keys` for prediction, cached for the last key tuple."""
-        if keys != self._keys:
-            self._pos, self._dups = self._index.lookup_unique(keys)
-            self._known = self._index.known(self._pos)
-            self._keys = keys
-            self._vals = None
-        return self._pos
-
-    def _grow(self):
-        """Make room for every position of the index, growing by half (amortised O(1))."""
-        size = self._index.size
+    def _grow(self, size: int):
+        """Make room for `size` positions, growing by half (amortised O(1))."""
         if size > len(self._w):
             w = np.zeros(max(size, len(self._w) + len(self._w) // 2))
             w[: len(self._w)] = self._w
             self._w = w
 
-    def _prepare(self, x: dict, learn: bool = False) -> None:
-        """Validate the event `x` and cache its positions, values, margin and ||x||^2.
-
-        With `learn`, keys never seen get positions (after validation, so a rejected event
-        leaves the model unchanged). Unseen keys sit at the sink, of weight 0, until then, so
-        the margin and the norm stay valid. The values are cached as packed bytes on the fast
-        path (see `packed_values`), which the `_packed` kernels read without an array.
-
-        """
-        keys = tuple(x)
-        if keys != self._keys:
-            self._positions(keys)
-        vals = tuple(x.values())
-        if vals != self._vals or self._version_seen != self._version:
-            val = packed_values(x, vals)
-            pos = self._pos
-            if self._dups:
-                pos, val = merge_duplicates(pos, as_array(val))
-            dot = _numba.dot_sq_packed if val.__class__ is bytes else _numba.dot_sq
-            s, q = dot(self._w, pos, val)
-            self._vals, self._epos, self._val = vals, pos, val
-            self._margin, self._sq = self.intercept + s, q
-            self._version_seen = self._version
-        if learn and not self._known:
-            self._pos = self._epos = self._index.insert(self._keys)
-            self._known = True
-            self._grow()
+    def _on_event(self, pos, val) -> None:
+        """Cache w . x + b and ||x||^2 (intercept excluded); unseen keys sit at the sink, of
+        weight 0, so both stay valid when they get positions."""
+        dot = _numba.dot_sq_packed if val.__class__ is bytes else _numba.dot_sq
+        s, self._sq = dot(self._w, pos, val)
+        self._margin = self.intercept + s
 
     def _margin_one(self, x: dict) -> float:
-        self._prepare(x)
+        self._event(x)
         return self._margin
 
     def _passive(self, margin: float, y: float) -> bool:
@@ -257,8 +96,13 @@ class SparseLinear(TransientCache):
             w = check_sample_weight(w)
             if w == 0.0:
                 return
-        self._prepare(x, learn=True)
-        if self._passive(self._margin, y):
+        self._event(x)
+        passive = self._passive(self._margin, y)
+        if self._n_unseen:
+            if not passive:  # the keys' new positions hold 0, as the sink they sit at now does
+                self._check_step(y, w)
+            self._event(x, learn=True)
+        if passive:
             return
         val = self._val
         kernel = _numba.update_packed if val.__class__ is bytes else _numba.update
@@ -267,17 +111,24 @@ class SparseLinear(TransientCache):
             val, self._margin, self._sq, y, self.C * w, self._epsilon
         )
         if step != 0.0:
+            if step != step:
+                raise _overflow(type(self).__name__, "this event")
             self.intercept = b
             self._version += 1
+
+    def _check_step(self, y: float, w: float) -> None:
+        """Raise before anything changes if the step on the cached event would leave float64."""
+        if not _numba.step_fits(
+                self._task, self._variant, self._w, self.intercept, self._intercept_norm,
+                self._epos, as_array(self._val), self._margin, self._sq, y, self.C * w,
+                self._epsilon):
+            raise _overflow(type(self).__name__, "this event")
 
     # -- batches ---------------------------------------------------------------------------
 
     def _batch(self, X: pd.DataFrame, learn: bool):
         """(positions, batch) of a DataFrame, validated: see `frame_arrays`."""
-        pos, values = frame_arrays(X, self._index, learn, allow_sparse=True)
-        if learn:
-            self._grow()
-        return pos, values
+        return frame_arrays(X, self._index, learn, allow_sparse=True, grow=self._grow)
 
     def _margins_many(self, X: pd.DataFrame) -> np.ndarray:
         pos, values = self._batch(X, learn=False)
@@ -289,21 +140,94 @@ class SparseLinear(TransientCache):
     def _learn_batch(self, X: pd.DataFrame, y: np.ndarray, w) -> None:
         if len(y) != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {len(y)}")
-        if w is None:
-            sw = np.ones(len(X))
-        else:
-            sw = np.asarray(w, dtype=np.float64)
-            if len(sw) != len(X) or not (np.isfinite(sw).all() and (sw >= 0).all()):
-                raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
+        sw = check_sample_weights(w, len(X))
         pos, values = self._batch(X, learn=True)
         args = (self._task, self._variant, self.C, self._epsilon, self._w, self.intercept,
                 self._intercept_norm)
         if isinstance(values, tuple):
-            _, self.intercept = _numba.learn_csr(*args, *values, y, sw)
+            _, self.intercept, bad = _numba.learn_csr(*args, *values, y, sw)
         else:
             kernel = _numba.learn_dense if values.flags.c_contiguous else _numba.learn_dense_f
-            _, self.intercept = kernel(*args, pos, values, y, sw)
+            _, self.intercept, bad = kernel(*args, pos, values, y, sw)
         self._version += 1
+        self._clear_cache()  # cached positions of keys the batch just inserted are stale
+        if bad >= 0:
+            raise _overflow(type(self).__name__, f"row {bad} (the rows before it are learned)")
+
+    def progressive_csr(self, indptr, indices, data, y, keys, w=None) -> np.ndarray:
+        """Progressive validation over a CSR batch in one compiled loop: for each row, its
+        margin w . x + b before learning, then the PA update on that row.
+
+        Parameters
+        ----------
+        indptr
+            Integers (n + 1,): row i holds the entries ``indptr[i]:indptr[i + 1]``.
+        indices
+            Integers (nnz,): the column number of each entry, in 0..len(keys)-1, at most once
+            per row.
+        data
+            Real numbers (nnz,), finite: the feature values.
+        y
+            n labels as `learn_one` takes them (the classifier: bool, 0/1 or -1/+1; the
+            regressor: finite reals).
+        keys
+            The feature key of each column number (any sequence: ``keys[j]`` is column j's key;
+            ``range(d)`` when the keys are the column numbers). Columns get weight positions in
+            order of first appearance in the batch, as a `learn_one` loop would give them.
+        w
+            Optional n sample weights (finite, >= 0), as `learn_one`'s `w`.
+
+        Returns
+        -------
+        np.ndarray
+            The n margins (float64), each predicted before its row was learned.
+
+        The weights, the intercept and the margins are bit for bit those of a
+        ``predict_one``/``learn_one`` loop over the rows as dicts ``{keys[j]: value}`` in the
+        rows' column order (`decision_function_one` for the classifier); a row of sample weight
+        0 adds its keys to the vocabulary (with weight 0) where `learn_one` would skip it.
+        Everything is validated before the model changes: TypeError for a wrong dtype,
+        ValueError for a bad shape, a repeated or out-of-range column, a non-finite value, a
+        bad label or weight, and for two columns of the batch that would share one weight
+        (equal keys, or a hash collision with `n_features`): a learn_one loop would merge them
+        in the dict, so the caller takes the per-event path for that batch.
+
+        Examples
+        --------
+
+        >>> import river_pa
+        >>> model = river_pa.PAClassifier(variant="PA")
+        >>> model.progressive_csr([0, 1, 3], [0, 0, 1], [1.0, 1.0, 2.0], [True, False],
+        ...                       keys=["a", "b"])
+        array([0., 1.])
+        >>> model.weights, model.intercept
+        ({'a': 0.16666666666666669, 'b': -0.6666666666666666}, 0.16666666666666669)
+
+        The first row, {"a": 1}, sits at margin 0, so the hard PA step (tau = 1 / ||x||^2 = 1/2,
+        intercept included) puts it at margin 1: the second row's margin is 0.5 + 0.5.
+
+        """
+        indptr, data, columns, ranks = check_csr(indptr, indices, data, len(keys))
+        n = len(indptr) - 1
+        y = self._targets(y)
+        if y.shape != (n,):
+            raise ValueError(f"y must have one label per row: {len(y)} labels for {n} rows")
+        sw = check_sample_weights(w, n)
+        col_keys = tuple(keys[j] for j in columns.tolist())
+        pos, merged = self._index.lookup_unique(col_keys)
+        if merged or len(set(col_keys)) < len(col_keys):
+            raise ValueError("two columns of the batch share one weight (equal keys or a hash "
+                             "collision): learn them one event at a time")
+        self._grow(self._index.size + self._index.n_unseen(pos))
+        pos = self._index.insert(col_keys)
+        margins, self.intercept, bad = _numba.learn_csr(
+            self._task, self._variant, float(self.C), self._epsilon, self._w, self.intercept,
+            self._intercept_norm, indptr, pos[ranks], data, y, sw)
+        self._version += 1
+        self._clear_cache()
+        if bad >= 0:
+            raise _overflow(type(self).__name__, f"row {bad} (the rows before it are learned)")
+        return margins
 
     # -- inspection ------------------------------------------------------------------------
 

@@ -8,9 +8,6 @@ Passive-Aggressive Algorithms, JMLR 7: 551-585. Sections 3 (binary classificatio
 
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 import pandas as pd
 from river import base
@@ -18,47 +15,14 @@ from river.utils.math import sigmoid
 
 from river_pa.linear_model import _numba
 from river_pa.linear_model.base import SparseLinear
+from river_pa._core.validation import (
+    check_target,
+    check_targets,
+    encode_binary_label,
+    encode_binary_labels,
+)
 
 __all__ = ["PAClassifier", "PARegressor", "encode_binary_label"]
-
-
-def encode_binary_label(y) -> float:
-    """+1.0 or -1.0 for a binary label: bool, 0/1 or -1/+1 (numpy scalars too).
-
-    >>> encode_binary_label(True), encode_binary_label(0), encode_binary_label(-1)
-    (1.0, -1.0, -1.0)
-    >>> encode_binary_label("spam")
-    Traceback (most recent call last):
-    ...
-    ValueError: PAClassifier is binary: labels must be bool, 0/1 or -1/+1, got 'spam'; for more than two classes or other labels use river_pa.PAMultiClassifier
-
-    """
-    if not isinstance(y, str):
-        try:  # pd.NA and arrays have no truth value: they get the message below
-            if y == 1:
-                return 1.0
-            if y == 0 or y == -1:
-                return -1.0
-        except (TypeError, ValueError):
-            pass
-    raise ValueError(
-        f"PAClassifier is binary: labels must be bool, 0/1 or -1/+1, got {y!r}; "
-        "for more than two classes or other labels use river_pa.PAMultiClassifier"
-    )
-
-
-def _encode_binary_labels(y) -> np.ndarray:
-    """`encode_binary_label` over an array of labels, vectorised for bool and numeric dtypes."""
-    values = np.asarray(y)
-    if values.dtype.kind == "b":
-        return np.where(values, 1.0, -1.0)
-    if values.dtype.kind not in "iuf":
-        return np.array([encode_binary_label(v) for v in values], dtype=np.float64)
-    positive = values == 1
-    bad = ~(positive | (values == 0) | (values == -1))
-    if bad.any():
-        encode_binary_label(values[np.argmax(bad)].item())  # raises, naming the label
-    return np.where(positive, 1.0, -1.0)
 
 
 class PAClassifier(SparseLinear, base.MiniBatchClassifier):
@@ -154,12 +118,14 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         self._learn_event(x, encode_binary_label(y), w)
 
+    _targets = staticmethod(encode_binary_labels)
+
     def predict_proba_one(self, x: dict) -> dict:
         p = sigmoid(self._margin_one(x))
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
-        self._prepare(x)  # = self._margin_one(x), one call less on the hot path
+        self._event(x)  # = self._margin_one(x), one call less on the hot path
         return self._margin > 0.0
 
     def decision_function_one(self, x: dict) -> float:
@@ -168,7 +134,7 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
-        self._learn_batch(X, _encode_binary_labels(y), w)
+        self._learn_batch(X, encode_binary_labels(y), w)
 
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         # River's scalar sigmoid, row by row: bit-for-bit the probabilities of predict_proba_one
@@ -249,41 +215,16 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
         yield {"variant": "PA-II", "C": 0.1, "learn_intercept": False, "n_features": 2**12}
 
     def learn_one(self, x: dict, y: float, w: float = 1.0) -> None:
-        self._learn_event(x, _check_target(y), w)
+        self._learn_event(x, check_target(y), w)
+
+    _targets = staticmethod(check_targets)
 
     def predict_one(self, x: dict) -> float:
         return self._margin_one(x)
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
-        self._learn_batch(X, _check_targets(y), w)
+        self._learn_batch(X, check_targets(y), w)
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
         return pd.Series(self._margins_many(X), index=X.index)
-
-
-def _check_target(y) -> float:
-    """`y` as a float: TypeError unless a real number (numpy complex too), ValueError unless
-    finite (an int beyond the float64 range too)."""
-    if isinstance(y, str) or not isinstance(y, numbers.Real | np.integer | np.floating):
-        raise TypeError(f"target y must be a real number, got {y!r}")
-    try:
-        value = float(y)
-    except OverflowError:
-        value = math.inf
-    if not math.isfinite(value):
-        raise ValueError(f"target y must be finite, got {y!r}")
-    return value
-
-
-def _check_targets(y) -> np.ndarray:
-    """`_check_target` over an array of targets, vectorised for numeric dtypes."""
-    values = np.asarray(y)
-    if values.dtype.kind not in "iufb":
-        return np.array([_check_target(v) for v in values], dtype=np.float64)
-    values = values.astype(np.float64)
-    finite = np.isfinite(values)
-    if not finite.all():
-        _check_target(values[np.argmin(finite)].item())  # raises, naming the target
-    return values
-

@@ -15,21 +15,25 @@ validates an event completely before changing anything.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
 from river_pa.multiclass import _numba
-from river_pa._core.features import merge_duplicates, make_index, to_values
-from river_pa._core.cache import TransientCache
-from river_pa.linear_model.base import (
-    SparseLinear,
+from river_pa._core.features import make_index
+from river_pa._core.cache import EventCache
+from river_pa._core.batch import frame_arrays
+from river_pa._core.validation import (
+    TooManyClassesError,
+    check_count,
+    check_label,
     check_positive,
     check_sample_weight,
+    check_sample_weights,
     check_variant,
-    frame_arrays,
 )
+
+MAX_CLASSES = 1000  # the default bound on the classes a learner creates (see `max_classes`)
+
 
 def softmax(s: np.ndarray) -> np.ndarray:
     """exp(s - max s), normalised (float64, same shape)."""
@@ -37,62 +41,34 @@ def softmax(s: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
-def check_label(label) -> None:
-    """Raise TypeError for an unhashable label and ValueError for a NaN one.
-
-    A NaN is not equal to itself, so each NaN object would look up as a new label and get a
-    row of its own: a stream of NaN labels would grow the model without bound.
-
-    >>> check_label(float("nan"))
-    Traceback (most recent call last):
-    ...
-    ValueError: a label must not be NaN, got nan
-
-    """
-    hash(label)
-    if isinstance(label, float | np.floating) and math.isnan(label):
-        raise ValueError(f"a label must not be NaN, got {label!r}")
-
-
-def check_weights(w, rows: int) -> np.ndarray:
-    """Per-row sample weights of a batch (ones when None), validated."""
-    if w is None:
-        return np.ones(rows)
-    sw = np.asarray(w, dtype=np.float64)
-    if len(sw) != rows or not (np.isfinite(sw).all() and (sw >= 0).all()):
-        raise ValueError("sample weights w must be finite, >= 0 and one per row of X")
-    return sw
-
-
-class ScoringClassifier(TransientCache):
+class ScoringClassifier(EventCache):
     """A label set with one score per label, and the event cache around the scores.
 
     Subclasses create `_index` and call `_setup_labels` and `_clear_cache` in their setup, and
     define `_grow_labels(capacity)` (room for that many label rows), `_grow()` (room for every
     feature position), `_score_event(pos, val)` -> (||x||^2, scores of the n labels) and
-    `_scores_many(X)` (rows x n).
+    `_scores_many(X)` (rows x n). The event cache (`EventCache`) keeps ||x||^2 and the scores
+    of the last event until the model changes.
 
     """
 
     _INITIAL_LABELS = 4
-    _TRANSIENT = ("_keys", "_pos", "_dups", "_known", "_vals", "_epos", "_val", "_sq",
-                  "_scores", "_version_seen")
-
-    # the key-tuple position cache of SparseLinear (same attributes, same behaviour)
-    _positions = SparseLinear._positions
+    _TRANSIENT = (*EventCache._TRANSIENT, "_sq", "_scores")
 
     def _setup_labels(self):
+        check_count("max_classes", self.max_classes)
         self._labels: dict = {}
         self._classes: list = []
         self._label_capacity = self._INITIAL_LABELS
         self._version = 0
 
     def _clear_cache(self):
-        self._keys = self._vals = None
-        self._pos = self._epos = self._val = self._scores = None
-        self._dups = self._known = False
+        super()._clear_cache()
+        self._scores = None
         self._sq = 0.0
-        self._version_seen = -1
+
+    def _on_event(self, pos, val) -> None:
+        self._sq, self._scores = self._score_event(pos, val)
 
     @property
     def _n(self) -> int:
@@ -103,7 +79,7 @@ class ScoringClassifier(TransientCache):
         row = self._labels.get(label)
         if row is not None:
             return row
-        check_label(label)  # an unhashable or NaN label raises here, before any change
+        self._check_new_labels([label])  # raises before any change
         row = self._n
         if row == self._label_capacity:
             self._label_capacity *= 2
@@ -113,29 +89,27 @@ class ScoringClassifier(TransientCache):
         self._version += 1
         return row
 
-    def _event(self, x: dict, learn: bool = False):
-        """(positions, values, ||x||^2, scores of the n labels) of `x`, validated.
+    def _check_new_labels(self, labels) -> list:
+        """The distinct labels of `labels` not seen yet, in order; nothing changes.
 
-        With `learn`, keys never seen get positions (after validation). The scores are cached
-        until the model changes.
+        TypeError for an unhashable label, ValueError for a missing one (see `check_label`),
+        `TooManyClassesError` when they would take the learner past `max_classes` classes.
 
         """
-        pos = self._positions(tuple(x))
-        vals = tuple(x.values())
-        if vals != self._vals or self._version_seen != self._version:
-            val = to_values(x)
-            if self._dups:
-                pos, val = merge_duplicates(pos, val)
-            self._sq, self._scores = self._score_event(pos, val)
-            self._vals, self._epos, self._val = vals, pos, val
-            self._version_seen = self._version
-        if learn and not self._index.known(self._pos):
-            self._pos = self._epos = self._index.insert(self._keys)
-            self._grow()
-        return self._epos, self._val, self._sq, self._scores
+        for label in labels:
+            check_label(label)
+        new = [label for label in dict.fromkeys(labels) if label not in self._labels]
+        if self._n + len(new) > self.max_classes:
+            raise TooManyClassesError(
+                f"label {new[self.max_classes - self._n]!r} would be class number "
+                f"{self.max_classes + 1} of {type(self).__name__}, which holds at most "
+                f"max_classes={self.max_classes}"
+            )
+        return new
 
     def _scores_one(self, x: dict) -> np.ndarray:
-        return self._event(x)[3]
+        self._event(x)
+        return self._scores
 
     def _labelled_event(self, x: dict, y, w):
         """(label row, positions, values, ||x||^2, scores) of a training event, or None when
@@ -146,15 +120,15 @@ class ScoringClassifier(TransientCache):
         row = self._add_label(y)
         if w == 0.0:
             return None
-        return (row, *self._event(x, learn=True))
+        self._event(x, learn=True)
+        return row, self._epos, self._val, self._sq, self._scores
 
     def _batch(self, X: pd.DataFrame, n_targets: int, w):
         """Validated (positions, values, sample weights) of a batch, keys inserted."""
         if n_targets != len(X):
             raise ValueError(f"X has {len(X)} rows but y has {n_targets}")
-        sw = check_weights(w, len(X))
-        pos, values = frame_arrays(X, self._index, learn=True)
-        self._grow()
+        sw = check_sample_weights(w, len(X))
+        pos, values = frame_arrays(X, self._index, learn=True, grow=self._grow)
         return pos, values, sw
 
     @property
@@ -211,11 +185,13 @@ class MultiPrototype(ScoringClassifier):
         C: float = 1.0,
         learn_intercept: bool = True,
         n_features: int | None = None,
+        max_classes: int = MAX_CLASSES,
     ):
         self.variant = variant
         self.C = C
         self.learn_intercept = learn_intercept
         self.n_features = n_features
+        self.max_classes = max_classes
         self._setup(variant, C, learn_intercept, n_features)
 
     @classmethod
@@ -241,8 +217,7 @@ class MultiPrototype(ScoringClassifier):
         self._W = W
         self._b = np.concatenate([self._b, np.zeros(capacity - len(self._b))])
 
-    def _grow(self):
-        size = self._index.size
+    def _grow(self, size: int):
         cols = self._W.shape[1]
         if size > cols:
             W = np.zeros((self._W.shape[0], max(size, 2 * cols)))

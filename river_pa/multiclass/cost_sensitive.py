@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from river_pa.multiclass import _numba
+from river_pa.multiclass.base import MAX_CLASSES
 from river_pa.multiclass.pa import MarginClassifier
 
 __all__ = ["PACostSensitiveClassifier", "zero_one_cost"]
@@ -67,6 +68,11 @@ class PACostSensitiveClassifier(MarginClassifier):
         Whether each label learns an intercept.
     n_features
         None for a vocabulary of feature keys, a power of two for the hashing trick.
+    max_classes
+        The most labels the learner will hold (default 1,000): a label past it raises
+        `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
+        Memory grows with the labels (a weight row each, and a labels x labels margin matrix of the costs), so whoever writes the labels
+        bounds it through this.
 
     Predictions, probabilities (softmax of the scores), sample weights and input validation
     are those of `PAMultiClassifier`.
@@ -100,6 +106,7 @@ class PACostSensitiveClassifier(MarginClassifier):
         cost: Mapping | Callable | None = None,
         learn_intercept: bool = True,
         n_features: int | None = None,
+        max_classes: int = MAX_CLASSES,
     ):
         self.variant = variant
         self.C = C
@@ -107,6 +114,7 @@ class PACostSensitiveClassifier(MarginClassifier):
         self.cost = cost
         self.learn_intercept = learn_intercept
         self.n_features = n_features
+        self.max_classes = max_classes
         if update not in UPDATES:
             raise ValueError(f"update must be one of {sorted(UPDATES)}, got {update!r}")
         if not (cost is None or isinstance(cost, Mapping) or callable(cost)):

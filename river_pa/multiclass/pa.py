@@ -14,7 +14,7 @@ import pandas as pd
 from river import base
 
 from river_pa.multiclass import _numba
-from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype, check_label
+from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype, ScoringClassifier
 
 __all__ = ["MarginClassifier", "PAMultiClassifier"]
 
@@ -43,11 +43,20 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
         M[: len(self._M), : len(self._M)] = self._M
         self._M = M
 
+    def _check_new_labels(self, labels) -> list:
+        """As `ScoringClassifier._check_new_labels`; also reads (and so validates) the costs
+        of the pairs the new labels make."""
+        new = super()._check_new_labels(labels)
+        for i, label in enumerate(new):
+            for r in [*self._classes, *new[:i]]:
+                self._pair_margin(label, r), self._pair_margin(r, label)
+        return new
+
     def _add_label(self, label) -> int:
         row = self._labels.get(label)
         if row is not None:
             return row
-        check_label(label)
+        ScoringClassifier._check_new_labels(self, [label])
         out = [self._pair_margin(label, r) for r in self._classes]
         into = [self._pair_margin(r, label) for r in self._classes]
         row = super()._add_label(label)
@@ -72,8 +81,7 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
         labels = list(y)
-        for label in labels:
-            check_label(label)
+        self._check_new_labels(labels)
         pos, values, sw = self._batch(X, len(labels), w)
         n_before = self._n
         rows = np.array([self._add_label(label) for label in labels], dtype=np.int64)
@@ -119,6 +127,11 @@ class PAMultiClassifier(MarginClassifier):
         Whether each label learns an intercept.
     n_features
         None for a growable vocabulary of feature keys; a power of two for the hashing trick.
+    max_classes
+        The most labels the learner will hold (default 1,000): a label past it raises
+        `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
+        Memory grows with the labels (a weight row each, and a labels x labels margin matrix), so whoever writes the labels
+        bounds it through this.
 
     `learn_one(x, y, w)` takes a sample weight that scales C, as in `PAClassifier`; w = 0
     registers the label and changes no weight. Feature values must be real numbers: anything

@@ -8,20 +8,22 @@ categorization, the single most-violated pair of a relevant and an irrelevant la
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import pandas as pd
 from river import base
 from river.utils.math import sigmoid
 
 from river_pa.multiclass import _numba as multiclass_numba
-from river_pa.linear_model.base import check_sample_weight
-from river_pa.multiclass.base import MultiPrototype, check_label
+from river_pa._core.validation import check_sample_weight
+from river_pa.multiclass.base import MultiPrototype
 
 __all__ = ["PAMultiLabelClassifier"]
 
 
 def _relevance(label, value) -> bool:
-    if isinstance(value, bool | np.bool_) or value in (0, 1):
+    if isinstance(value, bool | np.bool_) or isinstance(value, numbers.Real) and value in (0, 1):
         return bool(value)
     raise ValueError(f"label {label!r} must be True or False (or 0/1), got {value!r}")
 
@@ -58,6 +60,11 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         Whether each label learns an intercept.
     n_features
         None for a vocabulary of feature keys, a power of two for the hashing trick.
+    max_classes
+        The most labels the learner will hold (default 1,000): a label past it raises
+        `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
+        Memory grows with the labels (a weight row each), so whoever writes the labels
+        bounds it through this.
 
     `y` is a dict {label: bool} (0/1 accepted); labels are any hashable values, and a label
     first seen gets a fresh prototype; a label missing from an event's `y` counts as
@@ -95,11 +102,13 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         w = check_sample_weight(w)
         labels = self._check_targets(y)
         self._event(x)  # validates x before the labels change the model
+        self._check_new_labels(labels)
         for label in labels:
             self._add_label(label)
         if w == 0.0:
             return
-        pos, val, sq, s = self._event(x, learn=True)
+        self._event(x, learn=True)
+        pos, val, sq, s = self._epos, self._val, self._sq, self._scores
         rel = np.zeros(self._n, dtype=np.int64)
         for label, value in y.items():
             rel[self._labels[label]] = bool(value)
@@ -122,8 +131,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         if not Y.columns.is_unique:
             label = Y.columns[Y.columns.duplicated()][0]
             raise ValueError(f"label {label!r} names more than one column of Y")
+        self._check_new_labels(list(Y.columns))  # before _batch inserts the feature keys
         for label in Y.columns:
-            check_label(label)  # before _batch inserts the feature keys
             for value in pd.unique(Y[label]):
                 _relevance(label, value)
         pos, values, sw = self._batch(X, len(Y), w)

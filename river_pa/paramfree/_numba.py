@@ -349,7 +349,11 @@ def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor):
         # h = -sum g_q x_q lies in range(S_{t-1}), orthogonal to r: r.h = 0 exactly (what is
         # computed is rounding noise, which would break the invariance of a zero prediction).
         return True, 0.0, hPh, 1.0
-    return False, kh - xk * kh / beta, hPh - kh * kh / beta, xk / beta
+    if not beta > 0.0:  # exactly beta >= 1 (P is positive semi-definite); rounding broke it
+        return False, np.nan, np.nan, np.nan
+    # x^T S_t^+ h = kh - xk kh / beta = kh / beta (beta = 1 + xk): the short form cannot
+    # overflow in xk kh (as it did for |x| = 1e100 on a learned h)
+    return False, kh / beta, hPh - kh * (kh / beta), xk / beta
 
 
 @njit(cache=True)

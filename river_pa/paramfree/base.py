@@ -20,21 +20,21 @@ from __future__ import annotations
 import numpy as np
 from river import base, optim
 
-from river_pa._core.features import Vocabulary, to_values
-from river_pa.linear_model.base import check_sample_weight
+from river_pa._core.features import Vocabulary
 from river_pa.paramfree._numba import MAX_ABS_VALUE, max_abs
-from river_pa._core.cache import TransientCache
-from river_pa.linear_model.pa import _check_target, encode_binary_label
+from river_pa._core.cache import EventCache
+from river_pa._core.validation import check_sample_weight, check_target, encode_binary_label
 
-def check_magnitudes(keys: tuple, vals: tuple, val: np.ndarray) -> None:
-    """Raise a ValueError naming the largest feature value of an event (keys, raw values, float
-    values) when its magnitude is >= MAX_ABS_VALUE."""
+def check_magnitudes(keys: tuple, val: np.ndarray) -> None:
+    """Raise a ValueError naming the largest feature value of an event (keys, float values)
+    when its magnitude is >= MAX_ABS_VALUE."""
     if max_abs(val) < MAX_ABS_VALUE:
         return
     j = int(np.argmax(np.abs(val)))
     raise ValueError(
-        f"feature {keys[j]!r} has value {vals[j]!r}, too large for this learner: its state sums "
-        f"squared values, so |value| must stay below {MAX_ABS_VALUE:g} (rescale the feature)"
+        f"feature {keys[j]!r} has value {float(val[j])!r}, too large for this learner: its "
+        f"state sums squared values, so |value| must stay below {MAX_ABS_VALUE:g} (rescale the "
+        "feature)"
     )
 
 
@@ -52,14 +52,19 @@ class Intercept:
         return "Intercept()"
 
 
-class ParamFreeLinear(TransientCache):
-    """Vocabulary, intercept row, loss and the predict/learn plumbing of a linear learner."""
+class ParamFreeLinear(EventCache):
+    """Vocabulary, intercept row, loss and the predict/learn plumbing of a linear learner.
+
+    The event cache (`EventCache`) keeps the raw prediction y_hat of the last event until the
+    model next learns; unseen keys predict as fresh coordinates, so y_hat does not change when
+    they get a position.
+
+    """
 
     _default_loss: optim.losses.Loss
     _loss_kind: type
     _INITIAL_CAPACITY = 64
-    # caches and scratch: dropped on pickling, rebuilt after
-    _TRANSIENT = ("_keys", "_pos", "_n_unseen", "_vals", "_val", "_raw_cache", "_raw_at")
+    _TRANSIENT = (*EventCache._TRANSIENT, "_raw_cache")
 
     def _setup(self, loss, learn_intercept: bool):
         if loss is not None and not isinstance(loss, self._loss_kind):
@@ -73,58 +78,51 @@ class ParamFreeLinear(TransientCache):
         self._clear_cache()
 
     def _clear_cache(self):
-        self._keys = self._pos = self._vals = self._val = None
-        self._n_unseen = 0
+        super()._clear_cache()
         self._raw_cache = 0.0
-        self._raw_at = -1
 
     @property
     def _n_coordinates(self) -> int:
         """Coordinates seen so far (the intercept included): the vocabulary without its sink."""
         return self._index.size - 1
 
-    def _prepared(self, x: dict, learn: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
-        """(positions, values, y_hat) of `x`, validated before anything changes.
-
-        The positions of the last key tuple, the values of the last event and its prediction
-        (until the model next learns) are cached, so predict_one then learn_one on the same
-        event converts and predicts once. `learn` gives new keys a position; unseen keys
-        predict as fresh coordinates, so y_hat does not change when they get one.
-
-        """
-        keys = tuple(x)
-        vals = tuple(x.values())
-        if keys != self._keys:
-            self._pos = self._index.lookup(keys)
-            self._keys = keys
-            self._n_unseen = int(np.count_nonzero(self._pos == 0))
-            self._vals = None
-        if vals != self._vals:
-            self._val = to_values(x)
-            self._vals = vals
-            self._raw_at = -1
-        if self._raw_at != self._version:
-            y_hat = self._raw(self._pos, self._val)
-            if y_hat != y_hat:  # NaN: what `_raw` returns for a value of |x| >= MAX_ABS_VALUE
-                check_magnitudes(keys, vals, self._val)
-            self._raw_cache = y_hat
-            self._raw_at = self._version
-        if learn and self._n_unseen:
-            self._pos = self._index.insert(keys)
-            self._n_unseen = 0
-            self._grow()
-        return self._pos, self._val, self._raw_cache
+    def _on_event(self, pos, val) -> None:
+        y_hat = self._raw(pos, val)
+        if y_hat != y_hat:  # NaN: what `_raw` returns for a value of |x| >= MAX_ABS_VALUE
+            check_magnitudes(self._keys, val)
+            raise ValueError(f"{type(self).__name__} cannot predict this event within float64 "
+                             "(its prediction is not a number): rescale the features")
+        self._raw_cache = y_hat
 
     def _raw_one(self, x: dict) -> float:
-        return self._prepared(x)[2]
+        self._event(x)
+        return self._raw_cache
 
     def _learn(self, x: dict, y, w) -> None:
         w = check_sample_weight(w)
         if w == 0.0:
             return
-        pos, val, y_hat = self._prepared(x, learn=True)
-        self._update(pos, val, y_hat, self._gradient(y, y_hat, w))
+        self._event(x)
+        y_hat = self._raw_cache
+        g = self._gradient(y, y_hat, w)
+        self._check_step(g, y, w)
+        self._event(x, learn=True)  # y_hat stays: unseen keys predict as fresh coordinates
+        self._update(self._epos, self._val, y_hat, g)
         self._version += 1
+
+    def _check_step(self, g: float, y, w: float) -> None:
+        """Raise a ValueError, before anything changes, unless |g x| < MAX_ABS_VALUE for every
+        value x of the cached event (and for the intercept's 1): the state sums g x and its
+        squares, which must stay finite. Large sample weights and targets lead here."""
+        if abs(g) < 1.0:  # |x| < MAX_ABS_VALUE already (the common case: no kernel call)
+            return
+        if abs(g) * max(1.0, max_abs(self._val)) < MAX_ABS_VALUE:
+            return
+        raise ValueError(
+            f"y = {y!r} with sample weight w = {w!r} gives the loss gradient g = {g!r}: too "
+            f"large for {type(self).__name__}, whose state sums g x and its squares, so |g x| "
+            f"must stay below {MAX_ABS_VALUE:g} (rescale the target, the weight or the features)"
+        )
 
     def _gradient(self, y, y_hat: float, w: float) -> float:
         """w * dl(y, y_hat)/dy_hat, as a float."""
@@ -177,7 +175,7 @@ class RegressionMixin(base.Regressor):
     _loss_kind = optim.losses.RegressionLoss
 
     def learn_one(self, x: dict, y: float, w: float = 1.0) -> None:
-        self._learn(x, _check_target(y), w)
+        self._learn(x, check_target(y), w)
 
     def predict_one(self, x: dict) -> float:
         return self._raw_one(x)

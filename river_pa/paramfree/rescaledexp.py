@@ -36,7 +36,7 @@ import numpy as np
 from river import optim
 
 from river_pa.paramfree import _numba
-from river_pa._core.features import Vocabulary
+from river_pa._core.features import Vocabulary, to_values
 from river_pa.paramfree.base import BinaryMixin, ParamFreeLinear, RegressionMixin
 from river_pa._core.cache import TransientCache
 
@@ -153,6 +153,10 @@ class RescaledExp(_RescaledExpState, TransientCache, optim.base.Optimizer):
             if p:
                 w[k] = v
 
+    def __repr__(self) -> str:
+        # River's Optimizer.__repr__ prints vars(self): here the whole state and the index
+        return f"{type(self).__name__}({self._get_params()})"
+
     def look_ahead(self, w):
         if not self.coordinatewise and not isinstance(w, np.ndarray):
             self._write(w, list(w.keys()))
@@ -160,14 +164,25 @@ class RescaledExp(_RescaledExpState, TransientCache, optim.base.Optimizer):
 
     def step(self, w, g):
         if isinstance(g, np.ndarray):
+            if g.ndim != 1 or g.dtype.kind not in "iufb":
+                raise TypeError(f"the gradient must be a 1-D array of real numbers, got "
+                                f"{g.dtype} of shape {g.shape}")
             keys = tuple(range(len(g)))
             val = np.asarray(g, dtype=np.float64)
         else:
             keys = tuple(g.keys())
-            val = np.fromiter(g.values(), np.float64, len(keys))
-        if not math.isfinite(val.sum()):
-            bad = keys[int(np.argmin(np.isfinite(val)))]
-            raise ValueError(f"gradient of {bad!r} is not finite: {val[keys.index(bad)]!r}")
+            try:
+                val = to_values(g)
+            except TypeError as err:
+                raise TypeError(f"gradient: {err}") from None
+            except ValueError:
+                val = np.full(len(keys), math.nan)  # the message below names the coordinate
+        ok = np.abs(val) < _numba.MAX_ABS_VALUE  # False for NaN too: the state sums g and g^2
+        if not ok.all():
+            j = int(np.argmin(ok))
+            value = g[keys[j]] if not isinstance(g, np.ndarray) else val[j]
+            raise ValueError(f"gradient of {keys[j]!r} is not finite or too large (|g| must stay "
+                             f"below {_numba.MAX_ABS_VALUE:g}): {value!r}")
         pos = self._positions(keys)
         self._apply(pos, val, 1.0, -1)
         if isinstance(w, np.ndarray):
@@ -198,8 +213,8 @@ class _RescaledExpLinear(_RescaledExpState, ParamFreeLinear):
         self._setup_state(coordinatewise, center, self._INITIAL_CAPACITY)
         self._setup(loss, learn_intercept)
 
-    def _grow(self):
-        self._grow_rows(self._index.size)
+    def _grow(self, size: int):
+        self._grow_rows(size)
 
     def _raw(self, pos, val):
         return _numba.rescaledexp_margin(self._st, pos, val, self._bias)

@@ -51,9 +51,9 @@ class _ScaleInvariant(ParamFreeLinear):
         self._t = 0
         self._allocate(self._INITIAL_CAPACITY)
 
-    def _grow(self):
-        if self._index.size > self._capacity:
-            self._allocate(max(self._index.size, 2 * self._capacity))
+    def _grow(self, size: int):
+        if size > self._capacity:
+            self._allocate(max(size, 2 * self._capacity))
 
     def _update(self, pos, val, y_hat, g):
         self._learn_round(pos, val, g)
@@ -66,28 +66,16 @@ class _ScaleInvariant(ParamFreeLinear):
 
 
 class _Coordinate(_ScaleInvariant):
-    """Coordinate-wise scale-invariant algorithm (Kotlowski 2017, Section 3.2).
-
-    State s_i^2 = sum_t x_{t,i}^2 and h_i = -sum_t g_t x_{t,i} per coordinate; at round t, after
-    s_i^2 <- s_i^2 + x_{t,i}^2:
-    eta_i = exp((h_i^2 + x_{t,i}^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2
-    (0 while s_i^2 = 0), y_hat = sum_i w_i x_{t,i}, then h_i <- h_i - g_t x_{t,i} with
-    g_t = dl(y_t, y_hat)/dy_hat. Predictions are unchanged when any feature is multiplied by a
-    constant (its unit changed).
-
-    On a stream whose feature set grows, d is the number of coordinates seen so far, the
-    intercept (a constant feature of value 1) and the event's new features included: d enters
-    only through the 1/(alpha t d) prior, which the paper's bound uses with beta = T d. t counts
-    the rounds learned (1 on the first).
-
-    """
+    """State and rounds of the coordinate-wise algorithm (see
+    `CoordinateScaleInvariantClassifier`)."""
 
     def _allocate(self, capacity):
+        grown = {}
         for name in ("_s2", "_h"):
             old = getattr(self, name, np.zeros(0))
-            new = np.zeros(capacity)
-            new[: len(old)] = old
-            setattr(self, name, new)
+            grown[name] = np.zeros(capacity)
+            grown[name][: len(old)] = old
+        self.__dict__.update(grown)  # all or nothing: a MemoryError above changes nothing
         self._capacity = capacity
 
     def _raw(self, pos, val):
@@ -105,26 +93,7 @@ class _Coordinate(_ScaleInvariant):
 
 
 class _Full(_ScaleInvariant):
-    """Full scale-invariant algorithm (Kotlowski 2017, Section 4.2).
-
-    State S = sum_t x_t x_t^T, h = -sum_t g_t x_t and Gamma = sum_t g_t^2 x_t^T S_t^+ x_t; at
-    round t, after S <- S + x_t x_t^T: eta = exp((h^T S^+ h - Gamma) / (2 alpha)) / alpha,
-    w = eta S^+ h, y_hat = w^T x_t; then h <- h - g_t x_t and Gamma <- Gamma + g_t^2 x_t^T S^+ x_t.
-    Predictions are unchanged under x -> A x for any invertible A.
-
-    S^+ is kept as a matrix and moved by one rank-one update per round, O(d^2): Sherman-Morrison
-    when x_t lies in the range of S, Meyer's formula for a new direction otherwise (detected
-    with the projector N = I - S S^+ onto the null space, also kept: ||N x||^2 > 1e-15 ||x||^2,
-    a threshold between rounding noise (about 1e-18 and below) and the smallest genuine new
-    directions met in tests, 1e-12 on TrumpApproval where a date of 7e5 dominates ||x||).
-    No d^3 solve per round: S itself is also kept, and S^+ and N are recomputed from it by an
-    eigendecomposition (O(d^3)) only when a computed quantity leaves its exact range, which
-    rounding on a nearly singular S can cause (measured: once in 5,000 MNIST-5k events at
-    d = 664; never on a9a, USPS or the test streams). d grows with the feature set: a new
-    feature is a new axis of the null space (zero row of S and S^+, identity in N). Memory
-    3 d^2 float64.
-
-    """
+    """State and rounds of the full algorithm (see `FullScaleInvariantClassifier`)."""
 
     _TRANSIENT = (*ParamFreeLinear._TRANSIENT, "_scratch", "_last_round")
 
@@ -135,19 +104,20 @@ class _Full(_ScaleInvariant):
 
     def _allocate(self, capacity):
         n = len(getattr(self, "_P", ()))
+        grown = {}
         for name, fill in (("_S", 0.0), ("_P", 0.0), ("_N", 1.0)):
-            M = np.eye(capacity) * fill
+            grown[name] = M = np.eye(capacity) * fill
             if n:
                 M[:n, :n] = getattr(self, name)[:n, :n]
-            setattr(self, name, M)
-        h = np.zeros(capacity)
-        h[:n] = getattr(self, "_hv", np.zeros(0))
-        self._hv = h
+        grown["_hv"] = np.zeros(capacity)
+        grown["_hv"][:n] = getattr(self, "_hv", np.zeros(0))
+        grown["_scratch"] = np.zeros((3, capacity))
+        self.__dict__.update(grown)  # all or nothing: a MemoryError above changes nothing
         for name in ("_gamma", "_g2", "_trace"):
             setattr(self, name, getattr(self, name, 0.0))
         self._refreshes = getattr(self, "_refreshes", 0)
+        self._fresh = getattr(self, "_fresh", None)  # (version, size) of the last refresh
         self._capacity = capacity
-        self._scratch = np.zeros((3, capacity))
 
     def _refresh(self):
         """Recompute S^+ and N from S by an eigendecomposition, with numpy's pseudo-inverse
@@ -185,7 +155,10 @@ class _Full(_ScaleInvariant):
             tol = 1e-6 * (1.0 + self._g2)
             if attempt or (-tol <= hPh <= self._g2 + tol and -1e-6 <= xPx <= 1.0 + 1e-6):
                 break
+            if self._fresh == (self._version, n):  # S^+ is what a refresh would give: the
+                break  # same event refused twice must not change the model twice
             self._refresh()
+            self._fresh = (self._version, n)
         return new, _numba.si_full_eta(hPh, self._gamma, self.alpha) * xPh, xPx
 
     def _raw(self, pos, val):
@@ -195,10 +168,12 @@ class _Full(_ScaleInvariant):
         if known.all():
             new, y_hat, xPx = self._round(*self._with_bias(pos, val))
             self._last_round = (self._version, new, xPx)
-            return y_hat
+            return y_hat if math.isfinite(xPx) else math.nan
         self._last_round = None
         extra = float(np.dot(val[~known], val[~known]))
-        return self._round(*self._with_bias(pos[known], val[known]), extra)[1]
+        _, y_hat, xPx = self._round(*self._with_bias(pos[known], val[known]), extra)
+        # NaN (refused) when x^T S^+ x leaves float64: learning would make Gamma NaN for ever
+        return y_hat if math.isfinite(xPx) else math.nan
 
     def _learn_round(self, pos, val, g):
         pos, val = self._with_bias(pos, val)
@@ -222,7 +197,21 @@ class _Full(_ScaleInvariant):
         return _numba.si_full_eta(float(self._hv @ Ph), self._gamma, self.alpha) * Ph
 
 
-_CLASSIFIER_DOC = """
+class CoordinateScaleInvariantClassifier(_Coordinate, BinaryMixin):
+    """Binary linear classifier by the coordinate-wise scale-invariant algorithm (Kotlowski
+    2017, Section 3.2).
+
+    State s_i^2 = sum_t x_{t,i}^2 and h_i = -sum_t g_t x_{t,i} per coordinate; at round t, after
+    s_i^2 <- s_i^2 + x_{t,i}^2:
+    eta_i = exp((h_i^2 + x_{t,i}^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2
+    (0 while s_i^2 = 0), y_hat = sum_i w_i x_{t,i}, then h_i <- h_i - g_t x_{t,i} with
+    g_t = dl(y_t, y_hat)/dy_hat. Predictions are unchanged when any feature is multiplied by a
+    constant (its unit changed).
+
+    On a stream whose feature set grows, d is the number of coordinates seen so far, the
+    intercept (a constant feature of value 1) and the event's new features included: d enters
+    only through the 1/(alpha t d) prior, which the paper's bound uses with beta = T d. t counts
+    the rounds learned (1 on the first).
 
     Parameters
     ----------
@@ -239,9 +228,35 @@ _CLASSIFIER_DOC = """
     feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
     so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
     State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
-"""
 
-_REGRESSOR_DOC = """
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, optim
+    >>> import river_pa
+
+    >>> model = river_pa.CoordinateScaleInvariantClassifier(loss=optim.losses.Hinge())
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 70.96%
+
+    """
+
+
+class CoordinateScaleInvariantRegressor(_Coordinate, RegressionMixin):
+    """Linear regressor by the coordinate-wise scale-invariant algorithm (Kotlowski 2017,
+    Section 3.2).
+
+    State s_i^2 = sum_t x_{t,i}^2 and h_i = -sum_t g_t x_{t,i} per coordinate; at round t, after
+    s_i^2 <- s_i^2 + x_{t,i}^2:
+    eta_i = exp((h_i^2 + x_{t,i}^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2
+    (0 while s_i^2 = 0), y_hat = sum_i w_i x_{t,i}, then h_i <- h_i - g_t x_{t,i} with
+    g_t = dl(y_t, y_hat)/dy_hat. Predictions are unchanged when any feature is multiplied by a
+    constant (its unit changed).
+
+    On a stream whose feature set grows, d is the number of coordinates seen so far, the
+    intercept (a constant feature of value 1) and the event's new features included: d enters
+    only through the 1/(alpha t d) prior, which the paper's bound uses with beta = T d. t counts
+    the rounds learned (1 on the first).
 
     Parameters
     ----------
@@ -255,65 +270,117 @@ _REGRESSOR_DOC = """
 
     Targets must be finite real numbers; feature values finite with |x| < 1e150 (so x^2 and the
     sums of squares stay finite): a ValueError naming the feature otherwise, model unchanged.
-"""
 
+    Examples
+    --------
 
-def _docstring(summary: str, algorithm: type, parameters: str, example: str) -> str:
-    """A public class's docstring: summary, the algorithm's description, parameters, example."""
-    body = algorithm.__doc__.split("\n", 1)[1]
-    return f"{summary}\n{body}{parameters}\n    Examples\n    --------\n{example}\n    "
-
-
-_PHISHING = """
-    >>> from river import datasets, evaluate, metrics, optim
-    >>> import river_pa
-
-    >>> model = river_pa.{}(loss=optim.losses.Hinge())
-    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
-    Accuracy: {}
-"""
-
-_TRUMP = """
     >>> from river import datasets, evaluate, metrics
     >>> import river_pa
 
-    >>> model = river_pa.{}()
+    >>> model = river_pa.CoordinateScaleInvariantRegressor()
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
-    MAE: {}
-"""
+    MAE: 5.09172
 
+    """
 
-class CoordinateScaleInvariantClassifier(_Coordinate, BinaryMixin):
-    __doc__ = _docstring(
-        "Binary linear classifier by the coordinate-wise scale-invariant algorithm.",
-        _Coordinate, _CLASSIFIER_DOC,
-        _PHISHING.format("CoordinateScaleInvariantClassifier", "70.96%"),
-    )
-
-
-class CoordinateScaleInvariantRegressor(_Coordinate, RegressionMixin):
-    __doc__ = _docstring(
-        "Linear regressor by the coordinate-wise scale-invariant algorithm.",
-        _Coordinate, _REGRESSOR_DOC,
-        _TRUMP.format("CoordinateScaleInvariantRegressor", "5.09172"),
-    )
     _default_loss = optim.losses.Absolute()
 
 
 class FullScaleInvariantClassifier(_Full, BinaryMixin):
-    __doc__ = _docstring(
-        "Binary linear classifier by the full scale-invariant algorithm.",
-        _Full, _CLASSIFIER_DOC,
-        _PHISHING.format("FullScaleInvariantClassifier", "86.80%"),
-    )
+    """Binary linear classifier by the full scale-invariant algorithm (Kotlowski 2017,
+    Section 4.2).
+
+    State S = sum_t x_t x_t^T, h = -sum_t g_t x_t and Gamma = sum_t g_t^2 x_t^T S_t^+ x_t; at
+    round t, after S <- S + x_t x_t^T: eta = exp((h^T S^+ h - Gamma) / (2 alpha)) / alpha,
+    w = eta S^+ h, y_hat = w^T x_t; then h <- h - g_t x_t and Gamma <- Gamma + g_t^2 x_t^T S^+ x_t.
+    Predictions are unchanged under x -> A x for any invertible A.
+
+    S^+ is kept as a matrix and moved by one rank-one update per round, O(d^2): Sherman-Morrison
+    when x_t lies in the range of S, Meyer's formula for a new direction otherwise (detected
+    with the projector N = I - S S^+ onto the null space, also kept: ||N x||^2 > 1e-15 ||x||^2,
+    a threshold between rounding noise (about 1e-18 and below) and the smallest genuine new
+    directions met in tests, 1e-12 on TrumpApproval where a date of 7e5 dominates ||x||).
+    No d^3 solve per round: S itself is also kept, and S^+ and N are recomputed from it by an
+    eigendecomposition (O(d^3)) only when a computed quantity leaves its exact range, which
+    rounding on a nearly singular S can cause (measured: once in 5,000 MNIST-5k events at
+    d = 664; never on a9a, USPS or the test streams). d grows with the feature set: a new
+    feature is a new axis of the null space (zero row of S and S^+, identity in N). Memory
+    3 d^2 float64.
+
+    Parameters
+    ----------
+    loss
+        A `river.optim.losses.BinaryLoss`; None means `Log()`. Lipschitz losses (`Log`, `Hinge`)
+        keep the paper's guarantee; see the module docstring for others.
+    alpha
+        The algorithm's parameter, > 9/8 (the paper's condition); not a learning rate.
+    learn_intercept
+        Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
+
+    Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
+    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat. Bad
+    feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
+    so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
+    State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, optim
+    >>> import river_pa
+
+    >>> model = river_pa.FullScaleInvariantClassifier(loss=optim.losses.Hinge())
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 86.80%
+
+    """
 
 
 class FullScaleInvariantRegressor(_Full, RegressionMixin):
-    __doc__ = _docstring(
-        "Linear regressor by the full scale-invariant algorithm.",
-        _Full, _REGRESSOR_DOC,
-        _TRUMP.format("FullScaleInvariantRegressor", "7.469223"),
-    )
+    """Linear regressor by the full scale-invariant algorithm (Kotlowski 2017, Section 4.2).
+
+    State S = sum_t x_t x_t^T, h = -sum_t g_t x_t and Gamma = sum_t g_t^2 x_t^T S_t^+ x_t; at
+    round t, after S <- S + x_t x_t^T: eta = exp((h^T S^+ h - Gamma) / (2 alpha)) / alpha,
+    w = eta S^+ h, y_hat = w^T x_t; then h <- h - g_t x_t and Gamma <- Gamma + g_t^2 x_t^T S^+ x_t.
+    Predictions are unchanged under x -> A x for any invertible A.
+
+    S^+ is kept as a matrix and moved by one rank-one update per round, O(d^2): Sherman-Morrison
+    when x_t lies in the range of S, Meyer's formula for a new direction otherwise (detected
+    with the projector N = I - S S^+ onto the null space, also kept: ||N x||^2 > 1e-15 ||x||^2,
+    a threshold between rounding noise (about 1e-18 and below) and the smallest genuine new
+    directions met in tests, 1e-12 on TrumpApproval where a date of 7e5 dominates ||x||).
+    No d^3 solve per round: S itself is also kept, and S^+ and N are recomputed from it by an
+    eigendecomposition (O(d^3)) only when a computed quantity leaves its exact range, which
+    rounding on a nearly singular S can cause (measured: once in 5,000 MNIST-5k events at
+    d = 664; never on a9a, USPS or the test streams). d grows with the feature set: a new
+    feature is a new axis of the null space (zero row of S and S^+, identity in N). Memory
+    3 d^2 float64.
+
+    Parameters
+    ----------
+    loss
+        A `river.optim.losses.RegressionLoss`; None means `Absolute()` (1-Lipschitz, as the
+        analysis needs).
+    alpha
+        The algorithm's parameter, > 9/8.
+    learn_intercept
+        Whether to add a constant feature of value 1.
+
+    Targets must be finite real numbers; feature values finite with |x| < 1e150 (so x^2 and the
+    sums of squares stay finite): a ValueError naming the feature otherwise, model unchanged.
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics
+    >>> import river_pa
+
+    >>> model = river_pa.FullScaleInvariantRegressor()
+    >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
+    MAE: 7.469223
+
+    """
+
     _default_loss = optim.losses.Absolute()
 
     def _unit_test_skips(self) -> set[str]:

@@ -16,7 +16,7 @@ from river import base
 
 from river_pa.structured import _numba
 from river_pa._core.features import Vocabulary, to_values
-from river_pa.linear_model.base import check_positive, check_variant
+from river_pa._core.validation import check_label, check_positive, check_variant
 
 __all__ = ["PASequenceTagger"]
 
@@ -158,11 +158,11 @@ class PASequenceTagger(base.Estimator):
             raise ValueError(f"ys must be a list of one tag per token: xs has {m} tokens, ys {n}")
         for i, tag in enumerate(ys):
             try:
-                hash(tag)
+                check_label(tag)
             except TypeError:
                 raise TypeError(f"tag {i} ({tag!r}) is not hashable") from None
-            if isinstance(tag, float | np.floating) and math.isnan(tag):  # NaN != NaN: each
-                raise ValueError(f"tag {i} must not be NaN, got {tag!r}")  # would be a new tag
+            except ValueError as err:
+                raise ValueError(f"tag {i} {str(err).removeprefix('a label ')}") from None
             if not learn and tag not in self._tag_index:
                 raise ValueError(f"tag {i} ({tag!r}) was never seen in training")
         if learn:

@@ -22,7 +22,7 @@ def test_vocabulary_positions_and_sink():
     assert v.insert(("x", "y", "x")).tolist() == [1, 2, 1]
     assert v.lookup(("y", "unseen", "x")).tolist() == [2, 0, 1]
     assert v.size == 3 and v.keys() == ["x", "y"]
-    assert not v.known(v.lookup(("unseen",))) and v.known(v.lookup(("x",)))
+    assert v.n_unseen(v.lookup(("unseen", "x", "other"))) == 2 and v.n_unseen(v.lookup(("x",))) == 0
     assert v.size == 3  # lookup never grows it
 
 

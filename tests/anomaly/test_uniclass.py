@@ -1,4 +1,4 @@
-"""PAUniclass: the paper's uniclass steps, bounds and River's anomaly-detector checks.
+"""PAUniclass: the paper's uniclass steps and bounds (River's checks: tests/test_estimators.py).
 
 Source: Crammer et al. (2006), Online Passive-Aggressive Algorithms, JMLR 7, Section 6.
 Distances and losses here are recomputed with numpy from the public `center` and `radius`,
@@ -14,8 +14,7 @@ import pickle
 
 import numpy as np
 import pytest
-import river.checks
-from river import anomaly, base, datasets
+from river import anomaly, datasets
 
 from river_pa import PAUniclass
 
@@ -263,27 +262,3 @@ def test_pickle_roundtrip_keeps_scores():
         assert copy.score_one(x) == model.score_one(x)
         copy.learn_one(x)
         model.learn_one(x)
-
-
-def _shuttle_datasets(model, scale=1):
-    """River's `_yield_datasets` for anomaly detectors, with the bundled Shuttle data."""
-    if isinstance(model, base.AnomalyDetector):
-        yield datasets.Shuttle().take(1000 * scale)
-
-
-@pytest.mark.parametrize("params", list(PAUniclass._unit_test_params()))
-def test_river_checks_on_shuttle(monkeypatch, params):
-    """River's full `check_estimator` list, with CreditCard (a download that fails here) replaced
-    by the bundled Shuttle (1,000 events, 68 anomalies; 10,000 for the memory check). The
-    replaced data set feeds check_roc_auc, check_learn_one, check_pickling, the feature
-    shuffling/emerging/disappearing checks, purity, aliasing, clone independence and
-    check_bounded_memory_growth; the checks without data run unchanged."""
-    monkeypatch.setattr(river.checks, "_yield_datasets", _shuttle_datasets)
-    model = PAUniclass(**params)
-    names = []
-    for check in river.checks.yield_checks(model):
-        if check.__name__ in model._unit_test_skips():
-            continue
-        check(model.clone())
-        names.append(check.__name__)
-    assert "check_roc_auc" in names and "check_bounded_memory_growth" in names

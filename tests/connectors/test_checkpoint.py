@@ -87,9 +87,9 @@ def test_a_directory_as_checkpoint_path_is_refused(tmp_path, model):
 def test_an_unwritable_checkpoint_path_stops_the_daemon_before_it_consumes(capsys):
     # it used to emit a batch of predictions, die with a traceback at the first save, and do
     # the same again on every restart
-    from connectors import cli
+    from river_pa.cli import main
 
-    assert cli.main(["--checkpoint-path", "/proc/river-pa-test/ck.bin",
+    assert main(["serve", "--checkpoint-path", "/proc/river-pa-test/ck.bin",
                      "--bootstrap-servers", "127.0.0.1:1"]) == 3
     assert "cannot write a checkpoint there" in capsys.readouterr().err
 

@@ -20,8 +20,9 @@ from river.utils.math import sigmoid
 from river_pa import PAClassifier, PARegressor
 from river_pa.evaluate import datasets
 from river_pa.evaluate.fastmetrics import SUPPORTED, MarginMetrics, RiverMarginMetrics
-from river_pa.evaluate.libsvm import parse_libsvm, read_libsvm
-from river_pa.evaluate.job import evaluate, main
+from river_pa.evaluate.libsvm import CSR, parse_libsvm, read_libsvm
+from river_pa import cli, report
+from river_pa.evaluate.job import evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = datasets.shared_folder()
@@ -37,10 +38,15 @@ def river_score(dataset, model, names, **kwargs):
     return {type(m).__name__: m.get() for m in bundle}
 
 
+def main(args):
+    return cli.main(["evaluate", *args])
+
+
 def run_main(tmp_path, *args):
-    report = tmp_path / "report.json"
-    assert main([*args, "--quiet", "--report", str(report)]) == 0
-    return json.loads(report.read_text()), report
+    """The last snapshot of the run's report (the summary), and the report's path."""
+    path = tmp_path / "report.jsonl"
+    assert main([*args, "--quiet", "--report-path", str(path)]) == 0
+    return report.load(path)[-1], path
 
 
 # -- the main job equals River's progressive validation ---------------------------------------
@@ -62,7 +68,8 @@ def test_params_reach_the_model(tmp_path):
     expected = river_score(river_datasets.Phishing(), PAClassifier(variant="PA-II", C=0.01),
                            ["Accuracy", "LogLoss"])
     assert summary["metrics"] == expected
-    summary_json, _ = run_main(tmp_path, "phishing", "--params", '{"variant": "PA-II", "C": 0.01}',
+    summary_json, _ = run_main(tmp_path, "phishing", "--model-params",
+                               '{"variant": "PA-II", "C": 0.01}',
                                "--metric", "Accuracy", "--metric", "LogLoss")
     assert summary_json["metrics"] == expected
 
@@ -87,7 +94,9 @@ def test_delay_one_is_no_delay(tmp_path):
     one, _ = run_main(tmp_path, "trump-approval", "--delay", "1")
     none, _ = run_main(tmp_path, "trump-approval")
     assert one["metrics"] == none["metrics"]
-    assert one["path"].endswith("(delay 1)") and none["path"].startswith("compiled") is False
+    assert one["path"] == none["path"] == "compiled: PARegressor.progressive_csr"
+    two, _ = run_main(tmp_path, "trump-approval", "--delay", "2")
+    assert two["path"] == "River iter_progressive_val_score: delay 2: labels are learned late"
 
 
 # -- compiled path == generic River path ------------------------------------------------------
@@ -131,6 +140,22 @@ def test_hash_collisions_fall_back_to_the_river_path():
                                         ["Accuracy", "LogLoss"])
 
 
+def test_a_later_block_with_a_hash_collision_is_learned_event_by_event():
+    """Block 1 (events 0-1) uses one column; block 2 two columns hashed to one position."""
+    model = PAClassifier(n_features=2)
+    keys = ["k0", "k1", "k2"]
+    pos = model._index.lookup(tuple(keys)).tolist()
+    pair = next([i, j] for i in range(3) for j in range(i) if pos[i] == pos[j])
+    indices = [pair[0], pair[0], *pair, pair[1]]
+    csr = CSR(np.array([0, 1, 2, 4, 5]), np.array(indices), np.array([1.0, 2.0, 1.0, 3.0, 1.0]),
+              np.array([1.0, -1.0, 1.0, 1.0]), keys=keys)
+    data = datasets.Data("collide", "binary", [True, False, True, True], csr=csr)
+    result = evaluate(data, model, ["Accuracy", "LogLoss"], every=2)
+    assert result.path == "compiled: PAClassifier.progressive_csr"
+    assert result.values == river_score(list(data), PAClassifier(n_features=2),
+                                        ["Accuracy", "LogLoss"])
+
+
 def test_compiled_path_on_a_libsvm_file_equals_river_on_the_dicts(tmp_path):
     stream = list(itertools.islice(river_datasets.Phishing(), 600))
     keys = list(stream[0][0])
@@ -140,7 +165,7 @@ def test_compiled_path_on_a_libsvm_file_equals_river_on_the_dicts(tmp_path):
             feats = " ".join(f"{keys.index(k) + 1}:{v!r}" for k, v in x.items() if v != 0)
             f.write(f"{'+1' if y else '-1'} {feats}\n")
     summary, _ = run_main(tmp_path, str(path))
-    assert summary["path"] == "compiled (learn_csr)"
+    assert summary["path"] == "compiled: PAClassifier.progressive_csr"
     renamed = [({keys.index(k) + 1: v for k, v in x.items() if v != 0}, y) for x, y in stream]
     assert summary["metrics"] == river_score(renamed, PAClassifier(),
                                              ["Accuracy", "F1", "LogLoss"])
@@ -275,7 +300,7 @@ def test_csv_and_jsonl_files_equal_river(tmp_path):
     expected = river_score(stream, PAClassifier(), ["Accuracy", "F1", "LogLoss"])
     from_csv, _ = run_main(tmp_path, str(csv_path), "--target", "label")
     from_jsonl, _ = run_main(tmp_path, str(jsonl_path))
-    assert from_csv["path"].startswith("compiled") and from_jsonl["path"].startswith("River")
+    assert from_csv["path"] == from_jsonl["path"] == "compiled: PAClassifier.progressive_csr"
     assert from_csv["metrics"] == expected == from_jsonl["metrics"]
 
 
@@ -333,7 +358,7 @@ def test_labels_that_cannot_be_targets_name_the_line(tmp_path, capsys):
     listy.write_text('{"x": {"a": 1}, "y": 1}\n{"x": {"a": 2}, "y": [0]}\n')
     assert main([str(listy), "--quiet"]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"river-pa evaluate: {listy}:2: 'y' must be a number, a string, true/false or null, "
+        f"river-pa evaluate: {listy}:2: 'y' must be a number, a string or true/false, "
         "got [0]")
     empty = tmp_path / "empty_target.csv"
     empty.write_text("a,label\n1,1\n2,\n3,0\n")
@@ -376,15 +401,15 @@ def test_an_unwritable_plot_or_report_keeps_the_summary(tmp_path, capsys):
 
 def test_report_rows_and_plot(tmp_path):
     plot = tmp_path / "curves.png"
-    summary, report = run_main(tmp_path, "phishing", "--every", "300", "--limit", "1000",
-                               "--plot", str(plot))
-    rows = list(csv.DictReader(open(tmp_path / "report.csv")))
-    assert [int(r["step"]) for r in rows] == [300, 600, 900, 1000]
+    summary, path = run_main(tmp_path, "phishing", "--every", "300", "--limit", "1000",
+                             "--plot", str(plot))
+    rows = report.load(path)
+    assert [r["events"] for r in rows] == [300, 600, 900, 1000]
     expected = river_score(itertools.islice(river_datasets.Phishing(), 1000), PAClassifier(),
                            ["Accuracy", "F1", "LogLoss"])
-    assert float(rows[-1]["Accuracy"]) == expected["Accuracy"] == summary["metrics"]["Accuracy"]
-    assert all(float(r["events_per_s"]) > 0 and float(r["rss_mib"]) > 10 for r in rows)
-    assert summary["events"] == 1000 and summary["rows_csv"] == "report.csv"
+    assert rows[-1]["metrics"]["Accuracy"] == expected["Accuracy"]
+    assert all(r["throughput_eps"] > 0 and r["rss_mib"] > 10 for r in rows)
+    assert summary["events"] == 1000 and summary["model"] == "PAClassifier"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -34,4 +34,4 @@ def test_broker_restart_mid_stream(kafka, elec2_path, restart_broker):
     assert report["learned"] == N_EVENTS
     steps = evaluate.iter_progressive_val_score(
         rows, make_model("PAClassifier", {}), metrics.Accuracy(), delay=DELAY, step=N_EVENTS)
-    assert report["value"] == list(steps)[-1]["Accuracy"].get()
+    assert report["metrics"]["Accuracy"] == list(steps)[-1]["Accuracy"].get()

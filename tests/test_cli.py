@@ -1,0 +1,98 @@
+"""The `river-pa` command line: subcommands, --version, one-line usage errors with status 2,
+every serve flag with help and default, the same flag names in evaluate and serve."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from river_pa import __version__, cli
+from river_pa.connectors.config import ServeConfig, load_config
+
+
+def subcommand(name: str) -> argparse.ArgumentParser:
+    parser = cli.build_parser()
+    actions = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return actions.choices[name]
+
+
+def test_version(capsys):
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out == f"river-pa {__version__}\n"
+
+
+def test_every_serve_flag_has_help_and_shows_its_default():
+    flags = {a.dest: a for a in subcommand("serve")._actions if a.dest != "help"}
+    assert set(flags) == {"config", *(f.name for f in dataclasses.fields(ServeConfig))}
+    for f in dataclasses.fields(ServeConfig):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        shown = "none" if default is None else json.dumps(default) if isinstance(
+            default, (dict, list)) else str(default)
+        assert f"(default: {shown}; RIVER_PA_{f.name.upper()})" in flags[f.name].help, f.name
+
+
+def test_evaluate_and_serve_use_the_same_names_for_the_same_things():
+    def visible(name):
+        return {s for a in subcommand(name)._actions if a.help != argparse.SUPPRESS
+                for s in a.option_strings}
+
+    shared = {"--model", "--model-params", "--metric", "--report-path"}
+    assert shared <= visible("evaluate") & visible("serve")
+    assert not {"--params", "--report"} & (visible("evaluate") | visible("serve"))
+    metric = {name: next(a for a in subcommand(name)._actions if a.dest == "metric")
+              for name in ("evaluate", "serve")}
+    assert all(isinstance(a, argparse._AppendAction) for a in metric.values())
+
+
+def test_the_old_evaluate_names_still_work(tmp_path):
+    args = cli.build_parser().parse_args(["evaluate", "--params", '{"C": 2}', "--report", "r"])
+    assert (args.model_params, args.report_path) == ('{"C": 2}', "r")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["nope"], "river-pa: argument {evaluate,serve,report}: invalid choice: 'nope'"),
+    (["evaluate", "--delay", "x"], "river-pa evaluate: argument --delay: invalid int value: 'x'"),
+    (["serve", "--rolling-window", "x"], "argument --rolling-window: invalid int value: 'x'"),
+    (["serve", "--model-params", "[1]"], "argument --model-params: not a JSON object: '[1]'"),
+    (["report"], "river-pa report: the following arguments are required: file"),
+    ([], "usage: river-pa"),
+])
+def test_usage_errors_are_one_line_on_stderr_with_status_2(capsys, argv, message):
+    assert cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("command", ["evaluate", "serve"])
+def test_an_unknown_metric_is_one_line_with_status_2(capsys, command):
+    extra = ["--bootstrap-servers", "127.0.0.1:1"] if command == "serve" else []
+    assert cli.main([command, "--metric", "Accuracy,Nope", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"river-pa {command}: unknown metric 'Nope'; choose one of Accuracy,")
+    assert err.count("\n") == 1
+
+
+def test_serve_metrics_from_flags_environment_and_toml(tmp_path):
+    assert load_config(["--metric", "Accuracy", "--metric", "LogLoss"], {}).metric == [
+        "Accuracy", "LogLoss"]
+    assert load_config([], {"RIVER_PA_METRIC": "Accuracy,F1"}).metric == ["Accuracy,F1"]
+    toml = tmp_path / "serve.toml"
+    toml.write_text('metric = ["MAE", "RMSE"]\n')
+    assert load_config(["--config", str(toml)], {}).metric == ["MAE", "RMSE"]
+    toml.write_text("metric = [1]\n")
+    with pytest.raises(SystemExit, match="metric must be metric names"):
+        load_config(["--config", str(toml)], {})
+
+
+def test_the_command_line_imports_each_side_lazily():
+    code = ("import sys; from river_pa import cli; cli.build_parser(); "
+            "print(sorted(m for m in ('kafka', 'river', 'numpy', 'numba', 'matplotlib', 'rich',"
+            " 'river_pa.connectors.daemon', 'river_pa.evaluate.job') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.strip() == "[]"

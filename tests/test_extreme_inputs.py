@@ -1,0 +1,250 @@
+"""Every learner, driven with extreme but accepted inputs (hypothesis), keeps a state it can
+use: every number it holds stays finite, and an input it refuses leaves it unchanged (issue 11,
+section 4: the library never keeps state it cannot use).
+
+Extreme: feature values from 1e-300 to 1e149 in magnitude (the parameter-free learners accept
+|x| < 1e150), targets up to 1e300, sample weights up to 1e300. A learner may refuse an event
+(ValueError naming the field), but then its pickle is byte for byte what it was (after the
+prediction on that event, which the full scale-invariant learner may use to refresh its
+pseudo-inverse). Caches of the last event (a learner's `_TRANSIENT`) are not state: a margin
+of 1e300 on x = 1e149 may be inf.
+
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import pickle
+from decimal import Decimal
+
+import hypothesis.strategies as st
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from river import base
+
+import river_pa
+from river_pa._core.validation import TooManyClassesError
+
+MAGNITUDES = [0.0, 1e-300, 1e-10, 1.0, 3.0, 1e10, 1e100, 1e149]
+values = st.sampled_from(MAGNITUDES).flatmap(lambda m: st.sampled_from([m, -m]))
+events = st.dictionaries(st.sampled_from(["a", "b", "c"]), values, max_size=3)
+weights = st.sampled_from([0.0, 1e-300, 0.5, 1.0, 1e10, 1e100, 1e300])
+targets = st.sampled_from([0.0, 1e-300, 1.0, -7.5, 1e10, -1e100, 1e300, -1e300])
+streams = st.lists(st.tuples(events, st.integers(0, 2), targets, weights), min_size=1,
+                   max_size=12)
+
+
+def _learners():
+    for name in river_pa.__all__:
+        cls = getattr(river_pa, name)
+        if inspect.isclass(cls) and issubclass(cls, base.Estimator):
+            for params in cls._unit_test_params():
+                yield pytest.param(cls, params, id=f"{name}{params}")
+
+
+def _numbers(value):
+    """Every float held in `value` (arrays, floats, dicts, lists, nested)."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f":
+            yield from value.ravel().tolist()
+    elif isinstance(value, float):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _numbers(v)
+
+
+def _predict(model, x):
+    """What the learner predicts on x (computing it may refresh internal factorizations), or
+    the ValueError it refuses x with."""
+    try:
+        if isinstance(model, river_pa.PASequenceTagger):
+            model.predict_one([x, x])
+        elif isinstance(model, base.AnomalyDetector):
+            model.score_one(x)
+        else:
+            model.predict_one(x)
+    except ValueError:
+        pass
+
+
+def _state(model) -> dict:
+    """The learner's state: its attributes but the caches of the last event (never pickled)."""
+    return {k: v for k, v in vars(model).items() if k not in getattr(model, "_TRANSIENT", ())}
+
+
+def _learn(model, x, label, target, w):
+    if isinstance(model, river_pa.PASequenceTagger):
+        model.learn_one([x, x], [label, (label + 1) % 3])
+    elif isinstance(model, base.AnomalyDetector):
+        model.learn_one(x)
+    elif isinstance(model, base.MultiLabelClassifier):
+        model.learn_one(x, {"p": label == 1, "q": label == 2}, w)
+    elif isinstance(model, base.Regressor):
+        model.learn_one(x, target, w)
+    elif getattr(model, "_multiclass", False):
+        model.learn_one(x, label, w)
+    else:
+        model.learn_one(x, label == 1, w)
+
+
+@pytest.mark.parametrize("cls, params", list(_learners()))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=streams)
+def test_state_stays_finite(cls, params, stream):
+    model = cls(**params)
+    for x, label, target, w in stream:
+        _predict(model, x)
+        before = pickle.dumps(model)
+        try:
+            _learn(model, x, label, target, w)
+        except ValueError:
+            assert pickle.dumps(model) == before
+        bad = [(k, v) for k, v in _state(model).items()
+               if any(not math.isfinite(n) for n in _numbers(v))]
+        assert not bad, f"after learning {x}, {label}, {target}, w={w}: {bad[0][0]}"
+
+
+# -- refusals, each before anything changes ---------------------------------------------------
+
+LABELLED = [(cls, params) for cls, params in (p.values for p in _learners())
+            if not issubclass(cls, base.AnomalyDetector | river_pa.PASequenceTagger)]
+
+
+def _first(cls):
+    return next(cls._unit_test_params())
+
+
+def _refused(model, learn, error, match):
+    before = pickle.dumps(model)
+    with pytest.raises(error, match=match or None):
+        learn()
+    assert pickle.dumps(model) == before
+
+
+@pytest.mark.parametrize("label", [None, float("nan"), np.float64("nan"), pd.NA, pd.NaT])
+@pytest.mark.parametrize("cls", sorted({cls for cls, _ in LABELLED}, key=str))
+def test_missing_labels_are_refused(cls, label):
+    model = cls(**_first(cls))
+    y = {"p": label} if issubclass(cls, base.MultiLabelClassifier) else label
+    _refused(model, lambda: model.learn_one({"a": 1.0}, y), ValueError,
+             "missing|NaN|finite|labels must be bool|must be True or False")
+
+
+def test_missing_tags_are_refused():
+    model = river_pa.PASequenceTagger()
+    _refused(model, lambda: model.learn_one([{"a": 1.0}], [pd.NA]), ValueError,
+             "tag 0 must not be missing")
+
+
+BINARY = [river_pa.PAClassifier, river_pa.RescaledExpClassifier,
+          river_pa.CoordinateScaleInvariantClassifier, river_pa.FullScaleInvariantClassifier]
+
+
+@pytest.mark.parametrize("label", [1 + 0j, np.complex128(1), np.array([1]), Decimal(1), "1", 2])
+@pytest.mark.parametrize("cls", BINARY)
+def test_binary_learners_take_only_binary_labels(cls, label):
+    model = cls()
+    _refused(model, lambda: model.learn_one({"a": 1.0}, label), ValueError, "binary")
+
+
+@pytest.mark.parametrize("cls", [cls for cls, _ in LABELLED] + [river_pa.PAUniclass])
+def test_features_must_be_a_dict(cls):
+    model = cls()
+    with pytest.raises(TypeError, match="x must be a dict, got list"):
+        model.predict_one([1.0, 2.0]) if hasattr(model, "predict_one") else model.score_one([1.0])
+
+
+@pytest.mark.parametrize("cls", [river_pa.FullScaleInvariantClassifier,
+                                 river_pa.FullScaleInvariantRegressor,
+                                 river_pa.CoordinateScaleInvariantRegressor,
+                                 river_pa.RescaledExpRegressor])
+def test_huge_sample_weights_and_targets_are_refused(cls):
+    """Weights of 1e160 made the full learners predict NaN for ever and the coordinate-wise
+    regressor inf; a target of 1e308 collapsed RescaledExpRegressor."""
+    model = cls()
+    y = True if issubclass(cls, base.Classifier) else 1.0
+    model.learn_one({"a": 1.0, "b": 2.0}, y)
+    far = True if issubclass(cls, base.Classifier) else -50.0  # a loss gradient of 1 or more
+    _refused(model, lambda: model.learn_one({"a": 1.0, "b": 2.0}, far, 1e160), ValueError,
+             "sample weight w = 1e\\+160")
+    if cls is river_pa.RescaledExpRegressor:  # squared loss: the gradient grows with y (the
+        # others' absolute loss has gradients of at most 1, so a target of 1e308 is harmless)
+        _refused(model, lambda: model.learn_one({"a": 1.0}, 1e308), ValueError, "y = 1e\\+308")
+    model.learn_one({"a": 1.0, "b": 2.0}, y)
+    assert math.isfinite(model.predict_one({"a": 1.0, "b": 2.0}))
+
+
+@pytest.mark.parametrize("g", [{"a": "1.5"}, {"a": 1 + 0j}, {"a": math.inf}, {"a": 1e200},
+                               np.array(["1.5"])])
+def test_rescaledexp_checks_every_gradient_coordinate(g):
+    opt = river_pa.RescaledExp()
+    opt.step({"a": 0.0}, {"a": 1.0})
+    before = pickle.dumps(opt)
+    with pytest.raises((TypeError, ValueError), match="gradient"):
+        opt.step({"a": 0.0}, g)
+    assert pickle.dumps(opt) == before
+
+
+def test_an_event_too_wide_for_the_full_learner_changes_nothing():
+    """1e6 keys need a 1e6 x 1e6 matrix: MemoryError, raised before the keys enter the
+    vocabulary (they did)."""
+    model = river_pa.FullScaleInvariantClassifier()
+    model.learn_one({"a": 1.0}, True)
+    wide = {f"k{i}": 1.0 for i in range(1_000_000)}
+    _refused(model, lambda: model.learn_one(wide, True), MemoryError, "")
+    assert model.predict_one({"a": 1.0}) is True
+
+
+@pytest.mark.parametrize("cls", [river_pa.PAMultiClassifier, river_pa.PACostSensitiveClassifier,
+                                 river_pa.KernelPAClassifier])
+def test_a_bad_label_in_a_batch_changes_nothing(cls):
+    """A pandas boolean y holding NA made PACostSensitiveClassifier.learn_many raise after the
+    vocabulary grew; the others took NA as a class."""
+    model = cls()
+    model.learn_one({"a": 1.0}, True)
+    X = pd.DataFrame({"a": [1.0, 2.0], "b": [0.5, 0.0]})
+    y = pd.Series([True, pd.NA], dtype="boolean")
+    _refused(model, lambda: model.learn_many(X, y), ValueError, "missing")
+
+
+def nan_cost_for_z(y, r):
+    return math.nan if "z" in (y, r) else 1.0
+
+
+def test_a_bad_cost_in_a_batch_changes_nothing():
+    model = river_pa.PACostSensitiveClassifier(cost=nan_cost_for_z)
+    X = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
+    _refused(model, lambda: model.learn_many(X, pd.Series(["x", "y", "z"])), ValueError,
+             r"cost\('z', 'x'\) must be a finite number")
+
+
+# -- the class bound (issue 11, section 2) ----------------------------------------------------
+
+BOUNDED = [river_pa.PAMultiClassifier, river_pa.PACostSensitiveClassifier,
+           river_pa.KernelPAClassifier, river_pa.PAMultiLabelClassifier]
+
+
+@pytest.mark.parametrize("cls", BOUNDED)
+def test_max_classes_is_a_documented_bound(cls):
+    assert cls().max_classes == 1000 and "max_classes" in cls.__doc__
+    model = cls(max_classes=3)
+    multilabel = issubclass(cls, base.MultiLabelClassifier)
+    for label in "abc":
+        model.learn_one({"x": 1.0}, {label: True} if multilabel else label)
+    _refused(model, lambda: model.learn_one({"x": 1.0}, {"d": True} if multilabel else "d"),
+             TooManyClassesError, "label 'd' would be class number 4 of .*max_classes=3")
+    X = pd.DataFrame({"x": [1.0, 2.0], "new": [1.0, 1.0]})
+    Y = pd.DataFrame({"a": [True, False], "e": [False, True]}) if multilabel else \
+        pd.Series(["a", "e"])
+    _refused(model, lambda: model.learn_many(X, Y), TooManyClassesError, "label 'e'")
+    model.learn_one({"x": 1.0}, {"a": True} if multilabel else "a")  # known labels still learn
+    assert issubclass(TooManyClassesError, ValueError)
+    with pytest.raises(ValueError, match="max_classes must be an int >= 1"):
+        cls(max_classes=0)
