@@ -42,6 +42,7 @@ class ServeConfig:
     checkpoint_key: str | None = None
     checkpoint_every: int = 5000
     checkpoint_seconds: float = 10.0
+    state_topic: str | None = None
     report_every: int = 1000
     report_seconds: float = 10.0
     report_path: str | None = "river-pa-report.jsonl"
@@ -77,6 +78,8 @@ _FLAGS_HELP = {
     "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
     "checkpoint_every": "checkpoint and commit after this many records",
     "checkpoint_seconds": "checkpoint and commit after this many seconds",
+    "state_topic": "compacted topic that keeps a copy of every checkpoint; restored from when the"
+                   " local checkpoint is missing (a new node)",
     "report_every": "a report snapshot after this many events",
     "report_seconds": "a report snapshot after this many seconds",
     "report_path": "JSONL report file the snapshots are appended to (river-pa report renders it)",

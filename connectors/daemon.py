@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import signal
 import time
 from pathlib import Path
@@ -19,11 +20,12 @@ from kafka.errors import IllegalStateError, KafkaError, ProducerFencedError
 from kafka.structs import TopicPartition
 from river import base
 
-from river_pa.connectors import checkpoint
+from river_pa.connectors import checkpoint, snapshots
 from river_pa.connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka_io import (
-    RebalanceQueue, dead_letter_headers, group_size, make_consumer, make_offsets_client, make_producer,
+    RebalanceQueue, dead_letter_headers, group_size, make_admin, make_consumer, make_offsets_client,
+    make_producer,
     offsets_to_commit, tp_key,
 )
 from river_pa.connectors.merge import Merger
@@ -58,6 +60,8 @@ class Daemon:
         self.buffered_upto: dict[TopicPartition, int] = {}
         self.backlog = False
         self.log_ends: dict[TopicPartition, int] = {}
+        self.state_name = f"{cfg.group_id}.{cfg.client_id}"
+        self.state_manifest: dict | None = None  # of the newest copy in the state topic
 
     # ---- state -------------------------------------------------------------------------
 
@@ -123,6 +127,34 @@ class Daemon:
             log.info("restored %s: %d events, offsets %s", path, self.stats.counts["events"],
                      self.next_offsets)
 
+    def _restore_from_state_topic(self) -> None:
+        """Read the newest copy of the checkpoint from the state topic (creating the topic,
+        compacted, replicated up to 3 times) and write it where the checkpoint goes when there
+        is none there (a new node), so `load` verifies it like any checkpoint."""
+        admin = make_admin(self.cfg)
+        try:
+            brokers = len(admin.describe_cluster()["brokers"])
+            snapshots.ensure_topic(admin, self.cfg.state_topic, min(3, brokers))
+        finally:
+            admin.close()
+        reader = make_offsets_client(self.cfg)
+        try:
+            found = snapshots.restore(reader, self.cfg.state_topic, self.state_name)
+        finally:
+            reader.close()
+        if found is None:
+            return
+        self.state_manifest, payload = found
+        path = Path(self.cfg.checkpoint_path)
+        if path.exists():
+            return  # the local file is at least as new: written before its copy was sent
+        tmp = path.with_name(path.name + ".tmp")
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, path)
+        log.info("no local checkpoint: restored version %d (%d bytes) from %s",
+                 self.state_manifest["version"], len(payload), self.cfg.state_topic)
+
     # ---- the loop ------------------------------------------------------------------------
 
     def run(self) -> int:
@@ -136,6 +168,8 @@ class Daemon:
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
             self.producer.begin_transaction()
+        if cfg.state_topic:
+            self._restore_from_state_topic()
         self.load(self.consumer)
         self.rebalances = RebalanceQueue()
         self.topics = [cfg.events_topic] + ([cfg.labels_topic] if cfg.labels_topic else [])
@@ -454,6 +488,11 @@ class Daemon:
         self.producer.flush()
         checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
                         dict(self.next_offsets), self.key)
+        if self.cfg.state_topic:  # with exactly-once, in the transaction of the offsets
+            self.state_manifest = snapshots.publish(
+                self.producer, self.cfg.state_topic, self.state_name,
+                Path(self.cfg.checkpoint_path).read_bytes(), self.state_manifest)
+            self.producer.flush()
         if self.cfg.exactly_once:
             self.producer.commit_transaction()
             if reopen:

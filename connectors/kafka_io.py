@@ -11,7 +11,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from river_pa.connectors.config import ServeConfig
 
 __all__ = [
-    "RebalanceQueue", "client_settings", "dead_letter_headers", "group_size", "make_consumer", "make_producer", "offsets_to_commit",
+    "RebalanceQueue", "client_settings", "dead_letter_headers", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
     "tp_key",
 ]
 
@@ -83,12 +83,17 @@ def make_producer(cfg: ServeConfig) -> KafkaProducer:
     return KafkaProducer(**settings)
 
 
+def make_admin(cfg: ServeConfig) -> KafkaAdminClient:
+    """An admin client with the daemon's connection settings."""
+    return KafkaAdminClient(**{"bootstrap_servers": cfg.bootstrap_servers,
+                               "client_id": f"{cfg.client_id}-admin", **CLIENT_DEFAULTS,
+                               **client_settings(cfg.kafka, KafkaAdminClient)})
+
+
 def group_size(cfg: ServeConfig) -> int:
     """The number of members of the daemon's consumer group (0 when the broker cannot say)."""
     try:
-        admin = KafkaAdminClient(**{"bootstrap_servers": cfg.bootstrap_servers,
-                                    "client_id": f"{cfg.client_id}-admin", **CLIENT_DEFAULTS,
-                                    **client_settings(cfg.kafka, KafkaAdminClient)})
+        admin = make_admin(cfg)
     except KafkaError:
         return 0
     try:

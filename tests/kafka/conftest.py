@@ -22,6 +22,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 from kafka.structs import TopicPartition
 
+from river_pa.connectors import checkpoint
 from river_pa.evaluate.datasets import shared_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,6 +204,13 @@ class Kafka:
     def last_report(self, name: str = "report.jsonl") -> dict:
         """The last line of a daemon's JSONL report (a path relative to the daemon's folder)."""
         return json.loads((self.tmp_path / name).read_text().splitlines()[-1])
+
+    def checkpoint_state(self, name: str) -> dict:
+        """The state in a daemon's last checkpoint (unsigned; after its clean shutdown)."""
+        path = self.tmp_path / f"{name}.ckpt"
+        meta = json.loads(path.open("rb").readline())
+        meta.pop("offsets"), meta.pop("sha256")
+        return checkpoint.load(path, meta, None)
 
     def close(self) -> None:
         """Kill daemons the test left running."""
