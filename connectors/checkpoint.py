@@ -22,6 +22,7 @@ from pathlib import Path
 __all__ = ["CheckpointError", "check_writable", "load", "metadata", "read_header", "save"]
 
 FORMAT = 1
+PROBE_BYTES = 65_536  # written at start when there is no checkpoint yet
 
 
 class CheckpointError(RuntimeError):
@@ -58,11 +59,11 @@ def save(path: str | Path, state: dict, model, offsets: dict[str, int], key: byt
     if key:
         header["hmac"] = _signature(key, header, payload)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(json.dumps(header, sort_keys=True).encode() + b"\n")
-        fh.write(payload)
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        _write_private(tmp, json.dumps(header, sort_keys=True).encode() + b"\n" + payload)
+    except OSError as exc:  # a full disk: no traceback, no stale .tmp; the old file stays
+        tmp.unlink(missing_ok=True)
+        raise CheckpointError(f"{path}: cannot write a checkpoint there ({exc.strerror})") from None
     if path.exists():  # keep it as .prev; `path` itself never goes missing, even on SIGKILL
         prev_tmp = path.with_name(path.name + ".prev.tmp")
         prev_tmp.unlink(missing_ok=True)
@@ -79,11 +80,25 @@ def check_writable(path: str | Path) -> None:
     probe = path.with_name(path.name + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(probe, "wb"):
-            pass
-        probe.unlink()
+        # as many bytes as the next checkpoint will take: on a full disk an empty probe passed,
+        # and every restart re-emitted the predictions since the last checkpoint, then died
+        size = path.stat().st_size if path.is_file() else PROBE_BYTES
+        _write_private(probe, bytes(max(size, PROBE_BYTES)))
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot write a checkpoint there ({exc.strerror})") from None
+    finally:
+        probe.unlink(missing_ok=True)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write and fsync `data` to a new file readable by its owner only (0600): whoever can
+    write a checkpoint runs code in the daemon, whoever can read it sees the model."""
+    path.unlink(missing_ok=True)  # O_CREAT's mode applies to a new file only
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with open(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -120,6 +135,9 @@ def load(path: str | Path, model_factory_meta: dict, key: bytes | None) -> dict:
         fh.readline()
         payload = fh.read()
     _check_versions(path, header, model_factory_meta)
+    if not key and "hmac" in header:  # never load a signed file unchecked
+        raise CheckpointError(f"{path}: the checkpoint is signed but no --checkpoint-key is "
+                              "configured; refusing to load it unverified")
     if key:
         if "hmac" not in header:
             raise CheckpointError(f"{path}: a key is configured but the checkpoint is unsigned")

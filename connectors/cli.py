@@ -15,11 +15,15 @@ __all__ = ["run"]
 
 def run(args) -> int:
     """Serve with the parsed flags `args` until SIGTERM/SIGINT; returns the exit status
-    (1: configuration, 2: unknown model, parameter or metric, 3: checkpoint)."""
+    (1: configuration, report path, cluster unusable or an output lost, 2: unknown model,
+    parameter or metric, 3: checkpoint), with one line on stderr."""
+    from kafka.errors import KafkaError
+
     from river_pa.connectors.checkpoint import CheckpointError, check_writable
     from river_pa.connectors.config import from_args
     from river_pa.connectors.daemon import Daemon
-    from river_pa.connectors.reporting import serve_metrics
+    from river_pa.connectors.kafka_io import OutputError, explain
+    from river_pa.connectors.reporting import check_report_path, serve_metrics
     from river_pa.registry import make_model
 
     try:
@@ -41,10 +45,23 @@ def run(args) -> int:
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 3
     try:
+        check_report_path(cfg.report_path)
+    except OSError as exc:  # was a traceback at the first report, on every restart
+        print(f"river-pa serve: cannot append to --report-path {cfg.report_path} "
+              f"({exc.strerror})", file=sys.stderr)
+        return 1
+    if not cfg.checkpoint_key:
+        logging.getLogger("river_pa.serve").warning(
+            "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s runs code in this daemon at its "
+            "next start; set --checkpoint-key (or RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
+    try:
         return Daemon(cfg, model).run()
     except CheckpointError as exc:
-        print(f"river-pa serve: refusing the checkpoint: {exc}", file=sys.stderr)
+        print(f"river-pa serve: checkpoint: {exc}", file=sys.stderr)
         return 3
+    except (KafkaError, OutputError) as exc:  # nothing was committed past the failure
+        print(f"river-pa serve: {explain(exc, cfg)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -8,21 +8,37 @@ short machine-readable reason that becomes the dead-letter `reason` header.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import reprlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import orjson
 
+from river_pa._core.validation import TooManyClassesError
+
 __all__ = [
-    "BadRecord", "Event", "Label", "decode_event", "decode_label", "encode_json", "label_check_for",
+    "BadRecord", "Event", "Label", "TooManyClassesError", "decode_event", "decode_label",
+    "encode_json", "label_check_for",
 ]
 
 REASONS = (
     "oversize", "undecodable", "invalid_json", "not_an_object", "missing_id", "missing_x",
     "bad_x", "non_numeric", "non_finite", "bad_label", "bad_ts", "label_rejected",
+    "too_many_classes", "output_rejected",
 )
+
+
+# Error details quote record values through reprlib: it cuts long strings and deep nesting
+# (a plain repr of a label nested 1,000 levels deep raised RecursionError out of the loop).
+_PREVIEW = reprlib.Repr()  # keyword arguments only from Python 3.12
+_PREVIEW.maxlevel, _PREVIEW.maxstring, _PREVIEW.maxother = 3, 40, 40
+
+
+def _preview(value) -> str:
+    return _PREVIEW.repr(value)
 
 
 class BadRecord(ValueError):
@@ -73,21 +89,30 @@ def _is_regressor(model) -> bool:
 
 def _regression_label(y):
     if isinstance(y, bool) or not isinstance(y, (int, float)):
-        raise BadRecord("bad_label", f"a regressor needs a number, got {y!r:.40}")
+        raise BadRecord("bad_label", f"a regressor needs a number, got {_preview(y)}")
     if not math.isfinite(y):
         raise BadRecord("bad_label", "label is not finite")
     return float(y)
 
 
 def _binary_label(y):
-    if not isinstance(y, bool):
-        raise BadRecord("bad_label", f"a binary classifier needs true/false, got {y!r:.40}")
-    return y
+    """True/False, or the numbers PAClassifier.learn_one takes (1 -> True; 0 and -1 -> False)."""
+    from river_pa.linear_model.pa import encode_binary_label
+
+    if isinstance(y, bool):
+        return y
+    if isinstance(y, (int, float)):
+        try:
+            return encode_binary_label(y) > 0
+        except ValueError:
+            pass
+    raise BadRecord("bad_label",
+                    f"a binary classifier needs true/false, 1/0 or 1/-1, got {_preview(y)}")
 
 
 def _multiclass_label(y):
     if isinstance(y, float) or not isinstance(y, (bool, int, str)):
-        raise BadRecord("bad_label", f"a classifier needs a bool, int or string, got {y!r:.40}")
+        raise BadRecord("bad_label", f"a classifier needs a bool, int or string, got {_preview(y)}")
     return y
 
 
@@ -154,9 +179,9 @@ def _features(obj: dict) -> dict[str, float]:
         raise BadRecord("bad_x", f"x is a {type(x).__name__}, not an object")
     for key, value in x.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadRecord("non_numeric", f"feature {key!r:.40}")
+            raise BadRecord("non_numeric", f"feature {_preview(key)}")
         if not math.isfinite(value):
-            raise BadRecord("non_finite", f"feature {key!r:.40}")
+            raise BadRecord("non_finite", f"feature {_preview(key)}")
     return x
 
 
@@ -165,12 +190,29 @@ def _timestamp(obj: dict) -> int | None:
     if ts is None:
         return None
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
-        raise BadRecord("bad_ts", f"{ts!r:.40}")
+        raise BadRecord("bad_ts", f"{_preview(ts)}")
     if not -2**63 <= ts < 2**63:  # event_ts is echoed in the prediction; orjson writes int64 only
-        raise BadRecord("bad_ts", f"{ts!r:.40} is outside the 64-bit range of epoch ms")
+        raise BadRecord("bad_ts", f"{_preview(ts)} is outside the 64-bit range of epoch ms")
     return int(ts)
 
 
+def _only_bad_records(decode):
+    """No exception but BadRecord leaves a decoder: one record must never stop the daemon
+    (and stop it again at the same offset on every restart)."""
+    @functools.wraps(decode)
+    def guarded(raw, check_label, max_bytes):
+        try:
+            return decode(raw, check_label, max_bytes)
+        except BadRecord:
+            raise
+        except RecursionError:  # orjson stops at 1024 levels, the json fallback overflows
+            raise BadRecord("invalid_json", "nested too deeply") from None
+        except Exception as exc:  # a decoder path not thought of: still a dead letter
+            raise BadRecord("undecodable", f"{type(exc).__name__}: {exc}") from None
+    return guarded
+
+
+@_only_bad_records
 def decode_event(raw: bytes | None, check_label: Callable, max_bytes: int) -> Event:
     """Parse an event value `{"id", "x", "y"?, "ts"?}` or raise BadRecord."""
     obj = _load_object(raw, max_bytes)
@@ -183,6 +225,7 @@ def decode_event(raw: bytes | None, check_label: Callable, max_bytes: int) -> Ev
     )
 
 
+@_only_bad_records
 def decode_label(raw: bytes | None, check_label: Callable, max_bytes: int) -> Label:
     """Parse a label value `{"id", "y"}` or raise BadRecord."""
     obj = _load_object(raw, max_bytes)

@@ -47,6 +47,7 @@ class ServeConfig:
     report_seconds: float = 10.0
     report_path: str | None = "river-pa-report.jsonl"
     pending_max: int = 100_000
+    pending_max_bytes: int = 256 * 2**20
     pending_ttl_ms: int | None = None
     max_record_bytes: int = 100_000
     max_poll_records: int = 500
@@ -69,7 +70,8 @@ _FLAGS_HELP = {
     "group_id": "Kafka consumer group; daemons of one group share the partitions",
     "client_id": "Kafka client id of this daemon",
     "auto_offset_reset": "where a partition with no committed offset starts: earliest or latest",
-    "model": "a river_pa class name or an import path 'module:factory'",
+    "model": "a river_pa class name, or 'module:attribute' naming a River estimator class or "
+             "instance (the module is imported: trusted modules only)",
     "model_params": "JSON object of keyword arguments for the model",
     "metric": "river.metrics class name, repeatable or comma-separated "
               "(default: Accuracy, or MAE for regressors)",
@@ -85,6 +87,8 @@ _FLAGS_HELP = {
     "report_path": "JSONL report file the snapshots are appended to (river-pa report renders it)",
     "pending_max": "events kept waiting for their label at most (the oldest are expired)",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
+    "pending_max_bytes": "memory budget of the events waiting for a label (features and "
+                         "predictions, bytes); the oldest are evicted and counted as expired",
     "max_record_bytes": "records larger than this are dead-lettered as oversize",
     "max_poll_records": "records processed at most per batch",
     "poll_timeout_ms": "how long a poll waits for records when none are ready",
@@ -222,8 +226,9 @@ def from_args(args: dict, environ=None) -> ServeConfig:
     return _check_values(ServeConfig(**values))
 
 
-_POSITIVE = ("rolling_window", "checkpoint_every", "pending_max", "max_record_bytes",
-             "max_poll_records", "max_buffered", "session_timeout_ms", "batch_seconds")
+_POSITIVE = ("rolling_window", "checkpoint_every", "pending_max", "pending_max_bytes",
+             "max_record_bytes", "max_poll_records", "max_buffered", "session_timeout_ms",
+             "batch_seconds")
 _NOT_NEGATIVE = ("checkpoint_seconds", "report_every", "report_seconds", "pending_ttl_ms",
                  "poll_timeout_ms")
 

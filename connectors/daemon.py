@@ -16,20 +16,21 @@ import signal
 import time
 from pathlib import Path
 
-from kafka.errors import IllegalStateError, KafkaError, ProducerFencedError
+from kafka.errors import IllegalStateError, KafkaError, MessageSizeTooLargeError, ProducerFencedError
 from kafka.structs import TopicPartition
 from river import base
 
 from river_pa.connectors import checkpoint, snapshots
-from river_pa.connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
+from river_pa.connectors.codec import (
+    BadRecord, TooManyClassesError, decode_event, decode_label, encode_json, label_check_for,
+)
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka_io import (
-    RebalanceQueue, dead_letter_headers, group_size, make_admin, make_consumer, make_offsets_client,
-    make_producer,
-    offsets_to_commit, tp_key,
+    Outputs, RebalanceQueue, group_size, make_admin, make_consumer, make_offsets_client,
+    make_producer, offsets_to_commit, quiet_bootstrap, topic_limits, tp_key,
 )
 from river_pa.connectors.merge import Merger
-from river_pa.connectors.pending import Pending, PendingStore
+from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
 from river_pa.connectors.reporting import Reporter, Stats, serve_metrics
 
 __all__ = ["Daemon"]
@@ -69,8 +70,10 @@ class Daemon:
         """The state of a daemon that has seen nothing."""
         self.model = self.pristine.clone()
         self.stats = Stats(serve_metrics(self.cfg.metric, self.model), self.cfg.rolling_window)
-        self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms)
-        self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms)
+        self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
+                                    self.cfg.pending_max_bytes)
+        self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
+                                  self.cfg.pending_max_bytes)
         self.next_offsets: dict[str, int] = {}
 
     def _state(self) -> dict:
@@ -162,9 +165,12 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         cfg = self.cfg
-        self.consumer = make_consumer(cfg)
-        self.producer = make_producer(cfg)
-        self.offsets_client = make_offsets_client(cfg) if cfg.labels_topic else None
+        with quiet_bootstrap():
+            self.consumer = make_consumer(cfg)
+            self.producer = make_producer(cfg)
+            self.offsets_client = make_offsets_client(cfg) if cfg.labels_topic else None
+        outputs = [t for t in (cfg.predictions_topic, cfg.dead_letter_topic, cfg.metrics_topic) if t]
+        self.outputs = Outputs(self.producer, cfg.dead_letter_topic, topic_limits(cfg, outputs))
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
             self.producer.begin_transaction()
@@ -385,8 +391,9 @@ class Daemon:
             return self._dead_letter(record, exc)
         self.stats.counts["events"] += 1
         self.events_this_run += 1
-        self._count_expired(self.pending.expire(record.timestamp))
-        self._count_orphans(self.early.expire(record.timestamp))
+        now = self.pending.clock(record.timestamp)
+        self._count_expired(self.pending.expire(now))
+        self._count_orphans(self.early.expire(now))
         y_pred, proba = self._predict(event.x)
         self._emit(record, event, y_pred, proba)
         scored = proba if self.stats.uses_proba else y_pred
@@ -394,7 +401,8 @@ class Daemon:
         if y is None:
             early = self.early.pop(event.id)
             if early is None:
-                self._count_expired(self.pending.add(event.id, Pending(event.x, scored, record.timestamp)))
+                entry = Pending(event.x, scored, now, entry_bytes(event.x, scored))
+                self._count_expired(self.pending.add(event.id, entry))
                 return
             y = early.y_pred  # its label came first: scored and learned now
         self.stats.score(y, scored, None)  # delay statistics are for late labels
@@ -407,7 +415,8 @@ class Daemon:
             return self._dead_letter(record, exc)
         entry = self.pending.pop(label.id)
         if entry is None:  # its event has not come (yet): kept, bounded like pending events
-            self._count_orphans(self.early.add(label.id, Pending(None, label.y, record.timestamp)))
+            early = Pending({}, label.y, self.early.clock(record.timestamp), entry_bytes({}, label.y))
+            self._count_orphans(self.early.add(label.id, early))  # y_pred holds the label
             return
         self.stats.score(label.y, entry.y_pred, record.timestamp - entry.ts)
         self._learn(record, entry.x, label.y)
@@ -423,6 +432,9 @@ class Daemon:
     def _learn(self, record, x: dict, y) -> None:
         try:
             self.model.learn_one(x, y)
+        except TooManyClassesError as exc:  # whoever writes labels would control our memory
+            self._dead_letter(record, BadRecord("too_many_classes", str(exc)))
+            return
         except (ValueError, TypeError) as exc:  # a label the checks let through
             self._dead_letter(record, BadRecord("label_rejected", f"{type(exc).__name__}: {exc}"))
             return
@@ -449,20 +461,22 @@ class Daemon:
         }
         if proba is not None:
             value["proba"] = {str(k): v for k, v in proba.items()}
-        self.producer.send(self.cfg.predictions_topic, key=event.id.encode(),
-                           value=encode_json(value))
+        try:
+            self.outputs.send(self.cfg.predictions_topic, encode_json(value), key=event.id.encode())
+        except MessageSizeTooLargeError as exc:  # e.g. a huge id, the proba of many classes
+            self._dead_letter(record, BadRecord("output_rejected", f"prediction: {exc}"))
 
     def _dead_letter(self, record, exc: BadRecord) -> None:
         self.stats.dead_letter(exc.reason)
-        self.producer.send(self.cfg.dead_letter_topic, key=record.key, value=record.value,
-                           headers=dead_letter_headers(record, exc.reason, exc.detail))
+        if self.outputs.dead_letter(record, exc.reason, exc.detail):
+            self.stats.counts["truncated_dead_letters"] += 1
 
     def _send_report(self, report: dict) -> None:
         # with exactly-once a report joins the open transaction: send it only when a commit
         # is due soon, or an idle daemon would outlive the broker's transaction timeout
         idle_transaction = self.cfg.exactly_once and not self.since_checkpoint
         if self.cfg.metrics_topic and not idle_transaction:
-            self.producer.send(self.cfg.metrics_topic, value=encode_json(report))
+            self.outputs.send(self.cfg.metrics_topic, encode_json(report))
 
     def _report(self) -> dict:
         snapshot = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early)}
@@ -485,14 +499,14 @@ class Daemon:
         offsets = offsets_to_commit(self.next_offsets, self.consumer.assignment())
         if self.cfg.exactly_once:
             self.producer.send_offsets_to_transaction(offsets, group)
-        self.producer.flush()
+        self.outputs.check()  # raises before the checkpoint and the commit if a send failed
         checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
                         dict(self.next_offsets), self.key)
         if self.cfg.state_topic:  # with exactly-once, in the transaction of the offsets
             self.state_manifest = snapshots.publish(
-                self.producer, self.cfg.state_topic, self.state_name,
+                self.outputs.send, self.cfg.state_topic, self.state_name,
                 Path(self.cfg.checkpoint_path).read_bytes(), self.state_manifest)
-            self.producer.flush()
+            self.outputs.check()
         if self.cfg.exactly_once:
             self.producer.commit_transaction()
             if reopen:

@@ -1,24 +1,32 @@
-"""kafka-python clients configured for the daemon, and the dead-letter record format."""
+"""kafka-python clients configured for the daemon, checked sends, and the dead-letter format."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import socket
 import threading
+from collections import deque
 
 from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import errors as kafka_errors
 from kafka.errors import KafkaError
+from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
 
 __all__ = [
-    "RebalanceQueue", "client_settings", "dead_letter_headers", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
-    "tp_key",
+    "OutputError", "Outputs", "RebalanceQueue", "client_settings", "dead_letter_headers",
+    "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
+    "quiet_bootstrap", "topic_limits", "tp_key",
 ]
 
 
 # Retry a lost broker every 2 s at most (kafka-python backs off up to 30 s), so a daemon is
 # back within seconds of a broker restart. Any setting here can be overridden by `[kafka]`.
-CLIENT_DEFAULTS = {"reconnect_backoff_max_ms": 2000}
+# A cluster that cannot be reached at start is reported after 10 s (kafka-python waits 30 s).
+CLIENT_DEFAULTS = {"reconnect_backoff_max_ms": 2000, "bootstrap_timeout_ms": 10_000}
 
 # Settings of `[kafka]` go to the clients that take them (max_poll_interval_ms only to the
 # consumers, linger_ms only to the producer). Refused: the ones the daemon's guarantees rest
@@ -104,6 +112,46 @@ def group_size(cfg: ServeConfig) -> int:
         admin.close()
 
 
+@contextlib.contextmanager
+def quiet_bootstrap():
+    """Mute kafka-python while the clients connect: it logs each failed attempt (60 lines for a
+    wrong password), and `explain` states the cause in one line."""
+    logger = logging.getLogger("kafka")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def explain(exc: Exception, cfg: ServeConfig) -> str:
+    """One line saying why the daemon cannot work with the cluster (for the exit message).
+
+    kafka-python reports every failed bootstrap alike ("Unable to bootstrap"), also a wrong
+    SASL password (the broker closes the connection): a plain TCP connection tells them apart.
+    """
+    if isinstance(exc, OutputError):
+        return str(exc)
+    if isinstance(exc, kafka_errors.AuthorizationError):
+        return f"not authorized: {type(exc).__name__}: {exc}"
+    if not (isinstance(exc, kafka_errors.KafkaTimeoutError) and "bootstrap" in str(exc)):
+        return f"Kafka error: {type(exc).__name__}: {exc}"
+    address = cfg.bootstrap_servers.split(",")[0].strip()
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except (OSError, ValueError) as err:
+        return f"no broker at {address} ({getattr(err, 'strerror', None) or err})"
+    protocol = cfg.kafka.get("security_protocol", "PLAINTEXT")
+    if protocol.startswith("SASL"):
+        return (f"authentication failed at {address}: the broker closed the connection after the "
+                f"SASL {cfg.kafka.get('sasl_mechanism', 'PLAIN')} login of user "
+                f"{cfg.kafka.get('sasl_plain_username')!r} (wrong user or password?)")
+    return (f"{address} accepts connections but does not speak {protocol} Kafka to us: a SASL "
+            "or SSL listener? set security_protocol (and sasl_*/ssl_*) in [kafka]")
+
+
 def tp_key(tp) -> str:
     """The checkpoint's name for a partition (a TopicPartition or a consumer record)."""
     return f"{tp.topic}:{tp.partition}"
@@ -127,6 +175,95 @@ def dead_letter_headers(record, reason: str, detail: str) -> list[tuple[str, byt
         ("source_partition", str(record.partition).encode()),
         ("source_offset", str(record.offset).encode()),
     ]
+
+
+# Kafka's default message.max.bytes, for a topic whose max.message.bytes cannot be read (not
+# created yet: it will get the broker's default; or no DESCRIBE_CONFIGS permission).
+DEFAULT_TOPIC_LIMIT = 1_048_588
+
+
+def topic_limits(cfg: ServeConfig, topics: list[str]) -> dict[str, int]:
+    """max.message.bytes of each topic that has it set (read once at start).
+
+    A record over its topic's limit must never reach the broker: kafka-python's idempotent
+    producer treats the refusal as fatal and fails every later send, so `Outputs.send` refuses
+    it first.
+    """
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    try:
+        admin = make_admin(cfg)
+    except kafka_errors.KafkaError:
+        return {}
+    try:
+        described = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, t) for t in topics])["topic"]
+    except kafka_errors.KafkaError:  # e.g. no DESCRIBE_CONFIGS: the default applies
+        return {}
+    finally:
+        admin.close()
+    return {t: int(c["max.message.bytes"]["value"]) for t, c in described.items()
+            if "max.message.bytes" in c}
+
+
+class OutputError(RuntimeError):
+    """An output that could not be written: the daemon stops before committing the offsets
+    that cover it, so a restart serves those records again."""
+
+
+class Outputs:
+    """The daemon's producer, with every send checked before the offsets it covers are committed.
+
+    kafka-python reports a failed send only through its future (and, with a topic it may not
+    write, went on dropping every later send while the daemon committed): failures are collected
+    by an errback (it runs on the producer's IO thread) and raised by `check`. A record too large
+    for its topic or the producer is refused by `send` before it is sent.
+    """
+
+    def __init__(self, producer: KafkaProducer, dead_letter_topic: str, limits: dict[str, int]):
+        self.producer = producer
+        self.dead_letter_topic = dead_letter_topic
+        self.max_request_size = producer.config["max_request_size"]
+        self.limits = limits
+        self.failed: deque = deque()  # (topic, exception)
+
+    def limit(self, topic: str) -> int:
+        """The largest record (bytes, as a one-record batch) that `topic` takes from us."""
+        return min(self.max_request_size, self.limits.get(topic, DEFAULT_TOPIC_LIMIT))
+
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers=None):
+        """Send one record, or raise MessageSizeTooLargeError when it is over `limit(topic)`."""
+        size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, headers or [])
+        if size > self.limit(topic):
+            raise kafka_errors.MessageSizeTooLargeError(
+                f"{size} bytes, topic {topic} takes at most {self.limit(topic)}")
+        future = self.producer.send(topic, key=key, value=value, headers=headers)
+        future.add_errback(self._on_error, topic)
+
+    def _on_error(self, topic, exc) -> None:
+        self.failed.append((topic, exc))
+
+    def dead_letter(self, record, reason: str, detail: str) -> bool:
+        """Send `record` unchanged to the dead-letter topic, its value cut to fit the topic
+        (headers `truncated` and `original_size` then say so); True when it was cut."""
+        headers = dead_letter_headers(record, reason, detail)
+        value = record.value
+        limit = self.limit(self.dead_letter_topic)
+        marks = [("truncated", b"true"), ("original_size", b"%d" % len(value or b""))]
+        overhead = DefaultRecordBatchBuilder.estimate_size_in_bytes(record.key, b"", headers + marks)
+        cut = value is not None and overhead + len(value) > limit
+        if cut:
+            headers += marks
+            value = value[:max(limit - overhead - 16, 0)]  # 16: the varints sizing the value
+        self.send(self.dead_letter_topic, value, key=record.key, headers=headers)
+        return cut
+
+    def check(self) -> None:
+        """Flush, then raise OutputError (naming the topic and the cause) if any send failed."""
+        self.producer.flush()
+        if self.failed:
+            topic, exc = self.failed[0]
+            raise OutputError(f"cannot write to topic {topic!r}: {type(exc).__name__}: {exc}")
 
 
 class RebalanceQueue(ConsumerRebalanceListener):

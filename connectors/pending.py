@@ -1,54 +1,83 @@
 """Bounded store of predictions that wait for their late label.
 
-Entries leave the store in three ways: their label arrives (`pop`), the store is full and the
-oldest entry is evicted, or the entry is older than the TTL measured on event time (the
-Kafka record timestamps, so that a replay expires exactly the same entries as the first run).
-Evictions are returned to the caller, who counts them; nothing is dropped silently.
+Entries leave the store in three ways: their label arrives (`pop`), the store is full (by count
+or by bytes) and the oldest entry is evicted, or the entry is older than the TTL measured on
+event time (the Kafka record timestamps, so that a replay expires exactly the same entries as
+the first run). Evictions are returned to the caller, who counts them; nothing is dropped
+silently. Event time is not trusted blindly: it never runs ahead of the wall clock (`clock`), so
+one record stamped in the year 3000 can neither expire the whole store nor sit at its head,
+unexpirable, for ever (a producer clock a little ahead only shortens the TTL by that much).
 
 """
 
 from __future__ import annotations
 
+import sys
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Pending", "PendingStore"]
+__all__ = ["Pending", "PendingStore", "entry_bytes"]
+
+
+def entry_bytes(x: dict, y_pred: Any) -> int:
+    """Memory held by a pending entry's features and prediction: the dicts, their keys and
+    values (the small ints and floats of an event; nested objects are not followed)."""
+    size = sys.getsizeof(x) + sum(map(sys.getsizeof, x)) + sum(map(sys.getsizeof, x.values()))
+    if isinstance(y_pred, dict):
+        size += sys.getsizeof(y_pred) + sum(map(sys.getsizeof, y_pred.values()))
+    return size + 200  # the entry, its id and the store's slot
 
 
 @dataclass
 class Pending:
-    """What is needed to score and learn once the label arrives."""
+    """What is needed to score and learn once the label arrives (`nbytes`: `entry_bytes`)."""
 
     x: dict
     y_pred: Any
     ts: int
+    nbytes: int = 0
 
 
 class PendingStore:
-    """Insertion-ordered map id -> Pending, bounded by size and by age (ms of event time)."""
+    """Insertion-ordered map id -> Pending, bounded by count, by bytes and by age (ms of event
+    time)."""
 
-    def __init__(self, max_size: int, ttl_ms: int | None):
+    def __init__(self, max_size: int, ttl_ms: int | None, max_bytes: int):
         self.max_size = max_size
         self.ttl_ms = ttl_ms
+        self.max_bytes = max_bytes
+        self.nbytes = 0
         self._items: OrderedDict[str, Pending] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._items)
 
+    @staticmethod
+    def clock(ts_ms: int) -> int:
+        """The event time of a record stamped `ts_ms` (epoch ms), never beyond the wall clock."""
+        return min(ts_ms, int(time.time() * 1000))
+
     def add(self, rid: str, entry: Pending) -> list[Pending]:
         """Store an entry; return the entries it pushed out (a replaced id, or the oldest)."""
         evicted = []
         if rid in self._items:
-            evicted.append(self._items.pop(rid))
+            evicted.append(self._remove(rid))
         self._items[rid] = entry
-        while len(self._items) > self.max_size:
-            evicted.append(self._items.popitem(last=False)[1])
+        self.nbytes += entry.nbytes
+        while len(self._items) > self.max_size or self.nbytes > self.max_bytes:
+            evicted.append(self._remove(next(iter(self._items))))
         return evicted
+
+    def _remove(self, rid: str) -> Pending:
+        entry = self._items.pop(rid)
+        self.nbytes -= entry.nbytes
+        return entry
 
     def pop(self, rid: str) -> Pending | None:
         """Remove and return the entry for `rid`, or None when it is unknown."""
-        return self._items.pop(rid, None)
+        return self._remove(rid) if rid in self._items else None
 
     def expire(self, now_ms: int) -> list[Pending]:
         """Remove and return the entries older than the TTL at event time `now_ms`."""
@@ -59,5 +88,5 @@ class PendingStore:
             rid, entry = next(iter(self._items.items()))
             if now_ms - entry.ts <= self.ttl_ms:
                 break
-            expired.append(self._items.pop(rid))
+            expired.append(self._remove(rid))
         return expired

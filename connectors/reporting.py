@@ -8,6 +8,7 @@ topic.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 
@@ -15,7 +16,9 @@ from river import metrics, stats, utils
 
 from river_pa import report
 
-__all__ = ["Reporter", "Stats", "serve_metrics"]
+__all__ = ["Reporter", "Stats", "check_report_path", "serve_metrics"]
+
+log = logging.getLogger("river_pa.serve")
 
 
 def serve_metrics(names: list[str], model) -> list:
@@ -76,6 +79,7 @@ class Stats:
             "orphan_labels": self.counts["orphan_labels"],
             "dead_lettered": sum(self.dead_letters.values()),
             "dead_letter_reasons": dict(self.dead_letters),
+            "truncated_dead_letters": self.counts["truncated_dead_letters"],
             "label_delay_ms": {
                 "mean": self.delay_mean.get() if self.delay_mean.n else None,
                 "p50": self.delay_p50.get(),
@@ -83,6 +87,12 @@ class Stats:
                 "max": self.delay_max.get() if self.delay_mean.n else None,
             },
         }
+
+
+def check_report_path(path: str | None) -> None:
+    """Raise OSError unless the JSONL report can be appended to (checked at start)."""
+    if path:
+        report.append(path, [])
 
 
 class Reporter:
@@ -116,7 +126,10 @@ class Reporter:
             "events_this_run": events_since_start,
         }
         if self.path:
-            report.append(self.path, [record])
+            try:
+                report.append(self.path, [record])
+            except OSError as exc:  # a full disk mid-run: the report is not worth the daemon
+                log.warning("could not append to the report %s (%s)", self.path, exc.strerror)
         self.send(record)
         self.last_time, self.last_events = now, snapshot["events"]
         return record

@@ -39,22 +39,20 @@ def ensure_topic(admin: KafkaAdminClient, topic: str, replication: int) -> None:
         pass
 
 
-def publish(producer, topic: str, name: str, payload: bytes, previous: dict | None) -> dict:
+def publish(send, topic: str, name: str, payload: bytes, previous: dict | None) -> dict:
     """Send `payload` as snapshot `name` (the version after `previous`, the manifest this
-    returned last time, or 1); return its manifest. The caller flushes (or commits the
-    transaction the sends belong to)."""
+    returned last time, or 1) with `send(topic, value, key=...)`; return its manifest. The
+    caller flushes and checks the sends (or commits the transaction they belong to)."""
     version = previous["version"] + 1 if previous else 1
     chunks = range(0, len(payload), CHUNK_BYTES)
     for i, start in enumerate(chunks):
-        producer.send(topic, partition=0, key=f"{name}/{version}/{i}".encode(),
-                      value=payload[start:start + CHUNK_BYTES])
+        send(topic, payload[start:start + CHUNK_BYTES], key=f"{name}/{version}/{i}".encode())
     manifest = {"version": version, "chunks": len(chunks), "bytes": len(payload),
                 "sha256": hashlib.sha256(payload).hexdigest()}
-    producer.send(topic, partition=0, key=name.encode(), value=json.dumps(manifest).encode())
+    send(topic, json.dumps(manifest).encode(), key=name.encode())
     if previous:
         for i in range(previous["chunks"]):
-            producer.send(topic, partition=0, key=f"{name}/{previous['version']}/{i}".encode(),
-                          value=None)
+            send(topic, None, key=f"{name}/{previous['version']}/{i}".encode())
     return manifest
 
 

@@ -9,6 +9,23 @@ first used, so `import river_pa` stays cheap.
 """
 
 import importlib
+import os
+import sys
+
+
+def _run_as_main_safely() -> None:
+    """`python -m river_pa...` puts the current folder first on sys.path (before the package
+    is imported): a json.py, numpy.py or river.py there was imported instead of the real
+    module (the `river-pa` console script does not do that). Drop that entry, and only when a
+    river_pa module is the one being run (`python -m mypkg` keeps its own folder)."""
+    argv = getattr(sys, "orig_argv", [])
+    if "-m" not in argv[1:] or argv.index("-m") + 1 >= len(argv):
+        return
+    if argv[argv.index("-m") + 1].partition(".")[0] == __name__ and sys.path[:1] == [os.getcwd()]:
+        del sys.path[0]
+
+
+_run_as_main_safely()
 
 _FAMILY = {
     "CoordinateScaleInvariantClassifier": "paramfree",

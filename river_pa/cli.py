@@ -20,6 +20,27 @@ import sys
 __all__ = ["build_parser", "main"]
 
 
+class _ModelAction(argparse.Action):
+    """`--model NAME`, repeatable: each starts a model in `models`, and the `--param` and
+    `--model-params` after it (`_ModelParamAction`) are that model's own."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        namespace.models = [*(namespace.models or []), {"name": value, "param": [],
+                                                        "model_params": None}]
+
+
+class _ModelParamAction(argparse.Action):
+    """`--param` (appends) or `--model-params` (sets): the last `--model`'s own, or shared by
+    every model before any `--model`."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        target = namespace.models[-1] if namespace.models else vars(namespace)
+        if self.dest == "param":
+            target["param"] = [*target["param"], value]
+        else:
+            target["model_params"] = value
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr, exit status 2."""
 
@@ -36,14 +57,19 @@ def _add_evaluate(sub) -> None:
                    ".xz, .zst), CSV or JSONL file (default: phishing, River's bundled set)")
     p.add_argument("--target", metavar="COLUMN", help="target column of a CSV file")
     p.add_argument("--task", help="binary, multiclass or regression (default: inferred)")
-    p.add_argument("--model", help="a river_pa class name or an import path 'module:factory' "
-                   "(default by task: PAClassifier, PAMultiClassifier, PARegressor)")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+    p.add_argument("--model", dest="models", action=_ModelAction, metavar="MODEL",
+                   help="a river_pa class name or an import path 'module:factory' (default by "
+                   "task: PAClassifier, PAMultiClassifier, PARegressor); repeat it to compare "
+                   "several models in one pass over the same events: one table, one plot")
+    p.add_argument("--param", action=_ModelParamAction, default=[], metavar="KEY=VALUE",
                    help="model parameter, repeatable; values read as JSON (numbers, "
-                   "true/false/null), else strings; they win over --model-params")
-    p.add_argument("--model-params", metavar="JSON",
-                   help="JSON object of keyword arguments for the model (default: {})")
-    p.add_argument("--params", dest="model_params", help=argparse.SUPPRESS)  # the old name
+                   "true/false/null), else strings; they win over --model-params. After a "
+                   "--model: that model's own; before any: every model's")
+    p.add_argument("--model-params", action=_ModelParamAction, metavar="JSON",
+                   help="JSON object of keyword arguments for the model (default: {}); after "
+                   "a --model: that model's own")
+    p.add_argument("--params", dest="model_params", action=_ModelParamAction,
+                   help=argparse.SUPPRESS)  # the old name
     p.add_argument("--metric", action="append", default=[], metavar="NAME",
                    help="river.metrics class name, repeatable or comma-separated (default by "
                    "task: Accuracy,F1,LogLoss / Accuracy,MacroF1,CrossEntropy / MAE,RMSE,R2)")

@@ -1,8 +1,12 @@
-"""Build learners by name: every estimator class that `river_pa` exports, or a factory path.
+"""Build learners by name: every estimator class that `river_pa` exports, or an import path.
 
 Used by the command line (`river-pa evaluate`, `river-pa serve`): a model is named either by a
-river_pa class name (``PAClassifier``) or by an import path to any callable returning a River
-estimator (``river.linear_model:LogisticRegression``, ``mypkg.models:make_pipeline``).
+river_pa class name (``PAClassifier``) or by an import path ``module:attribute`` whose attribute
+is a River estimator class (``river.linear_model:LogisticRegression``, built with the given
+parameters) or an estimator instance (``mypkg.models:pipeline``, cloned). Nothing else is
+called: ``os:system`` with ``{"command": ...}`` ran the command, from a flag, a TOML file or an
+environment variable alone. Naming a module imports it (its top-level code runs), so name only
+trusted modules.
 
 """
 
@@ -33,31 +37,53 @@ def learners() -> dict[str, type]:
     return out
 
 
-def _factory(name: str):
-    if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise ValueError(f"cannot import model factory {name!r}: {exc}") from None
-    if name in river_pa.__all__:  # imports this learner's family only, not all seven
-        cls = getattr(river_pa, name)
-        if issubclass(cls, base.Estimator):
-            return cls
-    known = learners()
-    if name not in known:
-        raise ValueError(
-            f"unknown model {name!r}; choose one of {', '.join(sorted(known))}, "
-            "or give an import path 'module:factory'"
-        )
-    return known[name]
+def _estimator(name: str):
+    """The estimator class or instance `name` refers to; nothing is called (no factories)."""
+    if ":" not in name:
+        if name in river_pa.__all__:  # imports this learner's family only, not all seven
+            cls = getattr(river_pa, name)
+            if issubclass(cls, base.Estimator):
+                return cls
+        known = learners()
+        if name not in known:
+            raise ValueError(
+                f"unknown model {name!r}; choose one of {', '.join(sorted(known))}, "
+                "or give an import path 'module:EstimatorClass' or 'module:estimator_instance'"
+            )
+        return known[name]
+    module, _, attr = name.partition(":")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValueError(f"cannot import model {name!r}: {exc}") from None
+    if isinstance(obj, base.Estimator) or (inspect.isclass(obj) and issubclass(obj, base.Estimator)):
+        return obj
+    raise ValueError(f"{name} is a {type(obj).__name__}, not a River estimator class or instance "
+                     "(factories are not called: name the class, or a module-level instance)")
+
+
+def _check_params(name: str, cls, params: dict) -> None:
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        return
+    valid = sorted(signature.parameters)
+    for key in params:
+        if key not in valid:
+            raise ValueError(
+                f"unknown parameter {key!r} for {name}; valid parameters: {', '.join(valid)}"
+            )
 
 
 def make_model(name: str, params: dict | None = None) -> base.Estimator:
-    """A fresh estimator from a river_pa class name or a 'module:factory' path.
+    """A fresh estimator from a river_pa class name or a 'module:attribute' path.
 
-    Raises ValueError naming the valid choices for an unknown model or parameter, and the
-    estimator's own ValueError for a bad parameter value.
+    The attribute must be a River estimator class (checked with issubclass before anything is
+    called; built with `params`) or an estimator instance (cloned with `params`). Raises
+    ValueError naming the valid choices for an unknown model or parameter, or saying why the
+    attribute is refused, and the estimator's own ValueError for a bad parameter value.
 
     >>> make_model("PAClassifier", {"variant": "PA-II", "C": 0.5})
     PAClassifier (
@@ -70,24 +96,16 @@ def make_model(name: str, params: dict | None = None) -> base.Estimator:
     Traceback (most recent call last):
     ...
     ValueError: unknown parameter 'c' for PAClassifier; valid parameters: C, learn_intercept, n_features, variant
+    >>> make_model("os:system", {"command": "echo hello"})
+    Traceback (most recent call last):
+    ...
+    ValueError: os:system is a builtin_function_or_method, not a River estimator class or instance (factories are not called: name the class, or a module-level instance)
 
     """
-    factory = _factory(name)
+    obj = _estimator(name)
     params = dict(params or {})
-    try:
-        signature = inspect.signature(factory)
-    except (TypeError, ValueError):
-        signature = None
-    if signature is not None and not any(
-        p.kind is p.VAR_KEYWORD for p in signature.parameters.values()
-    ):
-        valid = sorted(signature.parameters)
-        for key in params:
-            if key not in valid:
-                raise ValueError(
-                    f"unknown parameter {key!r} for {name}; valid parameters: {', '.join(valid)}"
-                )
-    model = factory(**params)
-    if not isinstance(model, base.Estimator):
-        raise ValueError(f"{name} did not return a River estimator, got {type(model).__name__}")
-    return model
+    if isinstance(obj, base.Estimator):  # a module-level instance: cloned, never called
+        _check_params(name, type(obj), params)
+        return obj.clone(params)
+    _check_params(name, obj, params)
+    return obj(**params)

@@ -8,12 +8,18 @@
 #   scripts/kafka.sh cluster-start|cluster-stop|cluster-status
 #                             a 3-broker KRaft cluster on loopback ports (see the section below)
 #   scripts/kafka.sh node-stop N | node-start N   stop or start node N (1-3) of that cluster
+#   scripts/kafka.sh sasl-start|sasl-stop|sasl-status
+#                             the same for a second broker whose only listener is SASL_PLAINTEXT
+#                             (PLAIN) with ACLs enforced (StandardAuthorizer), for auth tests
 #
 # Environment (RIVER_PA_BROKER_*, not RIVER_PA_KAFKA_*: the daemon reads those as client settings):
 # RIVER_PA_BROKER_PORT (19092; the controller uses PORT+1),
 # RIVER_PA_BROKER_VERSION (4.1.1), RIVER_PA_BROKER_HOME (.cache/kafka),
 # RIVER_PA_BROKER_WAIT (seconds to wait for readiness, 90), RIVER_PA_CLUSTER_PORT (19400: the
 # cluster's nodes listen on 19400-19402, their controllers on 19410-19412).
+# SASL broker: RIVER_PA_BROKER_SASL_PORT (PORT+50; its controller uses +1) and
+# RIVER_PA_BROKER_SASL_USERS="admin:pw,alice:pw2" (required: made up by the caller; the first
+# user is the super user the broker itself logs in as, the others have no ACL until granted).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -66,7 +72,9 @@ admin.close()
 PY
 }
 
-write_config() {
+write_config() { plain_write_config; }
+
+plain_write_config() {
   mkdir -p "$RUN/data"
   cat >"$RUN/server.properties" <<PROPS
 process.roles=broker,controller
@@ -273,6 +281,56 @@ node_number() {  # validate a node number argument
   [[ "${1:-}" =~ ^[1-3]$ ]] || { echo "usage: $0 node-stop|node-start 1|2|3" >&2; exit 2; }
 }
 
+# ---- the SASL_PLAINTEXT broker: same start/stop/status, other port, config and probe --------
+
+sasl_mode() {
+  [[ -n "${RIVER_PA_BROKER_SASL_USERS:-}" ]] || { log "set RIVER_PA_BROKER_SASL_USERS=admin:pw,user:pw"; exit 2; }
+  PORT="${RIVER_PA_BROKER_SASL_PORT:-$((PORT + 50))}"
+  CONTROLLER_PORT="$((PORT + 1))"
+  BOOTSTRAP="127.0.0.1:$PORT"
+  RUN="$HOME_DIR/run-sasl-$PORT"
+  PIDFILE="$RUN/kafka.pid"
+  IFS=, read -r -a SASL_USERS <<<"$RIVER_PA_BROKER_SASL_USERS"
+  SASL_ADMIN="${SASL_USERS[0]%%:*}"; SASL_ADMIN_PW="${SASL_USERS[0]#*:}"
+  write_config() { sasl_write_config; }
+  probe() { sasl_probe; }
+}
+
+sasl_write_config() {
+  rm -rf "$RUN/data"  # users live in the config: a fresh cluster for each start
+  plain_write_config
+  local users="" entry
+  for entry in "${SASL_USERS[@]}"; do users+=" user_${entry%%:*}=\"${entry#*:}\""; done
+  local jaas="org.apache.kafka.common.security.plain.PlainLoginModule required username=\"$SASL_ADMIN\" password=\"$SASL_ADMIN_PW\"$users;"
+  sed -i -e "s#^listeners=.*#listeners=SASL_PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT#" \
+    -e "s#^advertised.listeners=.*#advertised.listeners=SASL_PLAINTEXT://127.0.0.1:$PORT#" \
+    -e "s#^listener.security.protocol.map=.*#listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT#" \
+    -e "s#^inter.broker.listener.name=.*#inter.broker.listener.name=SASL_PLAINTEXT#" "$RUN/server.properties"
+  cat >>"$RUN/server.properties" <<PROPS
+sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.inter.broker.protocol=PLAIN
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=$jaas
+listener.name.controller.plain.sasl.jaas.config=$jaas
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:$SASL_ADMIN
+allow.everyone.if.no.acl.found=false
+PROPS
+}
+
+sasl_probe() {
+  "$PYTHON" - "$BOOTSTRAP" "$SASL_ADMIN" "$SASL_ADMIN_PW" <<'PY' >/dev/null 2>&1
+import sys
+from kafka import KafkaAdminClient
+admin = KafkaAdminClient(bootstrap_servers=sys.argv[1], request_timeout_ms=3000,
+                         bootstrap_timeout_ms=3000, client_id="river-pa-probe",
+                         security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                         sasl_plain_username=sys.argv[2], sasl_plain_password=sys.argv[3])
+admin.list_topics()
+admin.close()
+PY
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
@@ -283,5 +341,8 @@ case "${1:-}" in
   cluster-status) if cluster_ready; then echo "up $(cluster_bootstrap)"; else echo "down $(cluster_bootstrap)"; exit 1; fi ;;
   node-stop) node_number "${2:-}"; node_stop "$2" ;;
   node-start) node_number "${2:-}"; node_start "$2"; cluster_wait ;;
-  *) echo "usage: $0 start|stop|status|fetch|cluster-start|cluster-stop|cluster-status|node-stop N|node-start N" >&2; exit 2 ;;
+  sasl-start) sasl_mode; start ;;
+  sasl-stop) sasl_mode; stop ;;
+  sasl-status) sasl_mode; status ;;
+  *) echo "usage: $0 start|stop|status|fetch|sasl-start|sasl-stop|sasl-status|cluster-start|cluster-stop|cluster-status|node-stop N|node-start N" >&2; exit 2 ;;
 esac

@@ -45,6 +45,8 @@ def test_daemon_flags_and_environment_are_real_settings(compose):
     for key in serve["environment"]:
         assert key.startswith("RIVER_PA_") and key[len("RIVER_PA_"):].lower() in fields
     assert serve["volumes"][0].split(":")[1] == str(Path(args["checkpoint_path"]).parent)
+    # checkpoints are pickles: the compose file signs them, and refuses to start without a key
+    assert serve["environment"]["RIVER_PA_CHECKPOINT_KEY"].startswith("${RIVER_PA_CHECKPOINT_KEY:?")
 
 
 def test_producer_flags_are_the_example_producer_flags(compose, load_example):

@@ -1,101 +1,166 @@
-"""Pandas batches as the arrays the compiled loops read: dense float64 or CSR, validated.
+"""Batches as the arrays the compiled loops read: dense float64 or CSR, validated.
+
+A batch is a pandas DataFrame (River's convention), a 2-D numpy array or a scipy.sparse
+matrix; for the last two the feature keys are the `columns` given (once per batch) or the
+column numbers. pandas and scipy are imported only when a batch of theirs comes.
 
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
-import scipy.sparse as sp
 
-from river_pa._core.validation import check_frame_dtypes
+from river_pa._core.validation import check_csr, check_frame_dtypes
 
 __all__ = ["frame_arrays"]
 
 
-def _sparse_csr(X: pd.DataFrame) -> sp.csr_matrix:
-    """The CSR matrix of a DataFrame of pandas sparse columns (fill value 0).
+def _sparse_frame(X) -> tuple:
+    """(indptr, indices, data) of a DataFrame of pandas sparse columns (fill value 0), each row
+    in column order.
 
     Reads each column's stored rows and values directly: `DataFrame.sparse.to_coo` builds a
     Series per column and is about 10x slower on batches of tens of thousands of columns.
 
     """
+    import scipy.sparse as sp
+
     arrays = list(X._iter_column_arrays())  # pandas >= 1.3: the column arrays, in order
     rows = [a.sp_index.indices for a in arrays]
     counts = np.fromiter(map(len, rows), np.int64, len(rows))
-    coo = sp.coo_matrix(
+    csr = sp.coo_matrix(
         (np.concatenate([a.sp_values for a in arrays]).astype(np.float64),
          (np.concatenate(rows), np.repeat(np.arange(len(rows)), counts))),
         shape=X.shape,
-    )
-    return coo.tocsr()
-
-
-def _csr_positions(csr: sp.csr_matrix, pos: np.ndarray, merge) -> tuple:
-    """(indptr, positions, data) of a CSR batch whose columns sit at `pos` after `merge`.
-
-    `merge` maps each column to its merged column (keys sharing a position), or is None.
-    Without merging, each row keeps the column order of its non-zero entries, which is the
-    dict order of that row's event. With hash collisions the merged row is ordered by the
-    batch's first column of each position, so a row's sum may differ from `learn_one` in the
-    last bits.
-
-    """
-    if merge is not None:
-        csr = sp.csr_matrix((csr.data, merge[csr.indices], csr.indptr),
-                            shape=(csr.shape[0], len(pos)))
-        csr.sum_duplicates()
+    ).tocsr()
     csr.sort_indices()
-    return (csr.indptr.astype(np.int64), pos[csr.indices].astype(np.int64),
-            csr.data.astype(np.float64))
+    return csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data
 
 
-def frame_arrays(X: pd.DataFrame, index, learn: bool, allow_sparse: bool = False, grow=None):
-    """(positions, batch) of a DataFrame through `index`, validated; positions shared merged.
-
-    Columns must be numeric or bool and finite (TypeError / ValueError naming the column,
-    raised before `index` changes), and their names unique: a repeated name has no
-    ``to_dict("records")`` meaning (the dict keeps the last value), so it is a ValueError. With
-    `learn` the column keys are inserted into `index`, after ``grow(size)`` made room for the
-    `size` positions the index will then have (a MemoryError there changes nothing).
-    Columns sharing a position (hash collisions) are summed in order of first occurrence, as
-    `merge_duplicates` does for one event.
-
-    The batch is a dense float64 array (rows x positions; C or F order: pandas is column-major)
-    or, with `allow_sparse` and every column a pandas sparse column (fill value 0), a CSR triple
-    (indptr, indices, data) whose indices are already weight positions. Each row's features
-    keep the column order, as the dict of `to_dict("records")` would: a dense batch is bit for
-    bit a `learn_one` loop.
-
-    """
+def _frame(X, allow_sparse: bool) -> tuple:
+    """(keys, dense values or a CSR triple) of a DataFrame; TypeError naming a bad column."""
     if not X.columns.is_unique:
         col = X.columns[X.columns.duplicated()][0]
         raise ValueError(f"feature {col!r} names more than one column")
-    sparse = check_frame_dtypes(X) and allow_sparse
-    if sparse:
-        values = _sparse_csr(X)
-        finite = np.ones(X.shape[1], dtype=bool)
-        finite[values.indices[~np.isfinite(values.data)]] = False
+    keys = tuple(X.columns.tolist())
+    if check_frame_dtypes(X) and allow_sparse:
+        return keys, _sparse_frame(X)
+    return keys, X.to_numpy(dtype=np.float64)
+
+
+def _keys(columns, d: int) -> tuple:
+    """The feature keys of d columns: `columns` (unique), or the column numbers."""
+    if columns is None:
+        return tuple(range(d))
+    keys = tuple(columns)
+    if len(keys) != d:
+        raise ValueError(f"columns names {len(keys)} features for {d} columns of X")
+    if len(set(keys)) < d:
+        raise ValueError("columns must not name a feature twice")
+    return keys
+
+
+def _array(X, columns) -> tuple:
+    """(keys, values) of a 2-D numpy array."""
+    if X.ndim != 2 or X.dtype.kind not in "iufb":
+        raise TypeError(f"X must be a 2-D array of real numbers, got {X.dtype} of shape "
+                        f"{X.shape}")
+    return _keys(columns, X.shape[1]), X.astype(np.float64, copy=False)
+
+
+def _sparse(X, columns) -> tuple:
+    """(keys, CSR triple, column numbers of the keys) of a scipy.sparse matrix, over the columns that hold values only (in
+    order of first appearance, as a `learn_one` loop meets them); rows keep their stored
+    order."""
+    csr = X.tocsr()
+    keys = _keys(columns, csr.shape[1])
+    indptr, data, used, ranks = check_csr(csr.indptr, csr.indices, csr.data, csr.shape[1])
+    return tuple(keys[j] for j in used.tolist()), (indptr, ranks, data), used
+
+
+def _densified(keys: tuple, values: tuple, used: np.ndarray) -> tuple:
+    """(keys, dense values) of a sparse batch over its used columns, in column-number order:
+    a row of a canonical (sorted) CSR matrix then sums as its dict does (the zeros add 0)."""
+    indptr, ranks, data = values
+    order = np.argsort(used)  # the ranks in column-number order
+    place = np.empty_like(order)
+    place[order] = np.arange(len(order))
+    dense = np.zeros((len(indptr) - 1, len(keys)))
+    dense[np.repeat(np.arange(len(indptr) - 1), np.diff(indptr)), place[ranks]] = data
+    return tuple(keys[r] for r in order.tolist()), dense
+
+
+def _check_finite(keys: tuple, values) -> None:
+    if isinstance(values, tuple):
+        finite = np.ones(len(keys), dtype=bool)
+        finite[values[1][~np.isfinite(values[2])]] = False
     else:
-        values = X.to_numpy(dtype=np.float64)
         finite = np.isfinite(values.sum(axis=0))  # a cheap first check; overflow is rare
         if not finite.all():
             finite = np.isfinite(values).all(axis=0)
     if not finite.all():
-        col = X.columns[int(np.argmin(finite))]
-        raise ValueError(f"feature {col!r} has non-finite values")
-    keys = tuple(X.columns.tolist())
-    pos = index.lookup(keys)
+        raise ValueError(f"feature {keys[int(np.argmin(finite))]!r} has non-finite values")
+
+
+def _merged_csr(values: tuple, pos: np.ndarray, merge) -> tuple:
+    """(indptr, positions, data) of a CSR batch whose columns sit at `pos` after `merge`.
+
+    `merge` maps each column to its merged column (keys sharing a position), or is None.
+    Without merging, each row keeps its order, which is the dict order of that row's event.
+    With hash collisions the merged row is ordered by merged column, so a row's sum may differ
+    from `learn_one` in the last bits.
+
+    """
+    indptr, indices, data = values
+    if merge is None:
+        return indptr, pos[indices], data
+    import scipy.sparse as sp
+
+    csr = sp.csr_matrix((data, merge[indices], indptr), shape=(len(indptr) - 1, len(pos)),
+                        copy=True)  # sum_duplicates sorts in place: the caller's arrays stay
+    csr.sum_duplicates()
+    return csr.indptr.astype(np.int64), pos[csr.indices].astype(np.int64), csr.data
+
+
+def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, columns=None):
+    """(positions, batch) of a batch through `index`, validated; positions shared merged.
+
+    X is a DataFrame (keys: its column names, unique: a repeated name has no
+    ``to_dict("records")`` meaning), a 2-D numpy array or a scipy.sparse matrix (keys:
+    `columns`, or the column numbers). Values must be numeric or bool and finite (TypeError /
+    ValueError naming the column, raised before `index` changes). With `learn` the keys are
+    inserted into `index`, after ``grow(size)`` made room for the `size` positions the index
+    will then have (a MemoryError there changes nothing). The vocabulary is looked up once
+    per distinct column. Columns sharing a position (hash collisions) are summed in order of
+    first occurrence, as `merge_duplicates` does for one event.
+
+    The batch is a dense float64 array (rows x positions; C or F order: pandas is column-major)
+    or, with `allow_sparse` and a scipy.sparse X or a DataFrame of pandas sparse columns (fill
+    value 0), a CSR triple (indptr, indices, data) whose indices are already weight positions.
+    Each row keeps its features' order, as its dict would (a DataFrame's column order; a sparse
+    matrix's stored order, only the stored entries): a batch is bit for bit a `learn_one` loop.
+
+    """
+    if isinstance(X, np.ndarray):
+        keys, values = _array(X, columns)
+    elif type(X).__module__.startswith("scipy.sparse"):
+        keys, values, used = _sparse(X, columns)
+        if not allow_sparse:
+            keys, values = _densified(keys, values, used)
+    else:
+        keys, values = _frame(X, allow_sparse)
+    _check_finite(keys, values)
+    pos, collide = index.lookup_unique(keys)  # unseen keys share the sink: no collision
     if learn:
         grow(index.size + index.n_unseen(pos))  # room first: a MemoryError changes nothing
         pos = index.insert(keys)
     merge = None
-    if len(set(pos.tolist())) < len(pos):
+    if collide:
         uniq, first, inverse = np.unique(pos, return_index=True, return_inverse=True)
         merge = np.argsort(np.argsort(first))[inverse]  # column -> merged column
         pos = uniq[np.argsort(first)]
-    if sparse:
-        return pos, _csr_positions(values, pos, merge)
+    if isinstance(values, tuple):
+        return pos, _merged_csr(values, pos, merge)
     if merge is not None:
         merged = np.zeros((len(values), len(pos)))
         for j in range(len(merge)):

@@ -2,7 +2,9 @@
 
 Every event is first predicted, then learned (River's `evaluate.iter_progressive_val_score`,
 with ``--delay N`` for labels that arrive N events late). With no arguments it runs PA-I on
-River's bundled Phishing data: the project's main job.
+River's bundled Phishing data: the project's main job. With several ``--model``, every model
+runs over the same events in one pass (`evaluate_many`), and the summary is one table and the
+plot one figure.
 
 Two paths give the same numbers:
 
@@ -36,7 +38,7 @@ import numpy as np
 from river_pa import report
 from river_pa.evaluate import datasets, fastmetrics
 
-__all__ = ["Result", "evaluate", "run"]
+__all__ = ["Result", "evaluate", "evaluate_many", "run"]
 
 DEFAULT_METRICS = {
     "binary": ["Accuracy", "F1", "LogLoss"],
@@ -177,6 +179,8 @@ def _compiled_why_not(first, model, delay: int) -> str | None:
 
     if delay > 1:  # River's delay 1 is no delay
         return f"delay {delay}: labels are learned late"
+    if getattr(model, "_calibrator", None) is not None:
+        return "calibration: its probabilities are not the sigmoid of the margin"
     if not hasattr(model, "progressive_csr"):
         kind = "a pipeline" if isinstance(model, base.Wrapper | dict) or hasattr(model, "steps") \
             else type(model).__name__
@@ -298,6 +302,20 @@ def warm_up(model, first, compiled: bool, names: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def _first_block(source, delay: int, every: int):
+    """(the source's block iterator, its first block); UsageError for a bad delay or every, or
+    a source without events."""
+    if delay < 0:
+        raise UsageError(f"--delay must be >= 0, got {delay}")
+    if every < 1:
+        raise UsageError(f"--every must be >= 1, got {every}")
+    blocks = source.blocks()
+    first = next(blocks, None)
+    if first is None or len(first) == 0:
+        raise UsageError(f"{source.name} has no events")
+    return blocks, first
+
+
 def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 1000,
              on_row=None) -> Result:
     """Progressive validation of `model` on `source` (a `datasets.Data` or `datasets.Stream`)
@@ -315,14 +333,7 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
     ({'Accuracy': 0.8752}, 1250, 'compiled: PAClassifier.progressive_csr')
 
     """
-    if delay < 0:
-        raise UsageError(f"--delay must be >= 0, got {delay}")
-    if every < 1:
-        raise UsageError(f"--every must be >= 1, got {every}")
-    blocks = source.blocks()
-    first = next(blocks, None)
-    if first is None or len(first) == 0:
-        raise UsageError(f"{source.name} has no events")
+    blocks, first = _first_block(source, delay, every)
     why_not = _compiled_why_not(first, model, delay)
     compile_seconds = source.compile_seconds + warm_up(model, first, why_not is None, metrics)
     clock = _Clock(on_row, source.read_seconds)
@@ -336,6 +347,69 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
         _run_river(first, blocks, model, metrics, delay, every, clock)
         path = f"River iter_progressive_val_score: {why_not}"
     return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds)
+
+
+def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
+                  every: int = 1000) -> dict:
+    """{label: Result} of progressive validation of each model of `models` ({label: model}) on
+    one pass over `source`: River's `iter_progressive_val_score` for each, fed the same events
+    through `itertools.tee` and advanced in lockstep, one report row each at a time, so the
+    events are read once and held at most `every` at a time. Each model's figures are those
+    of its own run. Events/s count the time spent in each model's steps (the first model to
+    read an event also pays for reading it); `compile_seconds` is excluded as in `evaluate`.
+    A rejected event raises the error prefixed with the model's label and the event number."""
+    from river import evaluate as river_evaluate
+    from river import metrics as river_metrics
+
+    blocks, first = _first_block(source, delay, every)
+    read = 0
+
+    def events():
+        nonlocal read
+        for block in itertools.chain([first], blocks):
+            for event in block:
+                read += 1
+                yield event
+
+    runs = {}
+    for (label, model), stream in zip(models.items(), itertools.tee(events(), len(models))):
+        compile_seconds = warm_up(model, first, False, metrics)
+        bundle = build_metrics(metrics, model)
+        steps = river_evaluate.iter_progressive_val_score(
+            stream, model, river_metrics.base.Metrics(bundle), delay=delay or None, step=every)
+        runs[label] = [steps, bundle, [], 0.0, 0, 0.0, compile_seconds]
+    active = list(runs)
+    while active:
+        for label in list(active):
+            run = runs[label]
+            start = time.perf_counter()
+            try:
+                state = next(run[0])
+            except StopIteration:
+                active.remove(label)
+                continue
+            except datasets.DataError:
+                raise
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{label}: event {read}: {exc}") from exc
+            run[3] += time.perf_counter() - start
+            _row(run, state["Step"])
+    out = {}
+    for label, (_, bundle, rows, seconds, _, _, compile_seconds) in runs.items():
+        if not rows or rows[-1].step != read:
+            _row(runs[label], read)
+        out[label] = Result(rows, rows[-1].values, seconds, "River iter_progressive_val_score: "
+                            "several models in one pass", compile_seconds)
+    return out
+
+
+def _row(run: list, step: int) -> None:
+    """Append a report row to one model's run [steps, metrics, rows, seconds spent, step and
+    seconds at the last row, compile seconds]."""
+    _, bundle, rows, seconds, last_step, last_seconds, _ = run
+    rate = (step - last_step) / max(seconds - last_seconds, 1e-9)
+    rows.append(Row(step, {type(m).__name__: m.get() for m in bundle}, rate, rss_mib()))
+    run[4], run[5] = step, seconds
 
 
 # -- output --------------------------------------------------------------------------------
@@ -386,12 +460,40 @@ def _setup(args):
         raise UsageError(f"--limit must be >= 1, got {args.limit}")
     source = datasets.open_source(args.data, target=args.target, task=args.task,
                                   limit=args.limit)
-    params = parse_params(args.param, args.model_params)
-    model = build_model(args.model, params, source.task)
+    models = {}
+    for name, params in _model_specs(args):
+        model = build_model(name, params, source.task)
+        label = _label(name or type(model).__name__, params)
+        while label in models:
+            label += "'"
+        models[label] = model
     names = report.metric_names(args.metric) or DEFAULT_METRICS[source.task]
-    if not all(n in fastmetrics.SUPPORTED.get(source.task, {}) for n in names):
-        build_metrics(names, model)  # validate the names now: a usage error, status 2
-    return source, model, names
+    if len(models) > 1 or not all(n in fastmetrics.SUPPORTED.get(source.task, {})
+                                  for n in names):
+        for model in models.values():
+            build_metrics(names, model)  # validate the names now: a usage error, status 2
+    return source, models, names
+
+
+def _model_specs(args) -> list[tuple]:
+    """(name or None, params) of each --model (one default model without any): the shared
+    --param/--model-params first, then the model's own, which win."""
+    shared = parse_params(args.param, args.model_params)
+    specs = args.models or [{"name": None, "param": [], "model_params": None}]
+    return [(spec["name"], {**shared, **parse_params(spec["param"], spec["model_params"])})
+            for spec in specs]
+
+
+def _label(name: str, params: dict) -> str:
+    """A model's name in tables and plots: its --model name and parameters.
+
+    >>> _label("PAClassifier", {"C": 0.1, "variant": "PA-II"})
+    "PAClassifier(C=0.1, variant='PA-II')"
+
+    """
+    if not params:
+        return name
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
 
 
 def _numba_without_blas() -> None:
@@ -414,10 +516,13 @@ def run(args) -> int:
     status."""
     _numba_without_blas()
     try:
-        data, model, metrics = _setup(args)
+        data, models, metrics = _setup(args)
     except ValueError as exc:  # UsageError and data/model errors: one line, status 2
         print(f"river-pa evaluate: {exc}", file=sys.stderr)
         return 2
+    if len(models) > 1:
+        return _run_many(args, data, models, metrics)
+    (model,) = models.values()
     show = not args.quiet and sys.stderr.isatty()
     progress = _Progress(data) if show else None
     try:
@@ -440,6 +545,35 @@ def run(args) -> int:
     }
     rows = snapshots(result, summary)
     report.print_summary(rows[-1])
+    return _write_outputs(args, rows)
+
+
+def _run_many(args, data, models: dict, metrics: list[str]) -> int:
+    """`run` for several models: one pass, one comparison table, one plot."""
+    try:
+        results = evaluate_many(data, models, metrics, args.delay, args.every)
+    except (UsageError, datasets.DataError) as exc:
+        print(f"river-pa evaluate: {exc}", file=sys.stderr)
+        return 2
+    except (TypeError, ValueError) as exc:
+        print(f"river-pa evaluate: event rejected: {data.name}: {exc}", file=sys.stderr)
+        return 1
+    rows = []
+    for label, result in results.items():
+        part = snapshots(result, {
+            "data": data.name, "task": data.task, "delay": args.delay, "seconds": result.seconds,
+            "events_per_s": result.events / max(result.seconds, 1e-9),
+            "compile_s": result.compile_seconds, "path": result.path,
+        })
+        for row in part:
+            row["model"] = label
+        rows += part
+    report.print_comparison(rows)
+    return _write_outputs(args, rows)
+
+
+def _write_outputs(args, rows: list[dict]) -> int:
+    """Write the --report-path and --plot of `rows`; 1 with one line if they cannot be."""
     try:  # after the summary: a bad output path does not lose the run's figures
         if args.report_path:
             if os.path.exists(args.report_path):

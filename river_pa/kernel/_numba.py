@@ -24,6 +24,11 @@ from river_pa._core._numba import step_size
 from river_pa.multiclass._numba import most_violated
 
 LINEAR, POLY, RBF = 0, 1, 2
+PROJECTRON, BPA_S = 0, 1
+
+# Below this fraction of K(x, x) left outside the span of the support vectors, x is projected
+# rather than added: its Schur complement would make the inverse kernel matrix ill-conditioned.
+SPAN_TOLERANCE = 1e-9
 
 
 @njit(cache=True)
@@ -93,22 +98,69 @@ def _cheapest_removal(A, kd, n_sv, n, k, kxx):
 
 
 @njit(cache=True)
-def kernel_step(variant, c, kind, degree, gamma, coef0, S, sq, kd, A, n_sv, budget,
-                idx, val, qx, k, s, n, y, m):
+def _span_coordinates(Kinv, n_sv, k):
+    """d = K^-1 k: the coordinates of the projection of Phi(x) onto the span of the n_sv
+    support vectors (`Kinv` their inverse kernel matrix, `k` the kernel row of x)."""
+    d = np.zeros(n_sv)
+    for i in range(n_sv):
+        acc = 0.0
+        for j in range(n_sv):
+            acc += Kinv[i, j] * k[j]
+        d[i] = acc
+    return d
+
+
+@njit(cache=True)
+def _extend_inverse(Kinv, n_sv, d, delta):
+    """Grow K^-1 by the support vector of kernel row k, d = K^-1 k and Schur complement
+    delta = K(x, x) - k . d (block inversion, O(n_sv^2))."""
+    for i in range(n_sv):
+        for j in range(n_sv):
+            Kinv[i, j] += d[i] * d[j] / delta
+        Kinv[i, n_sv] = -d[i] / delta
+        Kinv[n_sv, i] = -d[i] / delta
+    Kinv[n_sv, n_sv] = 1.0 / delta
+
+
+@njit(cache=True)
+def kernel_step(variant, c, kind, degree, gamma, coef0, S, sq, kd, A, Kinv, n_sv, budget,
+                rule, idx, val, qx, k, s, n, y, m):
     """One kernel multiclass PA update given the event's kernel row `k` and scores `s`.
 
     The constraint is the most violated one (`m` a margin row, ones for plain multiclass);
     ||Phi(x, y) - Phi(x, q)||^2 = 2 K(x, x). A step adds x as a support vector with
-    coefficients +tau for y and -tau for q. With `budget` > 0 and n_sv == budget, BPA-S
-    (Wang and Vucetic 2010) makes room: the support vector i of least
-    `_cheapest_removal` is replaced by x, and its coefficients, scaled by K(v_i, x) / K(x, x),
-    are added to x's (the projection of its contribution onto x). Returns (n_sv, tau).
+    coefficients +tau for y and -tau for q. Returns (n_sv, tau). With `budget` > 0 and
+    n_sv == budget:
+
+    * PROJECTRON (Orabona, Keshet and Caputo 2009, the Projectron's projection with the
+      budget as the only limit on growth): x is not added; the step is taken along the
+      projection P Phi(x) of Phi(x) onto the span of the support vectors, coefficients
+      d = K^-1 k, so the margin moves by 2 tau k . d = 2 tau ||P Phi(x)||^2 and tau is the PA
+      step of that norm (the exact PA projection inside the span). `Kinv` (capacity x
+      capacity) is kept by block inversion as vectors are added; an x already in the span
+      (up to SPAN_TOLERANCE) is projected before the budget is full too.
+    * BPA_S (Wang and Vucetic 2010): the support vector i of least `_cheapest_removal` is
+      replaced by x, and its coefficients, scaled by K(v_i, x) / K(x, x), are added to x's
+      (the projection of its contribution onto x).
 
     """
     q, loss = most_violated(s, n, y, m, 0)
     if q < 0:
         return n_sv, 0.0
     kxx = kernel_value(kind, qx, qx, qx, degree, gamma, coef0)
+    if rule == PROJECTRON and budget > 0:
+        d = _span_coordinates(Kinv, n_sv, k)
+        kd_x = 0.0
+        for i in range(n_sv):
+            kd_x += k[i] * d[i]
+        delta = kxx - kd_x
+        if n_sv == budget or delta <= SPAN_TOLERANCE * kxx:
+            tau = step_size(variant, loss, 2.0 * kd_x, c)
+            if tau != 0.0:
+                for i in range(n_sv):
+                    A[i, y] += tau * d[i]
+                    A[i, q] -= tau * d[i]
+            return n_sv, tau
     tau = step_size(variant, loss, 2.0 * kxx, c)
     if tau == 0.0:
         return n_sv, 0.0
@@ -118,6 +170,8 @@ def kernel_step(variant, c, kind, degree, gamma, coef0, S, sq, kd, A, n_sv, budg
         _write_support(S, sq, kd, A, slot, idx, val, qx, kxx)
         A[slot, :] = kept
     else:
+        if rule == PROJECTRON and budget > 0:
+            _extend_inverse(Kinv, n_sv, d, delta)
         slot = n_sv
         n_sv += 1
         _write_support(S, sq, kd, A, slot, idx, val, qx, kxx)

@@ -11,7 +11,6 @@ the last key tuple (fixed-schema streams repeat it) and the margin of the last e
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from river_pa._core.batch import frame_arrays
 from river_pa._core.cache import EventCache
@@ -126,22 +125,24 @@ class SparseLinear(EventCache):
 
     # -- batches ---------------------------------------------------------------------------
 
-    def _batch(self, X: pd.DataFrame, learn: bool):
-        """(positions, batch) of a DataFrame, validated: see `frame_arrays`."""
-        return frame_arrays(X, self._index, learn, allow_sparse=True, grow=self._grow)
+    def _batch(self, X, learn: bool, columns):
+        """(positions, batch) of a DataFrame, array or sparse matrix: see `frame_arrays`."""
+        return frame_arrays(X, self._index, learn, allow_sparse=True, grow=self._grow,
+                            columns=columns)
 
-    def _margins_many(self, X: pd.DataFrame) -> np.ndarray:
-        pos, values = self._batch(X, learn=False)
+    def _margins_many(self, X, columns=None) -> np.ndarray:
+        pos, values = self._batch(X, False, columns)
         if isinstance(values, tuple):
             return _numba.margins_csr(self._w, self.intercept, *values)
         kernel = _numba.margins_dense if values.flags.c_contiguous else _numba.margins_dense_f
         return kernel(self._w, self.intercept, pos, values)
 
-    def _learn_batch(self, X: pd.DataFrame, y: np.ndarray, w) -> None:
-        if len(y) != len(X):
-            raise ValueError(f"X has {len(X)} rows but y has {len(y)}")
-        sw = check_sample_weights(w, len(X))
-        pos, values = self._batch(X, learn=True)
+    def _learn_batch(self, X, y: np.ndarray, w, columns=None) -> None:
+        rows = X.shape[0]
+        if len(y) != rows:
+            raise ValueError(f"X has {rows} rows but y has {len(y)}")
+        sw = check_sample_weights(w, rows)
+        pos, values = self._batch(X, True, columns)
         args = (self._task, self._variant, self.C, self._epsilon, self._w, self.intercept,
                 self._intercept_norm)
         if isinstance(values, tuple):

@@ -9,12 +9,12 @@ Passive-Aggressive Algorithms, JMLR 7: 551-585. Sections 3 (binary classificatio
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from river import base
 from river.utils.math import sigmoid
 
+from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.linear_model import _numba
-from river_pa.linear_model.base import SparseLinear
+from river_pa.linear_model.base import SparseLinear, check_sample_weight
 from river_pa._core.validation import (
     check_target,
     check_targets,
@@ -53,26 +53,36 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
     n_features
         None for a growable vocabulary of feature keys; a power of two for the hashing trick
         over that many positions (a stable CRC-32 hash: the same in every process).
+    calibration
+        None or "temperature": P(True) = sigmoid(a m), a fitted online on the progressive
+        margins of the labelled events (`river_pa._core.calibration`); predictions unchanged.
 
     Labels may be bool, 0/1 or -1/+1: all three give the same model. Any other label raises a
     ValueError that points to `PAMultiClassifier`. `learn_one(x, y, w)` takes a sample weight
     that scales C: PA-I uses tau = min(w C, l / ||x||^2), PA-II tau = l / (||x||^2 + 1/(2 w C));
     hard PA makes the full projection for any w > 0; w = 0 does nothing.
 
-    `predict_proba_one` maps the margin m = w . x + b to P(True) = 1 / (1 + exp(-m)), a fixed
-    logistic link (not a calibrated probability: PA optimises the hinge loss); `predict_one` is
-    True exactly when m > 0.
+    Without calibration, `predict_proba_one` maps the margin m = w . x + b to P(True) =
+    1 / (1 + exp(-m)), a fixed logistic link (not a calibrated probability: PA optimises the
+    hinge loss); with `calibration="temperature"` it is sigmoid(a m), a fitted online to
+    the margins each event had before it was learned. `predict_one` is True exactly when m > 0.
+    With calibration, `learn_many` is a `learn_one` loop.
 
     Feature values must be real numbers (int, float, bool, numpy scalars): anything else raises
     TypeError, NaN and infinities raise ValueError, both naming the feature; the model is
     unchanged after a rejected event. An empty dict is valid: the intercept alone predicts.
 
-    `learn_many(X, y, w)` runs the rows of a pandas DataFrame in order in compiled code and
-    leaves exactly the weights of a `learn_one` loop over ``X.to_dict("records")``;
-    `predict_many` and `predict_proba_many` equal `predict_one` and `predict_proba_one` row by
-    row. X may have dense numeric columns, or only pandas sparse columns of fill value 0
-    (missing = 0; then each row is the dict of its non-zero entries, and with hash collisions
-    a row's sums may differ from `learn_one` in the last bits).
+    `learn_many(X, y, w)` runs the rows of a batch in order in compiled code and leaves exactly
+    the weights of a `learn_one` loop over its rows as dicts; `predict_many` and
+    `predict_proba_many` equal `predict_one` and `predict_proba_one` row by row. X is a pandas
+    DataFrame (River's convention; dense numeric columns, or only pandas sparse columns of fill
+    value 0: each row is then the dict of its non-zero entries), a 2-D numpy array (each row
+    the dict of all its columns) or a scipy.sparse matrix (each row the dict of its stored
+    entries, in their stored order); for arrays the feature keys are ``columns=`` (given once
+    per call) or the column numbers, and the predictions come back as numpy arrays. The
+    vocabulary is looked up once per column. With hash collisions inside a row, its sums may
+    differ from `learn_one` in the last bits. `progressive_csr` is the predict-then-learn loop
+    over CSR arrays in one call.
 
     Examples
     --------
@@ -102,11 +112,14 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         C: float = 1.0,
         learn_intercept: bool = True,
         n_features: int | None = None,
+        calibration: str | None = None,
     ):
         self.variant = variant
         self.C = C
         self.learn_intercept = learn_intercept
         self.n_features = n_features
+        self.calibration = calibration
+        self._calibrator = make_calibrator(calibration)
         self._setup(variant, C, 0.0, learn_intercept, n_features)
 
     @classmethod
@@ -114,14 +127,19 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         yield {"variant": "PA-I", "C": 0.1}
         yield {"variant": "PA"}
         yield {"variant": "PA-II", "C": 0.5, "learn_intercept": False, "n_features": 2**12}
+        yield {"calibration": "temperature"}
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
-        self._learn_event(x, encode_binary_label(y), w)
+        label = encode_binary_label(y)
+        if self._calibrator is not None and check_sample_weight(w):
+            self._calibrator.learn(self._margin_one(x), label > 0.0)  # x validated first
+        self._learn_event(x, label, w)
 
     _targets = staticmethod(encode_binary_labels)
 
     def predict_proba_one(self, x: dict) -> dict:
-        p = sigmoid(self._margin_one(x))
+        m = self._margin_one(x)
+        p = sigmoid(m) if self._calibrator is None else self._calibrator.proba(m)
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
@@ -132,17 +150,33 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         """The margin w . x + b."""
         return self._margin_one(x)
 
-    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
-        """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
-        self._learn_batch(X, encode_binary_labels(y), w)
+    def learn_many(self, X, y, w=None, *, columns=None) -> None:
+        """Learn from the rows of X in order, exactly as a `learn_one` loop does.
 
-    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        X: a DataFrame, a 2-D numpy array or a scipy.sparse matrix (see the class docstring);
+        `columns`: the feature keys of an array's columns (default: the column numbers).
+
+        """
+        if self._calibrator is not None:
+            learn_rows(self, X, y, w, columns)
+            return
+        self._learn_batch(X, encode_binary_labels(y), w, columns)
+
+    def predict_proba_many(self, X, *, columns=None):
+        """P(False), P(True) per row: a DataFrame for a DataFrame X, else an (n, 2) array."""
         # River's scalar sigmoid, row by row: bit-for-bit the probabilities of predict_proba_one
-        p = np.fromiter(map(sigmoid, self._margins_many(X).tolist()), np.float64, len(X))
+        link = sigmoid if self._calibrator is None else self._calibrator.proba
+        m = self._margins_many(X, columns)
+        p = np.fromiter(map(link, m.tolist()), np.float64, len(m))
+        if not _is_frame(X):
+            return np.column_stack([1.0 - p, p])
+        import pandas as pd
+
         return pd.DataFrame({False: 1.0 - p, True: p}, index=X.index, columns=[False, True])
 
-    def predict_many(self, X: pd.DataFrame) -> pd.Series:
-        return pd.Series(self._margins_many(X) > 0.0, index=X.index)
+    def predict_many(self, X, *, columns=None):
+        """The predicted labels: a Series for a DataFrame X, else a bool array."""
+        return _as_series(X, self._margins_many(X, columns) > 0.0)
 
 
 class PARegressor(SparseLinear, base.MiniBatchRegressor):
@@ -222,9 +256,24 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
     def predict_one(self, x: dict) -> float:
         return self._margin_one(x)
 
-    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
-        """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
-        self._learn_batch(X, check_targets(y), w)
+    def learn_many(self, X, y, w=None, *, columns=None) -> None:
+        """Learn from the rows of X in order, exactly as a `learn_one` loop does (X as in
+        `PAClassifier.learn_many`)."""
+        self._learn_batch(X, check_targets(y), w, columns)
 
-    def predict_many(self, X: pd.DataFrame) -> pd.Series:
-        return pd.Series(self._margins_many(X), index=X.index)
+    def predict_many(self, X, *, columns=None):
+        """The predictions: a Series for a DataFrame X, else a float64 array."""
+        return _as_series(X, self._margins_many(X, columns))
+
+
+def _is_frame(X) -> bool:
+    return type(X).__module__.startswith("pandas")
+
+
+def _as_series(X, values: np.ndarray):
+    """`values` as a Series on X's index when X is a DataFrame, else as they are."""
+    if not _is_frame(X):
+        return values
+    import pandas as pd
+
+    return pd.Series(values, index=X.index)

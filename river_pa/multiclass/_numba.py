@@ -13,8 +13,10 @@ q = argmax_r (s_r - s_y + M[y, r]), the prediction-based rule against q = argmax
 loss is s_q - s_y + M[y, q] and the step w_y += tau x, w_q -= tau x with
 ||Phi(x, y) - Phi(x, q)||^2 = 2 (||x||^2 + ic).
 
-The multilabel ranking update works on label sets (`rel[r]` is 1 for a relevant label, 0 for an
-irrelevant one) with a threshold of score 0 between them (see `multilabel_pair`).
+The multilabel updates work on label sets (`rel[r]` is 1 for a relevant label, 0 for an
+irrelevant one) with a threshold of score 0 between them: the ranking rule enforces the most
+violated pair (see `multilabel_pair`), the threshold rule every label's side of the threshold at
+once (see `multilabel_cut_step`).
 
 Every batch kernel runs its rows through the same row function as the per-event path, in the
 same order, so `learn_many` gives bit-for-bit the weights of a `learn_one` loop.
@@ -29,6 +31,7 @@ from numba import njit
 from river_pa._core._numba import step_size
 
 MAX_LOSS, PREDICTION_BASED = 0, 1
+RANKING, THRESHOLD = 0, 1
 
 
 @njit(cache=True)
@@ -181,10 +184,46 @@ def multilabel_step(variant, c, W, b, ic, idx, val, sq, s, n, rel):
 
 
 @njit(cache=True)
-def multilabel_dense(variant, C, W, b, ic, cols, X, R, n, sw):
-    """Run the rows of a dense batch through `multilabel_step`; `R` is rows x label rows."""
+def multilabel_cut_step(variant, c, W, b, ic, idx, val, sq, s, n, rel):
+    """One PA step on the summed hinge loss of the n label-vs-threshold constraints; returns tau.
+
+    Label r must score s_r >= 1 if relevant and <= -1 if not: l_r = max(0, 1 - z_r s_r) with
+    z_r = +-1. The loss of the event is L = sum_r l_r; its gradient has one row z_r x per
+    violated label, so ||grad||^2 = k (||x||^2 + ic) for k violated labels, and the PA step
+    (Crammer et al. 2006, eq. 7 with this loss) moves each violated row by z_r tau x.
+
+    """
+    loss = 0.0
+    k = 0
+    for r in range(n):
+        lr = 1.0 - (s[r] if rel[r] else -s[r])
+        if lr > 0.0:
+            loss += lr
+            k += 1
+    if k == 0:
+        return 0.0
+    tau = step_size(variant, loss, k * (sq + ic), c)
+    if tau != 0.0:
+        for r in range(n):
+            z = 1.0 if rel[r] else -1.0
+            if 1.0 - z * s[r] > 0.0:
+                shift(W, b, ic, idx, val, r, z * tau)
+    return tau
+
+
+@njit(cache=True)
+def multilabel_update(rule, variant, c, W, b, ic, idx, val, sq, s, n, rel):
+    """`multilabel_cut_step` for THRESHOLD, `multilabel_step` for RANKING; returns tau."""
+    if rule == THRESHOLD:
+        return multilabel_cut_step(variant, c, W, b, ic, idx, val, sq, s, n, rel)
+    return multilabel_step(variant, c, W, b, ic, idx, val, sq, s, n, rel)
+
+
+@njit(cache=True)
+def multilabel_dense(rule, variant, C, W, b, ic, cols, X, R, n, sw):
+    """Run the rows of a dense batch through `multilabel_update`; `R` is rows x label rows."""
     s = np.empty(n)
     for i in range(X.shape[0]):
         sq = scores(W, b, n, cols, X[i], s)
         if sw[i] > 0.0:
-            multilabel_step(variant, C * sw[i], W, b, ic, cols, X[i], sq, s, n, R[i])
+            multilabel_update(rule, variant, C * sw[i], W, b, ic, cols, X[i], sq, s, n, R[i])

@@ -16,8 +16,8 @@ validates an event completely before changing anything.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from river_pa._core.calibration import make_calibrator
 from river_pa.multiclass import _numba
 from river_pa._core.features import make_index
 from river_pa._core.cache import EventCache
@@ -121,6 +121,8 @@ class ScoringClassifier(EventCache):
         if w == 0.0:
             return None
         self._event(x, learn=True)
+        if self._calibrator is not None:  # the progressive scores, before the step
+            self._calibrator.learn_scores(self._scores, row)
         return row, self._epos, self._val, self._sq, self._scores
 
     def _batch(self, X: pd.DataFrame, n_targets: int, w):
@@ -139,8 +141,8 @@ class ScoringClassifier(EventCache):
 
 class ArgmaxPrediction:
     """Single-label prediction from the scores of a `ScoringClassifier`: the label of highest
-    score (the first seen wins a tie); probabilities softmax(scores) over every label seen;
-    None and {} before any label."""
+    score (the first seen wins a tie); probabilities softmax(scores) over every label seen, or
+    softmax(a scores) with `_calibrator` (a fitted online); None and {} before any label."""
 
     def decision_function_one(self, x: dict) -> dict:
         """{label: score} for every label seen."""
@@ -150,7 +152,8 @@ class ArgmaxPrediction:
         s = self._scores_one(x)
         if not len(s):
             return {}
-        return dict(zip(self._classes, softmax(s).tolist()))
+        p = softmax(s) if self._calibrator is None else self._calibrator.softmax(s)
+        return dict(zip(self._classes, p.tolist()))
 
     def predict_one(self, x: dict):
         s = self._scores_one(x)
@@ -161,11 +164,17 @@ class ArgmaxPrediction:
     def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
         S = self._scores_many(X)
         if S.shape[1]:
+            if self._calibrator is not None:
+                S = S * self._calibrator.a
             S = np.exp(S - S.max(axis=1, keepdims=True))
             S /= S.sum(axis=1, keepdims=True)
+        import pandas as pd  # a DataFrame came: pandas is loaded already
+
         return pd.DataFrame(S, index=X.index, columns=self.classes)
 
     def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        import pandas as pd
+
         S = self._scores_many(X)
         if not S.shape[1]:
             return pd.Series([None] * len(X), index=X.index, dtype=object)
@@ -185,12 +194,15 @@ class MultiPrototype(ScoringClassifier):
         C: float = 1.0,
         learn_intercept: bool = True,
         n_features: int | None = None,
+        calibration: str | None = None,
         max_classes: int = MAX_CLASSES,
     ):
         self.variant = variant
         self.C = C
         self.learn_intercept = learn_intercept
         self.n_features = n_features
+        self.calibration = calibration
+        self._calibrator = make_calibrator(calibration)
         self.max_classes = max_classes
         self._setup(variant, C, learn_intercept, n_features)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+from river_pa._core.calibration import make_calibrator
 from river_pa.multiclass import _numba
 from river_pa.multiclass.base import MAX_CLASSES
 from river_pa.multiclass.pa import MarginClassifier
@@ -68,13 +69,15 @@ class PACostSensitiveClassifier(MarginClassifier):
         Whether each label learns an intercept.
     n_features
         None for a vocabulary of feature keys, a power of two for the hashing trick.
+    calibration
+        None or "temperature", as in `PAMultiClassifier`.
     max_classes
         The most labels the learner will hold (default 1,000): a label past it raises
         `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
         Memory grows with the labels (a weight row each, and a labels x labels margin matrix of the costs), so whoever writes the labels
         bounds it through this.
 
-    Predictions, probabilities (softmax of the scores), sample weights and input validation
+    Predictions, probabilities (softmax of the scores, or softmax(a s) calibrated), sample weights and input validation
     are those of `PAMultiClassifier`.
 
     Examples
@@ -106,10 +109,13 @@ class PACostSensitiveClassifier(MarginClassifier):
         cost: Mapping | Callable | None = None,
         learn_intercept: bool = True,
         n_features: int | None = None,
+        calibration: str | None = None,
         max_classes: int = MAX_CLASSES,
     ):
         self.variant = variant
         self.C = C
+        self.calibration = calibration
+        self._calibrator = make_calibrator(calibration)
         self.update = update
         self.cost = cost
         self.learn_intercept = learn_intercept

@@ -10,9 +10,9 @@ which the plain multiclass PA is the max-loss update with the 0/1 cost).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from river import base
 
+from river_pa._core.calibration import learn_rows
 from river_pa.multiclass import _numba
 from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype, ScoringClassifier
 
@@ -80,6 +80,9 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
 
     def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
+        if self._calibrator is not None:
+            learn_rows(self, X, y, w)
+            return
         labels = list(y)
         self._check_new_labels(labels)
         pos, values, sw = self._batch(X, len(labels), w)
@@ -114,7 +117,8 @@ class PAMultiClassifier(MarginClassifier):
     Labels are any hashable values (str, int, bool, tuples, ...). A label seen for the first
     time gets a fresh zero prototype before the update, so it competes at once.
     `predict_proba_one` covers every label seen: P(r) = softmax(s)_r = exp(s_r) / sum exp(s_k),
-    a fixed link of the scores (not a calibrated probability). Before any label is seen
+    a fixed link of the scores (not a calibrated probability) without calibration, softmax(a s)
+    with `calibration="temperature"` (then `learn_many` is a `learn_one` loop). Before any label is seen
     `predict_one` returns None and `predict_proba_one` {}.
 
     Parameters
@@ -127,6 +131,9 @@ class PAMultiClassifier(MarginClassifier):
         Whether each label learns an intercept.
     n_features
         None for a growable vocabulary of feature keys; a power of two for the hashing trick.
+    calibration
+        None or "temperature": probabilities softmax(a s), the temperature 1/a fitted online on
+        the progressive scores of the labelled events (`river_pa._core.calibration`).
     max_classes
         The most labels the learner will hold (default 1,000): a label past it raises
         `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.

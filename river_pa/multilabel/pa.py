@@ -11,13 +11,12 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import pandas as pd
 from river import base
 from river.utils.math import sigmoid
 
 from river_pa.multiclass import _numba as multiclass_numba
 from river_pa._core.validation import check_sample_weight
-from river_pa.multiclass.base import MultiPrototype
+from river_pa.multiclass.base import MAX_CLASSES, MultiPrototype
 
 __all__ = ["PAMultiLabelClassifier"]
 
@@ -28,25 +27,39 @@ def _relevance(label, value) -> bool:
     raise ValueError(f"label {label!r} must be True or False (or 0/1), got {value!r}")
 
 
+RULES = {"threshold": multiclass_numba.THRESHOLD, "ranking": multiclass_numba.RANKING}
+
+
 class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
-    """Multilabel ranking Passive-Aggressive classifier (PA, PA-I, PA-II).
+    """Multilabel Passive-Aggressive classifier (PA, PA-I, PA-II) that learns where to cut.
 
-    Each label has a prototype w_r and intercept b_r, scoring s_r = w_r . x + b_r. The learner
-    ranks the relevant labels of an event above its irrelevant ones by a margin of 1 (Crammer
-    et al. 2006, Section 7) and places them on either side of a threshold of score 0: relevant
-    labels must score >= 1 and irrelevant ones <= -1. Each update enforces the single most
-    violated of these constraints s_r - s_q >= 1: with lo the lowest-scoring relevant label
-    and hi the highest-scoring irrelevant one, the pair among (lo, hi), (lo, threshold),
-    (threshold, hi) of largest s_q - s_r, with loss l = max(0, 1 - (s_r - s_q)). A pair of
-    labels moves both, w_r += tau x and w_q -= tau x, with ||Phi(x, r) - Phi(x, q)||^2 =
-    2 (||x||^2 + 1); a pair with the threshold moves one prototype, with ||x||^2 + 1 (the
-    "+ 1" is the intercept, counted in the norm as in `PAClassifier`); tau is the PA, PA-I or
-    PA-II step of `PAMultiClassifier`. Without the threshold this is exactly the paper's
-    most-violated pair; the threshold is a label of fixed score 0 in the same ranking, which
-    turns the ranking into a set and lets events with no relevant label teach something. (A
-    learned threshold prototype instead was worse on emotions: Hamming loss 0.34 vs 0.30.)
+    Each label has a prototype w_r and intercept b_r, scoring s_r = w_r . x + b_r; the
+    predicted set is {r : s_r > 0}. Two update rules:
 
-    Prediction: the label set {r : s_r > 0}, returned as {label: bool} over every label seen;
+    - "threshold" (default): every label must sit on its side of the cut, s_r >= 1 if
+      relevant and s_r <= -1 if not. The event's loss is the sum of the n hinge losses
+      l_r = max(0, 1 - z_r s_r) (z_r = +-1), and one PA step on that loss moves every
+      violated label, w_r += z_r tau x, with tau the PA / PA-I / PA-II step of loss L over
+      k (||x||^2 + 1) for k violated labels (Crammer et al. 2006, Section 7, with this loss;
+      the "+ 1" is the intercept, counted in the norm as in `PAClassifier`). Each label's
+      intercept is its own cut, learned online by the same step.
+    - "ranking": the paper's rule (Section 7), which ranks relevant labels above irrelevant
+      ones by a margin of 1 and enforces only the single most violated constraint
+      s_r - s_q >= 1: with lo the lowest-scoring relevant label and hi the highest-scoring
+      irrelevant one, the pair among (lo, hi), (lo, threshold), (threshold, hi) of largest
+      s_q - s_r. The threshold is a label of fixed score 0 in the ranking (without it this is
+      exactly the paper's most-violated pair); a pair of labels moves both prototypes with
+      ||Phi(x, r) - Phi(x, q)||^2 = 2 (||x||^2 + 1), a pair with the threshold one.
+
+    Measured on the shared emotions data (593 events, 6 labels, file order, River's
+    StandardScaler in front, progressive validation): Hamming loss / example-F1 of
+    "threshold" with the default C = 0.01 is 0.233 / 0.603, against 0.306 / 0.523 for
+    "ranking" (C = 1), 0.311 / 0 for predicting the empty set and 0.238 / 0.593 for River's
+    `ClassifierChain(LogisticRegression())`. C = 0.01 is the default because with
+    standardised features ||x||^2 is about the number of features, so a larger C lets almost
+    every step be the hard projection, which over-reacts to label noise (C = 1: 0.253 /
+    0.570 on emotions; on River's Yeast 0.251 / 0.533 against 0.239 / 0.561 at C = 0.01).
+
     `predict_proba_one` gives P(r relevant) = 1 / (1 + exp(-s_r)) (a fixed link, not
     calibrated), as {label: {False: 1 - p, True: p}}.
 
@@ -60,6 +73,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         Whether each label learns an intercept.
     n_features
         None for a vocabulary of feature keys, a power of two for the hashing trick.
+    rule
+        "threshold" or "ranking" (see above); anything else raises ValueError.
     max_classes
         The most labels the learner will hold (default 1,000): a label past it raises
         `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
@@ -78,17 +93,44 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     >>> import river_pa
     >>> model = river_pa.PAMultiLabelClassifier(variant="PA", learn_intercept=False)
     >>> model.learn_one({"sun": 1.0}, {"beach": True, "ski": False})
-    >>> model.learn_one({"snow": 1.0}, {"beach": False, "ski": True})
     >>> model.predict_one({"sun": 1.0}), model.predict_one({"snow": 1.0})
-    ({'beach': True, 'ski': False}, {'beach': False, 'ski': True})
+    ({'beach': True, 'ski': False}, {'beach': False, 'ski': False})
 
-    On the first event all scores were 0 and the most violated pair was (beach, ski): one hard
-    step put "beach" exactly 1 above "ski", half above and half below the threshold:
+    Both labels violated their side by 1 (loss 2 over 2 ||x||^2): one hard step put each
+    exactly on its margin:
 
+    >>> model.decision_function_one({"sun": 1.0})
+    {'beach': 1.0, 'ski': -1.0}
+
+    With the ranking rule the same event moves the pair (beach, ski) half each way:
+
+    >>> model = river_pa.PAMultiLabelClassifier(variant="PA", learn_intercept=False,
+    ...                                          rule="ranking")
+    >>> model.learn_one({"sun": 1.0}, {"beach": True, "ski": False})
     >>> model.decision_function_one({"sun": 1.0})
     {'beach': 0.5, 'ski': -0.5}
 
     """
+
+    def __init__(
+        self,
+        variant: str = "PA-I",
+        C: float = 0.01,
+        learn_intercept: bool = True,
+        n_features: int | None = None,
+        rule: str = "threshold",
+        max_classes: int = MAX_CLASSES,
+    ):
+        if rule not in RULES:
+            raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
+        self.rule = rule
+        self._rule = RULES[rule]
+        super().__init__(variant, C, learn_intercept, n_features, max_classes=max_classes)
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield from super()._unit_test_params()
+        yield {"rule": "ranking", "C": 1.0}
 
     def _check_targets(self, y) -> list:
         """The labels of `y` in order, every value checked."""
@@ -112,8 +154,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         rel = np.zeros(self._n, dtype=np.int64)
         for label, value in y.items():
             rel[self._labels[label]] = bool(value)
-        tau = multiclass_numba.multilabel_step(
-            self._variant, self.C * w, self._W, self._b, self._intercept_norm, pos, val, sq, s,
+        tau = multiclass_numba.multilabel_update(
+            self._rule, self._variant, self.C * w, self._W, self._b, self._intercept_norm, pos, val, sq, s,
             self._n, rel
         )
         if tau != 0.0:
@@ -125,6 +167,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         `Y` has one bool (or 0/1) column per label, one row per row of X.
 
         """
+        import pandas as pd
+
         if not isinstance(Y, pd.DataFrame):
             raise TypeError(f"Y must be a DataFrame with one column per label, got "
                             f"{type(Y).__name__}")
@@ -142,7 +186,7 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         rows = [self._labels[label] for label in Y.columns]
         R[:, rows] = Y.to_numpy(dtype=bool)
         multiclass_numba.multilabel_dense(
-            self._variant, self.C, self._W, self._b, self._intercept_norm, pos, values, R,
+            self._rule, self._variant, self.C, self._W, self._b, self._intercept_norm, pos, values, R,
             self._n, sw
         )
         self._version += 1
@@ -164,4 +208,6 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     def predict_many(self, X: pd.DataFrame) -> pd.DataFrame:
         """One bool column per label seen."""
         S = self._scores_many(X)
+        import pandas as pd
+
         return pd.DataFrame(S > 0.0, index=X.index, columns=self.classes)

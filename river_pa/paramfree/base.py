@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from river import base, optim
 
+from river_pa._core.calibration import make_calibrator
 from river_pa._core.features import Vocabulary
 from river_pa.paramfree._numba import MAX_ABS_VALUE, max_abs
 from river_pa._core.cache import EventCache
@@ -143,10 +144,17 @@ class ParamFreeLinear(EventCache):
 
 
 class BinaryMixin(base.Classifier):
-    """Binary labels (bool, 0/1 or -1/+1) and probabilities from the loss's mean function."""
+    """Binary labels (bool, 0/1 or -1/+1) and probabilities from the loss's mean function, or
+    from the online temperature scaling of y_hat when the classifier's `calibration` is
+    "temperature"
+    (its constructor calls `_setup_calibration`)."""
 
     _loss_kind = optim.losses.BinaryLoss
     _default_loss = optim.losses.Log()
+
+    def _setup_calibration(self, calibration) -> None:
+        self.calibration = calibration
+        self._calibrator = make_calibrator(calibration)
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         try:
@@ -155,10 +163,16 @@ class BinaryMixin(base.Classifier):
             raise ValueError(
                 f"{type(self).__name__} is binary: labels must be bool, 0/1 or -1/+1, got {y!r}"
             ) from None
+        if self._calibrator is not None and check_sample_weight(w):
+            self._calibrator.learn(self._raw_one(x), label)  # x validated first
         self._learn(x, label, w)
 
     def predict_proba_one(self, x: dict) -> dict:
-        p = float(self._loss.mean_func(self._raw_one(x)))
+        y_hat = self._raw_one(x)
+        if self._calibrator is None:
+            p = float(self._loss.mean_func(y_hat))
+        else:
+            p = self._calibrator.proba(y_hat)
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:

@@ -251,10 +251,13 @@ class RescaledExpClassifier(_RescaledExpLinear, BinaryMixin):
         None (Algorithm 1), "last_play" or "play_before_last" (Algorithm 2, see `RescaledExp`).
     learn_intercept
         Whether to learn the intercept (as a constant feature, by the same rule).
+    calibration
+        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
+        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the gradient by the sample weight w
-    (w = 0: nothing happens). `predict_proba_one` applies the loss's mean function (the logistic
-    sigmoid for every River binary loss) to y_hat. Features never seen have weight 0 at
+    (w = 0: nothing happens). Without calibration `predict_proba_one` applies the loss's mean
+    function (the logistic sigmoid for every River binary loss) to y_hat. Features never seen have weight 0 at
     prediction. Bad feature values raise TypeError/ValueError naming the feature; the model is
     unchanged after a rejected event. Values must be finite with |x| < 1e150 (so x^2 and its
     sums stay finite float64; larger is a ValueError); tiny ones (x^2 underflowing) are fine. Vocabulary state in plain dicts, the rest numpy: picklable.
@@ -270,6 +273,11 @@ class RescaledExpClassifier(_RescaledExpLinear, BinaryMixin):
     Accuracy: 86.32%
 
     """
+
+    def __init__(self, loss=None, coordinatewise: bool = True, center: str | None = None,
+                 learn_intercept: bool = True, calibration: str | None = None):
+        super().__init__(loss, coordinatewise, center, learn_intercept)
+        self._setup_calibration(calibration)
 
 
 class RescaledExpRegressor(_RescaledExpLinear, RegressionMixin):

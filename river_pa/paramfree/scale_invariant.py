@@ -197,7 +197,16 @@ class _Full(_ScaleInvariant):
         return _numba.si_full_eta(float(self._hv @ Ph), self._gamma, self.alpha) * Ph
 
 
-class CoordinateScaleInvariantClassifier(_Coordinate, BinaryMixin):
+class _ScaleInvariantClassifier:
+    """The classifiers' constructor: `_ScaleInvariant`'s parameters and `calibration`."""
+
+    def __init__(self, loss=None, alpha: float = 1.5, learn_intercept: bool = True,
+                 calibration: str | None = None):
+        _ScaleInvariant.__init__(self, loss, alpha, learn_intercept)
+        self._setup_calibration(calibration)
+
+
+class CoordinateScaleInvariantClassifier(_ScaleInvariantClassifier, _Coordinate, BinaryMixin):
     """Binary linear classifier by the coordinate-wise scale-invariant algorithm (Kotlowski
     2017, Section 3.2).
 
@@ -222,9 +231,13 @@ class CoordinateScaleInvariantClassifier(_Coordinate, BinaryMixin):
         The algorithm's parameter, > 9/8 (the paper's condition); not a learning rate.
     learn_intercept
         Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
+    calibration
+        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
+        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
-    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat. Bad
+    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat (without
+    calibration). Bad
     feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
     so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
     State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
@@ -246,17 +259,8 @@ class CoordinateScaleInvariantRegressor(_Coordinate, RegressionMixin):
     """Linear regressor by the coordinate-wise scale-invariant algorithm (Kotlowski 2017,
     Section 3.2).
 
-    State s_i^2 = sum_t x_{t,i}^2 and h_i = -sum_t g_t x_{t,i} per coordinate; at round t, after
-    s_i^2 <- s_i^2 + x_{t,i}^2:
-    eta_i = exp((h_i^2 + x_{t,i}^2) / (2 alpha s_i^2)) / (alpha t d), w_i = eta_i h_i / s_i^2
-    (0 while s_i^2 = 0), y_hat = sum_i w_i x_{t,i}, then h_i <- h_i - g_t x_{t,i} with
-    g_t = dl(y_t, y_hat)/dy_hat. Predictions are unchanged when any feature is multiplied by a
-    constant (its unit changed).
-
-    On a stream whose feature set grows, d is the number of coordinates seen so far, the
-    intercept (a constant feature of value 1) and the event's new features included: d enters
-    only through the 1/(alpha t d) prior, which the paper's bound uses with beta = T d. t counts
-    the rounds learned (1 on the first).
+    The algorithm of `CoordinateScaleInvariantClassifier` (its state, rounds and cost) on real
+    targets: the loss gradient g_t = dl(y_t, y_hat)/dy_hat drives the same updates.
 
     Parameters
     ----------
@@ -286,7 +290,7 @@ class CoordinateScaleInvariantRegressor(_Coordinate, RegressionMixin):
     _default_loss = optim.losses.Absolute()
 
 
-class FullScaleInvariantClassifier(_Full, BinaryMixin):
+class FullScaleInvariantClassifier(_ScaleInvariantClassifier, _Full, BinaryMixin):
     """Binary linear classifier by the full scale-invariant algorithm (Kotlowski 2017,
     Section 4.2).
 
@@ -316,9 +320,13 @@ class FullScaleInvariantClassifier(_Full, BinaryMixin):
         The algorithm's parameter, > 9/8 (the paper's condition); not a learning rate.
     learn_intercept
         Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
+    calibration
+        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
+        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
-    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat. Bad
+    nothing happens). `predict_proba_one` applies the loss's mean function to y_hat (without
+    calibration). Bad
     feature values raise TypeError/ValueError naming the feature, leaving the model unchanged;
     so does |x| >= 1e150 (|x| must stay below it so x^2 and the sums of squares stay finite).
     State in numpy arrays and a `Vocabulary` (plain dicts): picklable.
@@ -339,22 +347,8 @@ class FullScaleInvariantClassifier(_Full, BinaryMixin):
 class FullScaleInvariantRegressor(_Full, RegressionMixin):
     """Linear regressor by the full scale-invariant algorithm (Kotlowski 2017, Section 4.2).
 
-    State S = sum_t x_t x_t^T, h = -sum_t g_t x_t and Gamma = sum_t g_t^2 x_t^T S_t^+ x_t; at
-    round t, after S <- S + x_t x_t^T: eta = exp((h^T S^+ h - Gamma) / (2 alpha)) / alpha,
-    w = eta S^+ h, y_hat = w^T x_t; then h <- h - g_t x_t and Gamma <- Gamma + g_t^2 x_t^T S^+ x_t.
-    Predictions are unchanged under x -> A x for any invertible A.
-
-    S^+ is kept as a matrix and moved by one rank-one update per round, O(d^2): Sherman-Morrison
-    when x_t lies in the range of S, Meyer's formula for a new direction otherwise (detected
-    with the projector N = I - S S^+ onto the null space, also kept: ||N x||^2 > 1e-15 ||x||^2,
-    a threshold between rounding noise (about 1e-18 and below) and the smallest genuine new
-    directions met in tests, 1e-12 on TrumpApproval where a date of 7e5 dominates ||x||).
-    No d^3 solve per round: S itself is also kept, and S^+ and N are recomputed from it by an
-    eigendecomposition (O(d^3)) only when a computed quantity leaves its exact range, which
-    rounding on a nearly singular S can cause (measured: once in 5,000 MNIST-5k events at
-    d = 664; never on a9a, USPS or the test streams). d grows with the feature set: a new
-    feature is a new axis of the null space (zero row of S and S^+, identity in N). Memory
-    3 d^2 float64.
+    The algorithm of `FullScaleInvariantClassifier` (its state, rounds and cost) on real
+    targets: the loss gradient g_t = dl(y_t, y_hat)/dy_hat drives the same updates.
 
     Parameters
     ----------

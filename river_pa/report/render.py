@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["append", "load", "main", "plot", "print_summary", "summary_table"]
+__all__ = ["append", "comparison_table", "load", "main", "plot", "print_comparison",
+           "print_summary", "summary_table"]
 
 
 def append(path: str | Path, snapshots: list[dict]) -> None:
@@ -37,34 +38,55 @@ def load(path: str | Path) -> list[dict]:
     return out
 
 
-def _title(snapshot: dict) -> str:
+def _title(snapshot: dict, n_models: int = 1) -> str:
+    if n_models > 1:
+        return f"{n_models} models on {snapshot.get('data')}"
     if "model" in snapshot and "data" in snapshot:
         return f"{snapshot['model']} on {snapshot['data']}"
     return "river-pa serve"
 
 
+def _by_model(snapshots: list[dict]) -> dict:
+    """{model: its snapshots in order}: a report of `evaluate --model A --model B` holds the
+    snapshots of each model, each naming it; a snapshot that names none belongs to the run of
+    the next one that does (a one-model run names its model in its last snapshot only)."""
+    model, models = None, []
+    for snapshot in reversed(snapshots):
+        model = snapshot.get("model", model)
+        models.append(model)
+    out = {}
+    for snapshot, model in zip(snapshots, reversed(models)):
+        out.setdefault(model, []).append(snapshot)
+    return out
+
+
 def plot(snapshots: list[dict], png: str | Path) -> None:
-    """Learning curves: one panel per metric, cumulative (and rolling) value against events."""
+    """Learning curves: one panel per metric, cumulative (and rolling) value against events;
+    one line per model when the report holds several."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     last = snapshots[-1]
+    runs = _by_model(snapshots)
     names = list(last["metrics"])
-    events = [s["events"] for s in snapshots]
     fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.4 * len(names) + 0.6), sharex=True,
                              squeeze=False)
     for ax, name in zip(axes[:, 0], names):
-        ax.plot(events, [s["metrics"].get(name) for s in snapshots], label="cumulative")
-        if "rolling" in last:
-            ax.plot(events, [s.get("rolling", {}).get(name) for s in snapshots], alpha=0.6,
-                    label=f"rolling ({last.get('window')} labels)")
-            ax.legend(loc="best")
+        for model, run in runs.items():
+            events = [s["events"] for s in run]
+            ax.plot(events, [s["metrics"].get(name) for s in run],
+                    label=model if len(runs) > 1 else "cumulative")
+            if "rolling" in run[-1]:
+                ax.plot(events, [s.get("rolling", {}).get(name) for s in run], alpha=0.6,
+                        label=f"rolling ({run[-1].get('window')} labels)")
+        if len(runs) > 1 or "rolling" in last:
+            ax.legend(loc="best", fontsize="small")
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("events")
-    fig.suptitle(f"{_title(last)}: progressive validation")
+    fig.suptitle(f"{_title(last, len(runs))}: progressive validation")
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
     fig.savefig(png, dpi=100)
@@ -111,6 +133,31 @@ def print_summary(snapshot: dict) -> None:
     Console().print(summary_table(snapshot))
 
 
+def comparison_table(snapshots: list[dict]):
+    """A rich Table with one row per model of a report: its last metrics and events/s."""
+    from rich.table import Table
+
+    runs = _by_model(snapshots)
+    lasts = [run[-1] for run in runs.values()]
+    names = list(lasts[0]["metrics"])
+    table = Table(title=f"{_title(lasts[0], len(runs))}, {_text(lasts[0]['events'])} events")
+    table.add_column("model")
+    for name in [*names, "events/s"]:
+        table.add_column(name, justify="right")
+    for model, last in zip(runs, lasts):
+        values = ["-" if last["metrics"].get(n) is None else f"{last['metrics'][n]:.6f}"
+                  for n in names]
+        table.add_row(str(model), *values, _text(last.get("events_per_s")))
+    return table
+
+
+def print_comparison(snapshots: list[dict]) -> None:
+    """Print `comparison_table(snapshots)` on stdout."""
+    from rich.console import Console
+
+    Console().print(comparison_table(snapshots))
+
+
 def main(file: str, png: str | None = None) -> int:
     """`river-pa report FILE`: write the learning curves to a PNG (default FILE with .png)
     and print the last snapshot as a table; 1 with one line if FILE holds no report."""
@@ -128,6 +175,9 @@ def main(file: str, png: str | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"river-pa report: cannot write {png}: {exc}", file=sys.stderr)
         return 1
-    print_summary(snapshots[-1])
+    if len(_by_model(snapshots)) > 1:
+        print_comparison(snapshots)
+    else:
+        print_summary(snapshots[-1])
     print(f"learning curve: {png}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import resource
 
 import pytest
 from river import linear_model
@@ -97,3 +98,56 @@ def test_an_unwritable_checkpoint_path_stops_the_daemon_before_it_consumes(capsy
 def test_check_writable_creates_the_folder(tmp_path):
     checkpoint.check_writable(tmp_path / "a" / "b" / "ck.bin")
     assert (tmp_path / "a" / "b").is_dir() and not list((tmp_path / "a" / "b").iterdir())
+
+
+def test_checkpoints_are_readable_by_their_owner_only(tmp_path, model):
+    path = tmp_path / "state.ckpt"
+    for _ in range(2):  # the first file, then one renamed over it (.prev keeps the old inode)
+        checkpoint.save(path, {"model": model}, model, {}, None)
+        assert path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "state.ckpt.prev").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_signed_checkpoint_is_never_loaded_without_the_key(tmp_path, model):
+    # a run without --checkpoint-key loaded a signed checkpoint unchecked
+    path = tmp_path / "state.ckpt"
+    write_bomb(path, model, b"the key")
+    with pytest.raises(checkpoint.CheckpointError, match="signed but no --checkpoint-key"):
+        checkpoint.load(path, checkpoint.metadata(model), None)
+
+
+@pytest.fixture
+def file_size_limit():
+    """Lower this process's RLIMIT_FSIZE (writes past it fail with EFBIG, as on a full disk;
+    Python ignores SIGXFSZ) and restore it after the test."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    yield lambda n: resource.setrlimit(resource.RLIMIT_FSIZE, (n, hard))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def test_a_full_disk_during_a_checkpoint_is_one_error_and_leaves_no_tmp(tmp_path, model,
+                                                                        file_size_limit):
+    # it was an OSError traceback with a stale .tmp left behind
+    path = tmp_path / "state.ckpt"
+    checkpoint.save(path, {"model": model, "pad": b"x" * 10_000}, model, {"t:0": 1}, None)
+    before = path.read_bytes()
+    file_size_limit(5_000)
+    with pytest.raises(checkpoint.CheckpointError, match="cannot write a checkpoint there"):
+        checkpoint.save(path, {"model": model, "pad": b"y" * 10_000}, model, {"t:0": 2}, None)
+    assert path.read_bytes() == before and not (tmp_path / "state.ckpt.tmp").exists()
+    # and a restart stops at once (an empty probe file passed, then every prediction since
+    # the last checkpoint was emitted again before the same failure)
+    with pytest.raises(checkpoint.CheckpointError, match="cannot write a checkpoint there"):
+        checkpoint.check_writable(path)
+    assert not (tmp_path / "state.ckpt.tmp").exists()
+
+
+def test_unusable_report_path_and_metric_are_one_line_errors(tmp_path, capsys):
+    from river_pa.cli import main
+
+    base = ["serve", "--bootstrap-servers", "127.0.0.1:1", "--checkpoint-path", str(tmp_path / "ck")]
+    assert main(base + ["--report-path", "/proc/river-pa-test/r.jsonl"]) == 1
+    assert "cannot append to --report-path" in capsys.readouterr().err
+    assert main(base + ["--report-path", str(tmp_path / "r.jsonl"), "--metric",
+                        "NoSuchMetric"]) == 2  # was 1 with a traceback
+    assert "unknown metric 'NoSuchMetric'" in capsys.readouterr().err

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from river import linear_model
 
-from river_pa.connectors.codec import BadRecord, decode_event, decode_label, encode_json, label_check_for
+import river_pa
+
+from river_pa.connectors.codec import REASONS, BadRecord, decode_event, decode_label, encode_json, label_check_for
 
 BINARY = label_check_for(linear_model.PAClassifier())
 REGRESSION = label_check_for(linear_model.LinearRegression())
@@ -31,7 +35,8 @@ def test_a_good_event_decodes():
     (b'{"id": "a", "x": {"f": true}}', "non_numeric"),
     (b'{"id": "a", "x": {"f": NaN}}', "non_finite"),
     (b'{"id": "a", "x": {"f": 1e999}}', "non_finite"),
-    (b'{"id": "a", "x": {}, "y": 1}', "bad_label"),
+    (b'{"id": "a", "x": {}, "y": 2}', "bad_label"),
+    (b'{"id": "a", "x": {}, "y": 0.5}', "bad_label"),
     (b'{"id": "a", "x": {}, "ts": "now"}', "bad_ts"),
     # an int beyond 64 bits crashed the daemon in encode_json, at the same record on restart
     (b'{"id": "a", "x": {}, "ts": 1e300}', "bad_ts"),
@@ -46,7 +51,7 @@ def test_bad_events_name_their_reason(raw, reason):
 
 def test_labels_follow_the_model_kind():
     assert decode_label(b'{"id": "a", "y": 2.5}', REGRESSION, 100).y == 2.5
-    for raw, check in ((b'{"id": "a", "y": true}', REGRESSION), (b'{"id": "a", "y": 1}', BINARY),
+    for raw, check in ((b'{"id": "a", "y": true}', REGRESSION), (b'{"id": "a", "y": 2}', BINARY),
                        (b'{"id": "a"}', BINARY)):
         with pytest.raises(BadRecord, match="bad_label"):
             decode_label(raw, check, 100)
@@ -66,3 +71,57 @@ def test_every_accepted_timestamp_can_be_echoed_in_a_prediction():
 
 def test_encode_json_never_writes_invalid_json():
     assert json.loads(encode_json({"p": {"a": float("nan")}, "q": 1.5})) == {"p": {"a": None}, "q": 1.5}
+
+
+@pytest.mark.parametrize("y,expected", [(1, True), (0, False), (-1, False), (1.0, True), (True, True)])
+def test_binary_labels_are_the_ones_pa_classifier_takes(y, expected):
+    # {"y": 1} and {"y": 0} were dead-lettered as bad_label, although learn_one takes them
+    raw = json.dumps({"id": "a", "y": y}).encode()
+    label = decode_label(raw, label_check_for(river_pa.PAClassifier()), 100)
+    assert label.y is expected
+
+
+def nested(depth: int, open_: bytes = b"[", close: bytes = b"]") -> bytes:
+    return open_ * depth + close * depth
+
+
+DEEP = nested(5000)
+
+
+@pytest.mark.parametrize("raw,event_reason,label_reason", [
+    # once orjson refuses a value, the standard-library parser that names the reason raised
+    # RecursionError on deep nesting, out of the loop (and again at that offset on restart)
+    (b'{"id": "a", "x": {"f": ' + DEEP + b"}} trailing", "invalid_json", "invalid_json"),
+    (b'{"id": "a", "x": {"f": ' + DEEP[:5000] + b"NaN" + DEEP[5000:] + b"}}",
+     "invalid_json", "invalid_json"),
+    (b"[" * 100_000, "invalid_json", "invalid_json"),
+    # orjson parses these; the repr quoted in the detail raised RecursionError
+    (b'{"id": "a", "x": {}, "y": ' + DEEP + b"}", "bad_label", "bad_label"),
+    (b'{"id": "a", "x": {}, "ts": ' + DEEP + b"}", "bad_ts", "bad_label"),
+    (b'{"id": "a", "x": {"f": ' + DEEP + b"}}", "non_numeric", "bad_label"),
+])
+def test_deeply_nested_json_is_a_bad_record_not_an_exception(raw, event_reason, label_reason):
+    for decode, reason in ((decode_event, event_reason), (decode_label, label_reason)):
+        with pytest.raises(BadRecord) as info:
+            decode(raw, BINARY, len(raw))
+        assert info.value.reason == reason
+        assert len(str(info.value)) < 200  # the detail header quotes a preview, not the value
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.dictionaries(st.sampled_from(["id", "x", "y", "ts", "z"]), JSON, max_size=5),
+       cut=st.integers(0, 200))
+def test_any_value_decodes_or_is_a_bad_record(value, cut):
+    raw = json.dumps(value).encode()
+    for data in (raw, raw[:cut]):
+        for decode in (decode_event, decode_label):
+            for check in (BINARY, REGRESSION, label_check_for(river_pa.PAMultiClassifier())):
+                try:
+                    decode(data, check, 10_000)
+                except BadRecord as exc:
+                    assert exc.reason in REASONS

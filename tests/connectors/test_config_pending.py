@@ -6,8 +6,14 @@ import json
 
 import pytest
 
+import json
+import time
+import tracemalloc
+
+from river_pa.connectors.codec import decode_event, label_check_for
 from river_pa.connectors.config import load_config
-from river_pa.connectors.pending import Pending, PendingStore
+from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
+from river_pa.linear_model import PAClassifier
 
 
 def test_flags_beat_environment_beat_toml(tmp_path):
@@ -31,7 +37,7 @@ def test_unknown_client_settings_are_refused_by_name():
 
 
 def test_pending_store_evicts_by_size_and_event_time_ttl():
-    store = PendingStore(max_size=2, ttl_ms=100)
+    store = PendingStore(max_size=2, ttl_ms=100, max_bytes=10**9)
     assert store.add("a", Pending({}, None, 0)) == []
     store.add("b", Pending({}, None, 50))
     evicted = store.add("c", Pending({}, None, 60))
@@ -113,3 +119,43 @@ def test_each_client_gets_the_settings_it_takes():
 def test_settings_the_daemon_sets_itself_are_refused(name):
     with pytest.raises(SystemExit, match=rf"\['{name}'\]"):
         load_config(["--kafka", json.dumps({name: True})], {})
+
+
+def wide_event(i: int, width: int = 7000):
+    raw = json.dumps({"id": f"e{i}", "x": {f"f{j}": j + 0.5 for j in range(width)}}).encode()
+    return decode_event(raw, label_check_for(PAClassifier()), len(raw))
+
+
+def test_entry_bytes_is_the_memory_an_event_holds():
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    event = wide_event(0)
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert 0.8 * held < entry_bytes(event.x, {False: 0.4, True: 0.6}) < 1.25 * held
+
+
+def test_pending_store_has_a_byte_budget():
+    # 1,000 pending events of 7,000 features took 1.19 GB under the count bound alone
+    events = [wide_event(i) for i in range(6)]
+    size = entry_bytes(events[0].x, True)
+    store = PendingStore(max_size=100_000, ttl_ms=None, max_bytes=int(3.5 * size))
+    evicted = [store.add(e.id, Pending(e.x, True, 0, entry_bytes(e.x, True))) for e in events]
+    assert [len(e) for e in evicted] == [0, 0, 0, 1, 1, 1] and len(store) == 3
+    assert store.nbytes == 3 * size
+    store.pop("e5")
+    assert store.nbytes == 2 * size
+    assert load_config([], {}).pending_max_bytes == 256 * 2**20
+
+
+def test_one_record_stamped_far_in_the_future_does_not_expire_the_store():
+    # the store's clock jumped to the record's timestamp: every entry expired at once
+    now = int(time.time() * 1000)
+    store = PendingStore(max_size=100, ttl_ms=60_000, max_bytes=10**9)
+    for i in range(5):
+        store.add(f"e{i}", Pending({}, None, store.clock(now - 1000 * (4 - i))))
+    year_3000 = 32_503_680_000_000
+    assert store.expire(store.clock(year_3000)) == [] and len(store) == 5
+    store.add("future", Pending({}, None, store.clock(year_3000)))
+    assert store.pop("future").ts < now + 60_000  # nor does it sit unexpirable at the head
+    assert [e.ts for e in store.expire(now + 57_500)] == [now - 4000, now - 3000]

@@ -419,7 +419,7 @@ def test_report_rows_and_plot(tmp_path):
     (["--param", "c=1"], "unknown parameter 'c' for PAClassifier; valid parameters: C,"),
     (["--metric", "Nope"], "unknown metric 'Nope'; choose one of Accuracy,"),
     (["--param", "variant=PA-III"], "variant must be one of ['PA', 'PA-I', 'PA-II']"),
-    (["--model", "river.nope:Model"], "cannot import model factory 'river.nope:Model'"),
+    (["--model", "river.nope:Model"], "cannot import model 'river.nope:Model'"),
     (["--delay", "x"], "argument --delay: invalid int value: 'x'"),
     (["trump-approval", "--model", "PAClassifier"], "metric MAE does not work with PAClassifier; "
      "the default metrics follow the data's task: give --metric names for this model, --task, "

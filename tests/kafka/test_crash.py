@@ -60,3 +60,26 @@ def test_sigkill_three_times_changes_nothing(kafka, elec2_path, exactly_once):
     clean_preds = {json.loads(r.value)["id"]: json.loads(r.value)["prediction"]
                    for r in kafka.read_all(preds_a)}
     assert {k: v["prediction"] for k, v in first.items()} == clean_preds
+
+
+def test_a_full_disk_at_a_checkpoint_stops_the_daemon_with_one_line(kafka, elec2_path):
+    # ENOSPC at a checkpoint was a traceback, left a stale .tmp, and each restart re-emitted
+    # every prediction since the last checkpoint before dying again
+    import resource
+
+    events, preds = kafka.topics("events", "preds")
+    send_all(kafka.producer(), records(elec2(str(elec2_path), 200), None), events, None)
+    proc = kafka.serve_stream(events, None, preds, "--checkpoint-every", "100")
+    path = kafka.tmp_path / "d0.ckpt"
+    kafka.wait_for_report("d0.jsonl", lambda r: r["events"] == 200 and path.exists()
+                          and checkpoint.read_header(path)["offsets"] == {f"{events}:0": 200}, proc)
+    size = path.stat().st_size
+    resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (size // 2, size // 2))  # "the disk is full"
+    send_all(kafka.producer(), records(elec2(str(elec2_path), 200), None, id_prefix="f"), events, None)
+    assert proc.wait(timeout=120) == 3
+    log = kafka.log("d0")
+    assert "Traceback" not in log
+    assert "cannot write a checkpoint there" in log.strip().splitlines()[-1]
+    left = {p.name for p in kafka.tmp_path.iterdir() if "ckpt" in p.name}
+    assert left <= {"d0.ckpt", "d0.ckpt.prev"}  # no stale .tmp
+    assert checkpoint.read_header(path)["offsets"] == {f"{events}:0": 200}  # the last good one

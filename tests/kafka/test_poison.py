@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
+import pytest
+
+import river_pa
 from river_pa.connectors.replay import elec2, records
 
 N_EVENTS = 300
@@ -70,3 +74,26 @@ def test_every_bad_record_is_dead_lettered_and_good_ones_served(kafka, elec2_pat
     assert report["dead_letter_reasons"]["bad_label"] == 2
     # kept until its event comes, bounded like pending events (--pending-max, --pending-ttl-ms)
     assert report["early_labels"] == 1 and report["orphan_labels"] == report["pending"] == 0
+
+
+@pytest.mark.skipif("max_classes" not in inspect.signature(river_pa.PAMultiClassifier).parameters,
+                    reason="the learners' max_classes bound is not merged yet")
+def test_labels_past_the_class_bound_are_dead_lettered(kafka):
+    # 9,000 distinct labels gave PAMultiClassifier a 2 GiB margin matrix, 20,000 killed it:
+    # whoever writes the labels topic controlled the daemon's memory
+    events, preds = kafka.topics("events", "preds")
+    producer = kafka.producer()
+    labels = ["a", "b", "c", "a", "d", "b", "e", "c"]
+    for i, y in enumerate(labels):
+        producer.send(events, json.dumps({"id": f"e{i}", "x": {"f": i}, "y": y}).encode())
+    producer.flush()
+    proc = kafka.serve_stream(events, None, preds, "--model", "PAMultiClassifier",
+                              "--model-params", '{"max_classes": 3}')
+    report = kafka.wait_for_report("d0.jsonl", lambda r: r["events"] == len(labels), proc)
+    assert kafka.stop(proc) == 0
+    report = kafka.last_report("d0.jsonl")
+    assert report["dead_letter_reasons"] == {"too_many_classes": 2}
+    assert report["learned"] == len(labels) - 2
+    dead = kafka.read_all(f"{events}-dlq")
+    assert [json.loads(r.value)["y"] for r in dead] == ["d", "e"]
+    assert all(dict(r.headers)["reason"] == b"too_many_classes" for r in dead)

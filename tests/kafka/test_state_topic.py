@@ -68,8 +68,12 @@ def test_a_32_mib_model_is_published_in_chunks_and_restored(kafka):
     assert len(payload) >= 32 * 2**20
     (topic,) = kafka.topics("models")
     producer = kafka.producer(max_request_size=1_048_576)
-    first = snapshots.publish(producer, topic, "m", b"an older, smaller snapshot", None)
-    second = snapshots.publish(producer, topic, "m", payload, first)
+
+    def send(topic, value, key):
+        producer.send(topic, key=key, value=value)
+
+    first = snapshots.publish(send, topic, "m", b"an older, smaller snapshot", None)
+    second = snapshots.publish(send, topic, "m", payload, first)
     producer.flush()
     assert second["chunks"] == -(-len(payload) // snapshots.CHUNK_BYTES) == 65
     assert second["version"] == 2

@@ -1,5 +1,5 @@
 """KernelPAClassifier: equivalences with the linear learners and the binary kernel PA, the
-BPA-S budget, exact batches, bad input."""
+budgets (projectron and BPA-S), exact batches, bad input."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ def test_two_labels_follow_the_binary_kernel_pa_with_twice_c(variant):
 
 def test_budget_replaces_by_projection():
     """BPA-S with budget 1: the new vector takes over the old one's projected coefficients."""
-    model = river_pa.KernelPAClassifier(kernel="rbf", gamma=0.5, variant="PA", budget=1)
+    model = river_pa.KernelPAClassifier(kernel="rbf", gamma=0.5, variant="PA", budget=1,
+                                        budget_rule="BPA-S")
     a, b = {"u": 0.0}, {"u": 1.0}
     model.learn_one(a, "x")
     model.learn_one(a, "y")  # loss 1, K = 1: tau = 1/2, v_1 = a, coefficients (-1/2, +1/2)
@@ -78,6 +79,40 @@ def test_budget_replaces_by_projection():
     assert np.array_equal(model._S[0, :2], [0.0, 1.0])
 
 
+def test_projectron_steps_inside_the_span_once_full():
+    """Linear kernel, budget 1: once full, x is projected onto the span of v_1 = (1, 0)."""
+    model = river_pa.KernelPAClassifier(kernel="linear", variant="PA", budget=1)
+    model.learn_one({"a": 1.0, "b": 0.0}, "x")  # one label: nothing to separate
+    model.learn_one({"a": 1.0, "b": 0.0}, "y")  # loss 1, K = 1: tau = 1/2, A = (-1/2, 1/2)
+    assert model._A[0, :2].tolist() == [-0.5, 0.5] and model._Kinv[0, 0] == 1.0
+    # x = (2, 1): k = 2, d = K^-1 k = 2, ||P Phi(x)||^2 = k . d = 4; scores x -1, y 1: loss 3,
+    # tau = 3 / (2 * 4); A[0] += tau d (-tau d) for x (y)
+    model.learn_one({"a": 2.0, "b": 1.0}, "x")
+    assert model.n_support == 1 and np.array_equal(model._S[0, 1:3], [1.0, 0.0])
+    assert model._A[0, :2] == pytest.approx([-0.5 + 0.75, 0.5 - 0.75])
+    # the PA projection inside the span: the event now sits at margin exactly 1
+    s = model.decision_function_one({"a": 2.0, "b": 1.0})
+    assert s["x"] - s["y"] == pytest.approx(1.0)
+
+
+def test_projectron_keeps_the_inverse_kernel_matrix():
+    rows = list(datasets.ImageSegments().take(300))
+    model = river_pa.KernelPAClassifier(kernel="rbf", gamma=0.1, budget=40)
+    for x, y in rows:
+        model.learn_one(x, y)
+    n = model.n_support
+    S, sq = model._S[:n], model._svsq[:n]
+    K = np.exp(-0.1 * np.maximum(sq[:, None] + sq[None, :] - 2 * S @ S.T, 0.0))
+    assert n == 40
+    assert model._Kinv[:n, :n] @ K == pytest.approx(np.eye(n), abs=1e-6)
+
+
+def test_bad_budget_rule():
+    with pytest.raises(ValueError, match="budget_rule must be one of \\['BPA-S', 'projectron'\\], "
+                                         "got 'BPA-NN'"):
+        river_pa.KernelPAClassifier(budget=5, budget_rule="BPA-NN")
+
+
 def test_budget_keeps_memory_and_support_flat():
     rows = list(datasets.ImageSegments())
     model = river_pa.KernelPAClassifier(kernel="rbf", gamma=0.1, budget=50)
@@ -90,10 +125,11 @@ def test_budget_keeps_memory_and_support_flat():
     assert sizes[1] <= 1.05 * sizes[0]
 
 
-def test_learn_many_is_bit_for_bit_a_learn_one_loop():
+@pytest.mark.parametrize("rule", ["projectron", "BPA-S"])
+def test_learn_many_is_bit_for_bit_a_learn_one_loop(rule):
     rows = list(datasets.ImageSegments().take(90))
-    one = river_pa.KernelPAClassifier(kernel="rbf", gamma=0.1, budget=20)
-    many = river_pa.KernelPAClassifier(kernel="rbf", gamma=0.1, budget=20)
+    one = river_pa.KernelPAClassifier(kernel="rbf", gamma=0.1, budget=20, budget_rule=rule)
+    many = river_pa.KernelPAClassifier(kernel="rbf", gamma=0.1, budget=20, budget_rule=rule)
     w = np.random.default_rng(0).random(90)
     for (x, y), wi in zip(rows, w):
         one.learn_one(x, y, wi)

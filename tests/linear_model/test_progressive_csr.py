@@ -124,3 +124,90 @@ def test_a_huge_key_space_costs_memory_of_the_batch_only():
     model = PARegressor(n_features=2**4)
     margins = model.progressive_csr([0, 1], [10**15], [2.0], [1.0], keys=range(10**18))
     assert margins.tolist() == [0.0] and model.predict_one({10**15: 2.0}) != 0.0
+
+
+# -- learn_many / predict_many on numpy arrays and scipy.sparse matrices (issue 12) -----------
+
+def rows_as_dicts(X, keys):
+    """The rows of a CSR matrix (stored entries, stored order) or a dense array as dicts."""
+    if isinstance(X, np.ndarray):
+        return [dict(zip(keys, row.tolist())) for row in X]
+    return [{keys[j]: v for j, v in zip(X.indices[lo:hi].tolist(), X.data[lo:hi].tolist())}
+            for lo, hi in zip(X.indptr[:-1].tolist(), X.indptr[1:].tolist())]
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("names", [False, True])
+@pytest.mark.parametrize("cls, path, params", [
+    (PAClassifier, "a9a/a9a.bz2", {"variant": "PA-I", "C": 0.1}),
+    (PAClassifier, "phishing/phishing.bz2", {"variant": "PA-II", "n_features": 2**10}),
+    (PARegressor, "abalone/abalone_scale.bz2", {"variant": "PA-I", "epsilon": 0.5}),
+])
+def test_array_batches_equal_the_event_loop(shared_data, cls, path, params, names, dense):
+    X, y = load_svmlight_file(str(shared_data / path))
+    X, y = X[:2000], y[:2000]
+    keys = [f"f{j}" for j in range(X.shape[1])] if names else list(range(X.shape[1]))
+    if dense:
+        X = X.toarray()
+    many, one = cls(**params), cls(**params)
+    rows = rows_as_dicts(X, keys)
+    for lo in range(0, 2000, 500):
+        Xb, yb = X[lo: lo + 500], y[lo: lo + 500]
+        given = {"columns": keys} if names else {}
+        assert many.predict_many(Xb, **given).tolist() == [one.predict_one(x)
+                                                           for x in rows[lo: lo + 500]]
+        if cls is PAClassifier:
+            proba = many.predict_proba_many(Xb, **given)
+            assert proba[:, 1].tolist() == [one.predict_proba_one(x)[True]
+                                            for x in rows[lo: lo + 500]]
+        many.learn_many(Xb, yb, **given)
+        for x, yi in zip(rows[lo: lo + 500], yb):
+            one.learn_one(x, yi)
+        assert many.weights == one.weights and many.intercept == one.intercept
+    assert len(many.weights) > 5
+
+
+def test_a_sparse_batch_looks_up_only_the_columns_it_uses():
+    import scipy.sparse as sp
+
+    model = PAClassifier()
+    X = sp.csr_matrix((np.array([1.0, 2.0]), np.array([7, 123456]), np.array([0, 1, 2])),
+                      shape=(2, 2**18))
+    model.learn_many(X, np.array([True, False]))
+    assert model._index.size == 3 and set(model.weights) == {7, 123456}
+
+
+def test_bad_array_batches_change_nothing():
+    model = PAClassifier()
+    model.learn_one({0: 1.0}, True)
+    before = pickle.dumps(model)
+    for X, columns, error in [
+        (np.array([[1.0, np.nan]]), None, "feature 1 has non-finite values"),
+        (np.array([["a", "b"]]), None, "X must be a 2-D array of real numbers"),
+        (np.array([[1.0, 2.0]]), ["a"], "columns names 1 features for 2 columns"),
+        (np.array([[1.0, 2.0]]), ["a", "a"], "columns must not name a feature twice"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=error):
+            model.learn_many(X, np.array([True]), columns=columns)
+        assert pickle.dumps(model) == before
+
+
+def test_a_family_import_loads_no_pandas():
+    import subprocess
+    import sys
+
+    code = ("import sys, river_pa; river_pa.PAClassifier; river_pa.PAMultiClassifier; "
+            "river_pa.KernelPAClassifier; river_pa.PAMultiLabelClassifier; "
+            "river_pa.RescaledExpClassifier; print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_predicting_a_sparse_batch_leaves_it_as_it_was():
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([5, 1, 3]), np.array([0, 3])),
+                      shape=(1, 6))
+    PAClassifier().predict_many(X)  # unseen columns all sit at the sink: merged there
+    assert X.indices.tolist() == [5, 1, 3] and X.data.tolist() == [1.0, 2.0, 3.0]

@@ -1,0 +1,102 @@
+"""`river-pa evaluate --model A --model B ...`: several models over one pass of the same events,
+each with the figures of its own run, one table, one plot; calibrated models leave the
+compiled path."""
+
+from __future__ import annotations
+
+import pytest
+from river import datasets as river_datasets
+from river import evaluate as river_evaluate
+from river import linear_model, metrics
+
+import river_pa
+from river_pa import cli, report
+from river_pa.evaluate import datasets
+from river_pa.evaluate.job import evaluate, evaluate_many
+
+NAMES = ["Accuracy", "F1", "LogLoss"]
+
+
+def river_score(model, delay=None):
+    bundle = metrics.base.Metrics([getattr(metrics, n)() for n in NAMES])
+    river_evaluate.progressive_val_score(river_datasets.Phishing(), model, bundle, delay=delay)
+    return {type(m).__name__: m.get() for m in bundle}
+
+
+def test_each_model_scores_as_in_its_own_run(tmp_path, capsys):
+    path, png = tmp_path / "cmp.jsonl", tmp_path / "cmp.png"
+    status = cli.main(["evaluate", "phishing", "--quiet", "--every", "500",
+                       "--model", "PAClassifier", "--param", "C=0.1",
+                       "--model", "PAClassifier", "--param", "calibration=temperature",
+                       "--model", "river.linear_model:LogisticRegression",
+                       "--report-path", str(path), "--plot", str(png)])
+    assert status == 0
+    out = capsys.readouterr().out
+    labels = ["PAClassifier(C=0.1)", "PAClassifier(calibration='temperature')",
+              "river.linear_model:LogisticRegression"]
+    assert "3 models on phishing" in out and all(label[:20] in out for label in labels)
+    snapshots = report.load(path)
+    by_model = {}
+    for s in snapshots:
+        by_model.setdefault(s["model"], []).append(s)
+    assert list(by_model) == labels
+    assert [s["events"] for s in by_model[labels[0]]] == [500, 1000, 1250]
+    expected = [river_score(river_pa.PAClassifier(C=0.1)),
+                river_score(river_pa.PAClassifier(calibration="temperature")),
+                river_score(linear_model.LogisticRegression())]
+    for label, figures in zip(labels, expected):
+        assert by_model[label][-1]["metrics"] == figures
+    assert png.stat().st_size > 0
+    # river-pa report renders the same file as one comparison
+    assert cli.main(["report", str(path), "--png", str(tmp_path / "again.png")]) == 0
+    assert "3 models on phishing" in capsys.readouterr().out
+
+
+def test_shared_and_own_parameters(tmp_path):
+    path = tmp_path / "cmp.jsonl"
+    # before any --model: every model's; after one: its own, winning over the shared ones
+    assert cli.main(["evaluate", "phishing", "--quiet", "--param", "C=0.01",
+                     "--model", "PAClassifier", "--model", "PAClassifier",
+                     "--param", "C=1", "--report-path", str(path)]) == 0
+    last = {s["model"]: s for s in report.load(path) if "path" in s}
+    assert list(last) == ["PAClassifier(C=0.01)", "PAClassifier(C=1)"]
+    assert last["PAClassifier(C=1)"]["metrics"] == river_score(river_pa.PAClassifier(C=1.0))
+
+
+class _Counted:
+    """A data source counting the events its blocks give out."""
+
+    def __init__(self, source):
+        self.source, self.name, self.given = source, source.name, 0
+
+    def blocks(self):
+        for block in self.source.blocks():
+            self.given += len(block)
+            yield block
+
+
+def test_one_pass_with_delay():
+    source = _Counted(datasets.open_source("phishing"))
+    models = {"a": river_pa.PAClassifier(), "b": river_pa.FullScaleInvariantClassifier()}
+    results = evaluate_many(source, models, NAMES, delay=10, every=100)
+    assert source.given == 1250  # read once for both
+    assert results["a"].values == river_score(river_pa.PAClassifier(), delay=10)
+    assert results["b"].values == river_score(river_pa.FullScaleInvariantClassifier(), delay=10)
+
+
+def test_a_rejected_event_names_the_model(tmp_path, capsys):
+    data = tmp_path / "bad.jsonl"
+    data.write_text('{"x": {"a": 1.0}, "y": true}\n{"x": {"a": 2.0}, "y": false}\n'
+                    '{"x": {"a": 1e308, "b": 1e308}, "y": true}\n')
+    assert cli.main(["evaluate", str(data), "--quiet", "--model", "PAClassifier",
+                     "--model", "FullScaleInvariantClassifier"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("river-pa evaluate: event rejected:") and "event 3" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_calibrated_model_takes_the_river_path():
+    result = evaluate(datasets.load("phishing"),
+                      river_pa.PAClassifier(calibration="temperature"), NAMES)
+    assert result.path.startswith("River iter_progressive_val_score: calibration")
+    assert result.values == river_score(river_pa.PAClassifier(calibration="temperature"))

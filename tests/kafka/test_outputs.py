@@ -1,0 +1,84 @@
+"""Every output is checked: a dead letter always fits, a refused prediction dead-letters its event."""
+
+from __future__ import annotations
+
+import json
+
+from kafka.admin import KafkaAdminClient, NewTopic
+
+N_GOOD = 10
+SMALL_TOPIC = {"max.message.bytes": "20000"}
+
+
+def topics(kafka, **configs: dict) -> dict[str, str]:
+    names = {short: f"{kafka.prefix}-{short}" for short in ("events", "preds", "dlq")}
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, 1, 1, topic_configs=configs.get(short, {}))
+                             for short, name in names.items()])
+    finally:
+        admin.close()
+    return names
+
+
+def event(rid: str, **extra) -> bytes:
+    return json.dumps({"id": rid, "x": {"a": 1.0}, "y": True, **extra}).encode()
+
+
+def serve(kafka, names: dict, *extra: str):
+    return kafka.serve("--events-topic", names["events"], "--predictions-topic", names["preds"],
+                       "--dead-letter-topic", names["dlq"], "--metrics-topic", "",
+                       "--group-id", names["events"], "--report-path", "d0.jsonl",
+                       "--checkpoint-path", "d0.ckpt", *extra)
+
+
+def headers(record) -> dict[str, str]:
+    return {k: v.decode() for k, v in record.headers}
+
+
+def test_a_dead_letter_too_large_for_the_producer_is_cut_and_counted(kafka):
+    # a record just under the broker's 1 MiB is oversize; its copy plus headers went over the
+    # producer's limit, send() raised MessageSizeTooLargeError and the daemon died (each restart
+    # re-sending the earlier dead letters). A prediction over the topic's limit (a 12 KB id)
+    # was lost; it now dead-letters its event.
+    names = topics(kafka, preds=SMALL_TOPIC)
+    huge = event("big", pad="z" * 1_048_300)
+    long_id = event("i" * 12_000)
+    producer = kafka.producer(max_request_size=2_000_000)
+    for value in [event(f"e{i}") for i in range(N_GOOD // 2)] + [huge, long_id] + [
+            event(f"e{i}") for i in range(N_GOOD // 2, N_GOOD)]:
+        producer.send(names["events"], value)
+    producer.flush()
+    proc = serve(kafka, names)
+    report = kafka.wait_for_report("d0.jsonl", lambda r: r["dead_lettered"] == 2
+                                   and r["events"] == N_GOOD + 1, proc)
+    assert kafka.stop(proc) == 0
+    report = kafka.last_report("d0.jsonl")
+    assert report["dead_letter_reasons"] == {"oversize": 1, "output_rejected": 1}
+    assert report["truncated_dead_letters"] == 1
+    dead = {headers(r)["reason"]: r for r in kafka.read_all(names["dlq"])}
+    cut = dead["oversize"]
+    assert headers(cut)["truncated"] == "true" and headers(cut)["original_size"] == str(len(huge))
+    assert huge.startswith(cut.value) and 1_000_000 < len(cut.value) < len(huge)
+    assert dead["output_rejected"].value == long_id
+    assert "takes at most" in headers(dead["output_rejected"])["detail"]
+    ids = [json.loads(r.value)["id"] for r in kafka.read_all(names["preds"])]
+    assert ids == [f"e{i}" for i in range(N_GOOD)]
+
+
+def test_a_dead_letter_too_large_for_its_topic_is_cut(kafka):
+    names = topics(kafka, dlq=SMALL_TOPIC)
+    big = event("big", pad="z" * 30_000)
+    producer = kafka.producer()
+    for value in (event("e0"), big, event("e1")):
+        producer.send(names["events"], value)
+    producer.flush()
+    proc = serve(kafka, names, "--max-record-bytes", "10000")
+    kafka.wait_for_report("d0.jsonl", lambda r: r["dead_lettered"] == 1 and r["events"] == 2, proc)
+    assert kafka.stop(proc) == 0
+    [dead] = kafka.read_all(names["dlq"])
+    assert headers(dead)["reason"] == "oversize" and headers(dead)["truncated"] == "true"
+    assert headers(dead)["original_size"] == str(len(big)) and big.startswith(dead.value)
+    assert 10_000 < len(dead.value) < 20_000
+    assert kafka.last_report("d0.jsonl")["truncated_dead_letters"] == 1
+    assert [json.loads(r.value)["id"] for r in kafka.read_all(names["preds"])] == ["e0", "e1"]
