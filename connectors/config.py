@@ -42,6 +42,7 @@ class ServeConfig:
     checkpoint_key: str | None = None
     checkpoint_every: int = 5000
     checkpoint_seconds: float = 10.0
+    state_topic: str | None = None
     report_every: int = 1000
     report_seconds: float = 10.0
     report_path: str | None = "river-pa-report.jsonl"
@@ -79,6 +80,8 @@ _FLAGS_HELP = {
     "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
     "checkpoint_every": "checkpoint and commit after this many records",
     "checkpoint_seconds": "checkpoint and commit after this many seconds",
+    "state_topic": "compacted topic that keeps a copy of every checkpoint; restored from when the"
+                   " local checkpoint is missing (a new node)",
     "report_every": "a report snapshot after this many events",
     "report_seconds": "a report snapshot after this many seconds",
     "report_path": "JSONL report file the snapshots are appended to (river-pa report renders it)",
@@ -267,15 +270,18 @@ def _check_types(table: dict, path: str) -> dict:
 
 
 def _check_client(settings: dict) -> dict:
-    """Refuse client settings that one of the two kafka-python clients would reject."""
+    """Refuse client settings that neither kafka-python client takes, or that the daemon
+    sets itself (each client gets the settings it takes: see kafka_io.client_settings)."""
     from kafka import KafkaConsumer, KafkaProducer
 
-    shared = set(KafkaConsumer.DEFAULT_CONFIG) & set(KafkaProducer.DEFAULT_CONFIG)
-    unknown = sorted(set(settings) - shared)
+    from river_pa.connectors.kafka_io import RESERVED_SETTINGS
+
+    known = (set(KafkaConsumer.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG)) - RESERVED_SETTINGS
+    unknown = sorted(set(settings) - known)
     if unknown:
         raise SystemExit(f"river-pa serve: unknown Kafka client settings {unknown} (from [kafka], "
-                         "--kafka or RIVER_PA_KAFKA_*); settings both clients take are: "
-                         + ", ".join(sorted(shared)))
+                         "--kafka or RIVER_PA_KAFKA_*); known settings are: "
+                         + ", ".join(sorted(known)))
     return settings
 
 

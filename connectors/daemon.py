@@ -11,22 +11,23 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import signal
 import time
 from pathlib import Path
 
-from kafka.errors import KafkaError, MessageSizeTooLargeError, ProducerFencedError
+from kafka.errors import IllegalStateError, KafkaError, MessageSizeTooLargeError, ProducerFencedError
 from kafka.structs import TopicPartition
 from river import base
 
-from river_pa.connectors import checkpoint
+from river_pa.connectors import checkpoint, snapshots
 from river_pa.connectors.codec import (
     BadRecord, TooManyClassesError, decode_event, decode_label, encode_json, label_check_for,
 )
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka_io import (
-    Outputs, RebalanceQueue, make_consumer, make_offsets_client, make_producer, offsets_to_commit,
-    quiet_bootstrap, topic_limits, tp_key,
+    Outputs, RebalanceQueue, group_size, make_admin, make_consumer, make_offsets_client,
+    make_producer, offsets_to_commit, quiet_bootstrap, topic_limits, tp_key,
 )
 from river_pa.connectors.merge import Merger
 from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
@@ -52,11 +53,16 @@ class Daemon:
         self.label_from_proba = type(model).predict_one is base.Classifier.predict_one
         self.stopping = False
         self.processed_this_run = 0
+        self.events_this_run = 0
+        self.positions_unknown = False
+        self.unassigned_since: float | None = None
         self.since_checkpoint = 0
         self.last_checkpoint = time.monotonic()
         self.buffered_upto: dict[TopicPartition, int] = {}
         self.backlog = False
         self.log_ends: dict[TopicPartition, int] = {}
+        self.state_name = f"{cfg.group_id}.{cfg.client_id}"
+        self.state_manifest: dict | None = None  # of the newest copy in the state topic
 
     # ---- state -------------------------------------------------------------------------
 
@@ -66,16 +72,19 @@ class Daemon:
         self.stats = Stats(serve_metrics(self.cfg.metric, self.model), self.cfg.rolling_window)
         self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                     self.cfg.pending_max_bytes)
+        self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
+                                  self.cfg.pending_max_bytes)
         self.next_offsets: dict[str, int] = {}
 
     def _state(self) -> dict:
         return {"model": self.model, "stats": self.stats, "pending": self.pending,
-                "offsets": dict(self.next_offsets)}
+                "early": self.early, "offsets": dict(self.next_offsets)}
 
     def _restore(self, state: dict) -> None:
         self.model = state["model"]
         self.stats = state["stats"]
         self.pending = state["pending"]
+        self.early = state.get("early", self.early)  # checkpoints written before early labels
         self.next_offsets = dict(state["offsets"])
 
     def _checkpoint_to_load(self, consumer) -> Path | None:
@@ -121,6 +130,34 @@ class Daemon:
             log.info("restored %s: %d events, offsets %s", path, self.stats.counts["events"],
                      self.next_offsets)
 
+    def _restore_from_state_topic(self) -> None:
+        """Read the newest copy of the checkpoint from the state topic (creating the topic,
+        compacted, replicated up to 3 times) and write it where the checkpoint goes when there
+        is none there (a new node), so `load` verifies it like any checkpoint."""
+        admin = make_admin(self.cfg)
+        try:
+            brokers = len(admin.describe_cluster()["brokers"])
+            snapshots.ensure_topic(admin, self.cfg.state_topic, min(3, brokers))
+        finally:
+            admin.close()
+        reader = make_offsets_client(self.cfg)
+        try:
+            found = snapshots.restore(reader, self.cfg.state_topic, self.state_name)
+        finally:
+            reader.close()
+        if found is None:
+            return
+        self.state_manifest, payload = found
+        path = Path(self.cfg.checkpoint_path)
+        if path.exists():
+            return  # the local file is at least as new: written before its copy was sent
+        tmp = path.with_name(path.name + ".tmp")
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, path)
+        log.info("no local checkpoint: restored version %d (%d bytes) from %s",
+                 self.state_manifest["version"], len(payload), self.cfg.state_topic)
+
     # ---- the loop ------------------------------------------------------------------------
 
     def run(self) -> int:
@@ -137,10 +174,12 @@ class Daemon:
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
             self.producer.begin_transaction()
+        if cfg.state_topic:
+            self._restore_from_state_topic()
         self.load(self.consumer)
         self.rebalances = RebalanceQueue()
-        topics = [cfg.events_topic] + ([cfg.labels_topic] if cfg.labels_topic else [])
-        self.consumer.subscribe(topics, listener=self.rebalances)
+        self.topics = [cfg.events_topic] + ([cfg.labels_topic] if cfg.labels_topic else [])
+        self.consumer.subscribe(self.topics, listener=self.rebalances)
         self.merger = Merger(cfg.events_topic, cfg.labels_topic, self._exhausted)
         self.reporter = Reporter(cfg.report_every, cfg.report_seconds, cfg.report_path,
                                  self._send_report)
@@ -164,14 +203,17 @@ class Daemon:
         timeout = 0 if self.backlog else self.cfg.poll_timeout_ms
         polled = self.consumer.poll(timeout_ms=timeout)
         self.log_ends.clear()
-        revoked = self._take_revoked()
-        self.merger.drop(revoked)
+        revoked, reassigned = self.rebalances.take()
         if revoked and self.cfg.exactly_once and self.since_checkpoint:
             # their records are in the open transaction, their offsets can no longer be
             # committed by us: abort, the new owner processes them again
             self._rollback("partitions were revoked during the transaction")
             return  # what was polled predates the rollback's seeks
+        if revoked or reassigned or self.positions_unknown:
+            self._resume()
+            return  # what was polled predates the seeks
         assigned = self.consumer.assignment()
+        self._check_membership(assigned)
         for tp, records in polled.items():
             if tp in assigned:  # not fetched before a revocation
                 self._buffer(tp, records)
@@ -211,24 +253,78 @@ class Daemon:
         self.producer.begin_transaction()
         self.merger.drop(list(self.merger.buffers))
         self.buffered_upto.clear()
+        events = self.stats.counts["events"]
         self.load(self.consumer)
+        self.events_this_run -= events - self.stats.counts["events"]  # served again
         for tp in self.consumer.assignment():
             committed = self.consumer.committed(tp)
-            if committed is not None:
-                self.consumer.seek(tp, committed)
-            elif tp_key(tp) in self.next_offsets:
-                self.consumer.seek(tp, self.next_offsets[tp_key(tp)])
+            self._seek(tp, committed if committed is not None else self.next_offsets.get(tp_key(tp)))
+        self.since_checkpoint = 0
+
+    def _resume(self) -> None:
+        """After a rebalance, seek every partition this member owns to where its processing
+        stopped, or to the group's committed offset when another member moved it further.
+
+        Buffered records are dropped and fetched again: kafka-python keeps the fetch position
+        of a partition the member keeps, past those records, which were lost for good. The
+        offset remembered for a partition that comes back is replaced by a newer committed
+        one, or committing it would move the partition backwards.
+        """
+        self.merger.drop(list(self.merger.buffers))
+        self.buffered_upto.clear()
+        self.positions_unknown = False
+        for tp in self.consumer.assignment():
+            try:
+                committed = self.consumer.committed(tp)
+            except KafkaError as exc:  # the coordinator is away: try again after the next poll
+                log.warning("committed offset of %s unknown (%s)", tp, exc)
+                self.positions_unknown = True
+                return
+            known = [o for o in (self.next_offsets.get(tp_key(tp)), committed) if o is not None]
+            if known:
+                self.next_offsets[tp_key(tp)] = max(known)
+            self._seek(tp, max(known) if known else None)
+
+    def _seek(self, tp: TopicPartition, offset: int | None) -> None:
+        """Seek to `offset`, or where `auto_offset_reset` says when it is None.
+
+        A partition revoked meanwhile is skipped (the rebalance runs on the client's IO thread,
+        so it can land between two calls of this loop; the seek raised ValueError and the
+        daemon died): the `_resume` after the next poll sets the positions of the new
+        assignment.
+        """
+        try:
+            if offset is not None:
+                self.consumer.seek(tp, offset)
             elif self.cfg.auto_offset_reset == "latest":
                 self.consumer.seek_to_end(tp)
             else:
                 self.consumer.seek_to_beginning(tp)
-        self.since_checkpoint = 0
+        except (ValueError, IllegalStateError):
+            log.info("%s was revoked before it could be sought", tp)
 
-    def _take_revoked(self) -> set:
-        revoked = self.rebalances.take_revoked()
-        for tp in revoked:
-            self.buffered_upto.pop(tp, None)
-        return revoked
+    def _check_membership(self, assigned) -> None:
+        """Rejoin when no partition came for a while although the topics have more partitions
+        than the group has members (seen after starting before the topics existed: the
+        member sat with nothing for minutes, without a word)."""
+        if assigned:
+            self.unassigned_since = None
+            return
+        now = time.monotonic()
+        if self.unassigned_since is None:
+            self.unassigned_since = now
+        wait_s = max(10.0, 3 * self.cfg.session_timeout_ms / 1000)
+        if now - self.unassigned_since < wait_s:
+            return
+        self.unassigned_since = now
+        partitions = len(self.consumer.partitions_for_topic(self.cfg.events_topic) or ())
+        members = group_size(self.cfg)
+        if partitions > members:
+            log.warning("no partition assigned for %.0f s although %s has %d partitions and the "
+                        "group %d members: rejoining", wait_s,
+                        self.cfg.events_topic, partitions, members)
+            self.consumer.unsubscribe()
+            self.consumer.subscribe(self.topics, listener=self.rebalances)
 
     def _buffer(self, tp: TopicPartition, records: list) -> None:
         """Buffer records not processed yet; records below our position are replays."""
@@ -238,23 +334,23 @@ class Daemon:
             self.merger.add(tp, fresh)
             self.buffered_upto[tp] = fresh[-1].offset + 1
         elif records and records[-1].offset + 1 < start:
-            self.consumer.seek(tp, start)
+            self._seek(tp, start)
 
     def _exhausted(self, tp: TopicPartition) -> bool:
-        """True when every record of `tp` up to its high watermark has been buffered."""
-        if tp not in self.consumer.assignment():
+        """True when every record of `tp` up to the broker's end offset has been buffered."""
+        try:  # IllegalStateError: revoked meanwhile (see _seek)
+            highwater = self.consumer.highwater(tp)
+            known = self.buffered_upto.get(tp, self.next_offsets.get(tp_key(tp)))
+            if known is None:
+                known = self.consumer.position(tp, timeout_ms=1000)
+        except IllegalStateError:
             return True
-        highwater = self.consumer.highwater(tp)
-        if highwater is None:
-            return False
-        known = self.buffered_upto.get(tp, self.next_offsets.get(tp_key(tp)))
-        if known is None:
-            known = self.consumer.position(tp, timeout_ms=1000)
-        if known is None or known < highwater:
+        if known is None or (highwater is not None and known < highwater):
             return False
         # The high watermark is the one of the last fetch of `tp`, which can be far behind
         # while the other partition keeps being fetched: with a live producer, labels were
-        # released before their events (orphans, lost once committed). Ask the broker.
+        # released before their events (orphans, lost once committed). It stays unknown for
+        # a partition that never had a record (labels waited for ever). Ask the broker.
         return known >= self._log_end(tp)
 
     def _log_end(self, tp: TopicPartition) -> int:
@@ -275,7 +371,7 @@ class Daemon:
             first_dropped = self.merger.truncate(tp, self.cfg.max_buffered)
             if first_dropped is not None:
                 self.buffered_upto[tp] = first_dropped
-                self.consumer.seek(tp, first_dropped)
+                self._seek(tp, first_dropped)
 
     # ---- one record ----------------------------------------------------------------------
 
@@ -293,19 +389,24 @@ class Daemon:
             event = decode_event(record.value, self.check_label, self.cfg.max_record_bytes)
         except BadRecord as exc:
             return self._dead_letter(record, exc)
-        counts = self.stats.counts
-        counts["events"] += 1
+        self.stats.counts["events"] += 1
+        self.events_this_run += 1
         now = self.pending.clock(record.timestamp)
         self._count_expired(self.pending.expire(now))
+        self._count_orphans(self.early.expire(now))
         y_pred, proba = self._predict(event.x)
         self._emit(record, event, y_pred, proba)
         scored = proba if self.stats.uses_proba else y_pred
-        if event.y is None:
-            entry = Pending(event.x, scored, now, entry_bytes(event.x, scored))
-            self._count_expired(self.pending.add(event.id, entry))
-            return
-        self.stats.score(event.y, scored, None)  # delay statistics are for late labels
-        self._learn(record, event.x, event.y)
+        y = event.y
+        if y is None:
+            early = self.early.pop(event.id)
+            if early is None:
+                entry = Pending(event.x, scored, now, entry_bytes(event.x, scored))
+                self._count_expired(self.pending.add(event.id, entry))
+                return
+            y = early.y_pred  # its label came first: scored and learned now
+        self.stats.score(y, scored, None)  # delay statistics are for late labels
+        self._learn(record, event.x, y)
 
     def _on_label(self, record) -> None:
         try:
@@ -313,8 +414,9 @@ class Daemon:
         except BadRecord as exc:
             return self._dead_letter(record, exc)
         entry = self.pending.pop(label.id)
-        if entry is None:
-            self.stats.counts["orphan_labels"] += 1
+        if entry is None:  # its event has not come (yet): kept, bounded like pending events
+            early = Pending({}, label.y, self.early.clock(record.timestamp), entry_bytes({}, label.y))
+            self._count_orphans(self.early.add(label.id, early))  # y_pred holds the label
             return
         self.stats.score(label.y, entry.y_pred, record.timestamp - entry.ts)
         self._learn(record, entry.x, label.y)
@@ -340,6 +442,9 @@ class Daemon:
 
     def _count_expired(self, entries: list) -> None:
         self.stats.counts["expired"] += len(entries)
+
+    def _count_orphans(self, labels: list) -> None:
+        self.stats.counts["orphan_labels"] += len(labels)
 
     # ---- outputs -------------------------------------------------------------------------
 
@@ -374,7 +479,8 @@ class Daemon:
             self.outputs.send(self.cfg.metrics_topic, encode_json(report))
 
     def _report(self) -> dict:
-        return self.reporter.publish(self.stats.snapshot(len(self.pending)), self.processed_this_run)
+        snapshot = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early)}
+        return self.reporter.publish(snapshot, self.events_this_run)
 
     # ---- durability ----------------------------------------------------------------------
 
@@ -396,6 +502,11 @@ class Daemon:
         self.outputs.check()  # raises before the checkpoint and the commit if a send failed
         checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
                         dict(self.next_offsets), self.key)
+        if self.cfg.state_topic:  # with exactly-once, in the transaction of the offsets
+            self.state_manifest = snapshots.publish(
+                self.outputs.send, self.cfg.state_topic, self.state_name,
+                Path(self.cfg.checkpoint_path).read_bytes(), self.state_manifest)
+            self.outputs.check()
         if self.cfg.exactly_once:
             self.producer.commit_transaction()
             if reopen:

@@ -8,16 +8,18 @@ import socket
 import threading
 from collections import deque
 
-from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer
+from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import errors as kafka_errors
+from kafka.errors import KafkaError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
 
 __all__ = [
-    "OutputError", "Outputs", "RebalanceQueue", "dead_letter_headers", "explain", "make_consumer",
-    "make_producer", "offsets_to_commit", "quiet_bootstrap", "topic_limits", "tp_key",
+    "OutputError", "Outputs", "RebalanceQueue", "client_settings", "dead_letter_headers",
+    "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
+    "quiet_bootstrap", "topic_limits", "tp_key",
 ]
 
 
@@ -25,6 +27,20 @@ __all__ = [
 # back within seconds of a broker restart. Any setting here can be overridden by `[kafka]`.
 # A cluster that cannot be reached at start is reported after 10 s (kafka-python waits 30 s).
 CLIENT_DEFAULTS = {"reconnect_backoff_max_ms": 2000, "bootstrap_timeout_ms": 10_000}
+
+# Settings of `[kafka]` go to the clients that take them (max_poll_interval_ms only to the
+# consumers, linger_ms only to the producer). Refused: the ones the daemon's guarantees rest
+# on (auto-commit, group, isolation, transactional id) and the ones that take callables.
+RESERVED_SETTINGS = frozenset({
+    "enable_auto_commit", "group_id", "isolation_level", "transactional_id", "key_deserializer",
+    "value_deserializer", "key_serializer", "value_serializer", "partitioner",
+    "default_offset_commit_callback",
+})
+
+
+def client_settings(settings: dict, client: type) -> dict:
+    """The part of the user's `[kafka]` settings that `client` (a kafka-python class) takes."""
+    return {k: v for k, v in settings.items() if k in client.DEFAULT_CONFIG}
 
 
 def make_consumer(cfg: ServeConfig) -> KafkaConsumer:
@@ -40,7 +56,7 @@ def make_consumer(cfg: ServeConfig) -> KafkaConsumer:
         "heartbeat_interval_ms": max(cfg.session_timeout_ms // 4, 100),
         "isolation_level": "read_committed" if cfg.exactly_once else "read_uncommitted",
         **CLIENT_DEFAULTS,
-        **cfg.kafka,
+        **client_settings(cfg.kafka, KafkaConsumer),
     })
 
 
@@ -54,7 +70,7 @@ def make_offsets_client(cfg: ServeConfig) -> KafkaConsumer:
         "enable_auto_commit": False,
         "isolation_level": "read_committed" if cfg.exactly_once else "read_uncommitted",
         **CLIENT_DEFAULTS,
-        **cfg.kafka,
+        **client_settings(cfg.kafka, KafkaConsumer),
     })
 
 
@@ -68,11 +84,32 @@ def make_producer(cfg: ServeConfig) -> KafkaProducer:
         "batch_size": 262_144,
         "max_request_size": max(1_048_576, 2 * cfg.max_record_bytes),
         **CLIENT_DEFAULTS,
-        **cfg.kafka,
+        **client_settings(cfg.kafka, KafkaProducer),
     }
     if cfg.exactly_once:
         settings["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
     return KafkaProducer(**settings)
+
+
+def make_admin(cfg: ServeConfig) -> KafkaAdminClient:
+    """An admin client with the daemon's connection settings."""
+    return KafkaAdminClient(**{"bootstrap_servers": cfg.bootstrap_servers,
+                               "client_id": f"{cfg.client_id}-admin", **CLIENT_DEFAULTS,
+                               **client_settings(cfg.kafka, KafkaAdminClient)})
+
+
+def group_size(cfg: ServeConfig) -> int:
+    """The number of members of the daemon's consumer group (0 when the broker cannot say)."""
+    try:
+        admin = make_admin(cfg)
+    except KafkaError:
+        return 0
+    try:
+        return len(admin.describe_groups([cfg.group_id])[cfg.group_id]["members"])
+    except KafkaError:
+        return 0
+    finally:
+        admin.close()
 
 
 @contextlib.contextmanager
@@ -152,14 +189,10 @@ def topic_limits(cfg: ServeConfig, topics: list[str]) -> dict[str, int]:
     producer treats the refusal as fatal and fails every later send, so `Outputs.send` refuses
     it first.
     """
-    from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    settings = {k: v for k, v in cfg.kafka.items() if k in KafkaAdminClient.DEFAULT_CONFIG}
     try:
-        admin = KafkaAdminClient(**{"bootstrap_servers": cfg.bootstrap_servers,
-                                    "client_id": f"{cfg.client_id}-admin", **CLIENT_DEFAULTS,
-                                    **settings})
+        admin = make_admin(cfg)
     except kafka_errors.KafkaError:
         return {}
     try:
@@ -239,6 +272,7 @@ class RebalanceQueue(ConsumerRebalanceListener):
     def __init__(self):
         self._lock = threading.Lock()
         self._revoked: set[TopicPartition] = set()
+        self._assigned = False
 
     def on_partitions_revoked(self, revoked):
         """Remember the partitions taken away (handled by the loop after its next poll)."""
@@ -246,15 +280,18 @@ class RebalanceQueue(ConsumerRebalanceListener):
             self._revoked.update(revoked)
 
     def on_partitions_assigned(self, assigned):
-        """Nothing to do: the loop skips records it already processed."""
+        """Remember that an assignment came: the loop then sets every position itself."""
+        with self._lock:
+            self._assigned = True
 
     def pending(self) -> bool:
-        """True when partitions were revoked since the last `take_revoked`."""
+        """True when partitions were revoked since the last `take`."""
         with self._lock:
             return bool(self._revoked)
 
-    def take_revoked(self) -> set[TopicPartition]:
-        """The partitions revoked since the last call."""
+    def take(self) -> tuple[set[TopicPartition], bool]:
+        """The partitions revoked, and whether partitions were assigned, since the last call."""
         with self._lock:
             revoked, self._revoked = self._revoked, set()
-        return revoked
+            assigned, self._assigned = self._assigned, False
+        return revoked, assigned

@@ -5,6 +5,9 @@
 #   scripts/kafka.sh stop     SIGTERM the broker started here, wait for it to exit
 #   scripts/kafka.sh status   exit 0 when a client can reach the broker
 #   scripts/kafka.sh fetch    only download the jars into the cache
+#   scripts/kafka.sh cluster-start|cluster-stop|cluster-status
+#                             a 3-broker KRaft cluster on loopback ports (see the section below)
+#   scripts/kafka.sh node-stop N | node-start N   stop or start node N (1-3) of that cluster
 #   scripts/kafka.sh sasl-start|sasl-stop|sasl-status
 #                             the same for a second broker whose only listener is SASL_PLAINTEXT
 #                             (PLAIN) with ACLs enforced (StandardAuthorizer), for auth tests
@@ -12,7 +15,8 @@
 # Environment (RIVER_PA_BROKER_*, not RIVER_PA_KAFKA_*: the daemon reads those as client settings):
 # RIVER_PA_BROKER_PORT (19092; the controller uses PORT+1),
 # RIVER_PA_BROKER_VERSION (4.1.1), RIVER_PA_BROKER_HOME (.cache/kafka),
-# RIVER_PA_BROKER_WAIT (seconds to wait for readiness, 90).
+# RIVER_PA_BROKER_WAIT (seconds to wait for readiness, 90), RIVER_PA_CLUSTER_PORT (19400: the
+# cluster's nodes listen on 19400-19402, their controllers on 19410-19412).
 # SASL broker: RIVER_PA_BROKER_SASL_PORT (PORT+50; its controller uses +1) and
 # RIVER_PA_BROKER_SASL_USERS="admin:pw,alice:pw2" (required: made up by the caller; the first
 # user is the super user the broker itself logs in as, the others have no ACL until granted).
@@ -96,11 +100,15 @@ auto.create.topics.enable=true
 delete.topic.enable=true
 log.retention.ms=-1
 PROPS
-  cat >"$RUN/log4j2.properties" <<LOG
+  write_log4j "$RUN"
+}
+
+write_log4j() {  # the broker's log4j2 configuration in folder $1 (logs to $1/server.log)
+  cat >"$1/log4j2.properties" <<LOG
 status = warn
 appender.file.type = File
 appender.file.name = FILE
-appender.file.fileName = $RUN/server.log
+appender.file.fileName = $1/server.log
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = INFO
@@ -158,6 +166,121 @@ status() {
   if probe; then echo "up $BOOTSTRAP"; else echo "down $BOOTSTRAP"; return 1; fi
 }
 
+# ---- a 3-broker KRaft cluster on loopback (replication factor 3, min.insync.replicas 2) ----
+# Each node is broker and controller: node N (1-3) listens on CLUSTER_PORT+N-1 and its
+# controller on CLUSTER_PORT+10+N-1; its data, config and logs are in $CLUSTER_RUN/nN.
+CLUSTER_PORT="${RIVER_PA_CLUSTER_PORT:-19400}"
+CLUSTER_RUN="$HOME_DIR/cluster-$CLUSTER_PORT"
+CLUSTER_NODES=(1 2 3)
+
+cluster_bootstrap() {
+  local out=() n
+  for n in "${CLUSTER_NODES[@]}"; do out+=("127.0.0.1:$((CLUSTER_PORT + n - 1))"); done
+  (IFS=,; echo "${out[*]}")
+}
+
+cluster_config() {  # write node $1's server.properties (and the shared log4j2 config)
+  local n="$1" dir="$CLUSTER_RUN/n$1" voters=() m
+  for m in "${CLUSTER_NODES[@]}"; do voters+=("$m@127.0.0.1:$((CLUSTER_PORT + 10 + m - 1))"); done
+  mkdir -p "$dir/data"
+  cat >"$dir/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=$n
+controller.quorum.voters=$(IFS=,; echo "${voters[*]}")
+listeners=PLAINTEXT://127.0.0.1:$((CLUSTER_PORT + n - 1)),CONTROLLER://127.0.0.1:$((CLUSTER_PORT + 10 + n - 1))
+advertised.listeners=PLAINTEXT://127.0.0.1:$((CLUSTER_PORT + n - 1))
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$dir/data
+num.partitions=1
+default.replication.factor=3
+min.insync.replicas=2
+offsets.topic.num.partitions=1
+offsets.topic.replication.factor=3
+transaction.state.log.num.partitions=1
+transaction.state.log.replication.factor=3
+transaction.state.log.min.isr=2
+group.min.session.timeout.ms=1000
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+delete.topic.enable=true
+log.retention.ms=-1
+PROPS
+  write_log4j "$dir"
+}
+
+node_pid() {  # the pid of cluster node $1 started here, if alive
+  local dir="$CLUSTER_RUN/n$1" pid args
+  [[ -f "$dir/kafka.pid" ]] || return 1
+  pid="$(cat "$dir/kafka.pid")"
+  args="$(ps -ww -p "$pid" -o args= 2>/dev/null)" || return 1
+  [[ "$args" == *"kafka.Kafka $dir/server.properties"* ]] && echo "$pid"
+}
+
+node_start() {  # start cluster node $1 (formatting its storage once)
+  local n="$1" dir="$CLUSTER_RUN/n$1"
+  node_pid "$n" >/dev/null && return 0
+  cluster_config "$n"
+  (RUN="$dir"; java_cmd kafka.tools.StorageTool format -t "river-pa-test-cluster3" \
+    -c "$dir/server.properties" --ignore-formatted) >"$dir/format.log" 2>&1 \
+    || { cat "$dir/format.log" >&2; exit 1; }
+  (RUN="$dir"; java_cmd kafka.Kafka "$dir/server.properties") >"$dir/stdout.log" 2>&1 </dev/null &
+  echo $! >"$dir/kafka.pid"
+}
+
+node_stop() {  # SIGTERM cluster node $1 and wait for it to exit
+  local pid dir="$CLUSTER_RUN/n$1"
+  pid="$(node_pid "$1")" || { rm -f "$dir/kafka.pid"; return 0; }
+  kill -TERM "$pid"
+  for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  if kill -0 "$pid" 2>/dev/null; then log "node $1 did not stop in 30s; SIGKILL"; kill -KILL "$pid"; fi
+  rm -f "$dir/kafka.pid"
+  log "cluster node $1 stopped"
+}
+
+cluster_ready() {  # exit 0 when every node answers a client and all of them are in the cluster
+  "$PYTHON" - "$(cluster_bootstrap)" "${#CLUSTER_NODES[@]}" <<'PY' >/dev/null 2>&1
+import sys
+from kafka import KafkaAdminClient
+for address in sys.argv[1].split(","):
+    admin = KafkaAdminClient(bootstrap_servers=address, request_timeout_ms=3000,
+                             bootstrap_timeout_ms=3000, client_id="river-pa-probe")
+    brokers = admin.describe_cluster()["brokers"]
+    admin.close()
+    assert len(brokers) == int(sys.argv[2]), brokers
+PY
+}
+
+cluster_wait() {
+  local deadline=$((SECONDS + WAIT)) n
+  until cluster_ready; do
+    for n in "${CLUSTER_NODES[@]}"; do
+      node_pid "$n" >/dev/null || { log "node $n exited; see $CLUSTER_RUN/n$n/stdout.log"; exit 1; }
+    done
+    if ((SECONDS > deadline)); then log "cluster not ready after ${WAIT}s; see $CLUSTER_RUN/n*/server.log"; exit 1; fi
+    sleep 0.5
+  done
+  log "cluster up on $(cluster_bootstrap)"
+  cluster_bootstrap
+}
+
+cluster_start() {
+  fetch
+  local n
+  for n in "${CLUSTER_NODES[@]}"; do node_start "$n"; done
+  cluster_wait
+}
+
+cluster_stop() {
+  local n
+  for n in "${CLUSTER_NODES[@]}"; do node_stop "$n"; done
+}
+
+node_number() {  # validate a node number argument
+  [[ "${1:-}" =~ ^[1-3]$ ]] || { echo "usage: $0 node-stop|node-start 1|2|3" >&2; exit 2; }
+}
+
 # ---- the SASL_PLAINTEXT broker: same start/stop/status, other port, config and probe --------
 
 sasl_mode() {
@@ -213,8 +336,13 @@ case "${1:-}" in
   stop) stop ;;
   status) status ;;
   fetch) fetch ;;
+  cluster-start) cluster_start ;;
+  cluster-stop) cluster_stop ;;
+  cluster-status) if cluster_ready; then echo "up $(cluster_bootstrap)"; else echo "down $(cluster_bootstrap)"; exit 1; fi ;;
+  node-stop) node_number "${2:-}"; node_stop "$2" ;;
+  node-start) node_number "${2:-}"; node_start "$2"; cluster_wait ;;
   sasl-start) sasl_mode; start ;;
   sasl-stop) sasl_mode; stop ;;
   sasl-status) sasl_mode; status ;;
-  *) echo "usage: $0 start|stop|status|fetch|sasl-start|sasl-stop|sasl-status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|fetch|sasl-start|sasl-stop|sasl-status|cluster-start|cluster-stop|cluster-status|node-stop N|node-start N" >&2; exit 2 ;;
 esac

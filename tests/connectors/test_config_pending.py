@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import json
@@ -99,6 +101,24 @@ def test_bad_model_params_flag_says_what_is_wrong(capsys):
 def test_out_of_range_values_are_one_line_errors(argv, match):
     with pytest.raises(SystemExit, match=match):
         load_config(argv, environ={})
+
+
+def test_each_client_gets_the_settings_it_takes():
+    from kafka import KafkaConsumer, KafkaProducer
+
+    from river_pa.connectors.kafka_io import client_settings
+
+    cfg = load_config(["--kafka", '{"max_poll_interval_ms": 60000, "linger_ms": 5, "client_rack": "r1",'
+                                  ' "security_protocol": "PLAINTEXT"}'], {})
+    assert client_settings(cfg.kafka, KafkaConsumer) == {
+        "max_poll_interval_ms": 60000, "client_rack": "r1", "security_protocol": "PLAINTEXT"}
+    assert client_settings(cfg.kafka, KafkaProducer) == {"linger_ms": 5, "security_protocol": "PLAINTEXT"}
+
+
+@pytest.mark.parametrize("name", ["enable_auto_commit", "value_deserializer", "transactional_id"])
+def test_settings_the_daemon_sets_itself_are_refused(name):
+    with pytest.raises(SystemExit, match=rf"\['{name}'\]"):
+        load_config(["--kafka", json.dumps({name: True})], {})
 
 
 def wide_event(i: int, width: int = 7000):

@@ -19,8 +19,10 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
+from kafka.errors import KafkaError
 from kafka.structs import TopicPartition
 
+from river_pa.connectors import checkpoint
 from river_pa.evaluate.datasets import shared_folder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,9 +30,9 @@ SCRIPT = ROOT / "scripts" / "kafka.sh"
 ELEC2 = Path(os.environ.get("ELEC2_PATH", shared_folder() / "elec2" / "elec.csv.gz"))
 
 
-def broker_script(command: str) -> str:
-    """Run scripts/kafka.sh COMMAND and return its standard output."""
-    done = subprocess.run(["bash", str(SCRIPT), command], capture_output=True, text=True,
+def broker_script(*command: str) -> str:
+    """Run scripts/kafka.sh COMMAND [ARG] and return its standard output."""
+    done = subprocess.run(["bash", str(SCRIPT), *command], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -48,12 +50,23 @@ def bootstrap():
         broker_script("stop")
 
 
+@pytest.fixture(scope="session")
+def cluster_bootstrap():
+    """host:port,... of the script's 3-broker cluster (replication factor 3, min.insync.replicas
+    2); started here when it is not up, and then stopped at the end of the session."""
+    started = subprocess.run(["bash", str(SCRIPT), "cluster-status"], capture_output=True).returncode != 0
+    yield broker_script("cluster-start").splitlines()[-1]
+    if started:
+        broker_script("cluster-stop")
+
+
 class Kafka:
     """Helpers over one broker: topics, producing, reading back, running the daemon."""
 
-    def __init__(self, bootstrap: str, tmp_path: Path):
+    def __init__(self, bootstrap: str, tmp_path: Path, replication: int = 1):
         self.bootstrap = bootstrap
         self.tmp_path = tmp_path
+        self.replication = replication
         self.prefix = f"t{uuid.uuid4().hex[:10]}"
         self.daemons: dict[subprocess.Popen, str] = {}
 
@@ -62,7 +75,7 @@ class Kafka:
         full = [f"{self.prefix}-{n}" for n in names]
         admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
         try:
-            admin.create_topics([NewTopic(t, partitions, 1) for t in full])
+            admin.create_topics([NewTopic(t, partitions, self.replication) for t in full])
         finally:
             admin.close()
         return full
@@ -123,14 +136,20 @@ class Kafka:
             time.sleep(0.2)
 
     def wait_group(self, group: str, members: int, timeout_s: float = 60) -> None:
-        """Wait until the consumer group is Stable with `members` members."""
+        """Wait until the consumer group is Stable with `members` members (every daemon
+        started by this test must stay alive meanwhile: a dead one is the failure to show)."""
         admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
         deadline = time.monotonic() + timeout_s
         try:
             while True:
-                info = admin.describe_groups([group])[group]
+                try:
+                    info = admin.describe_groups([group])[group]
+                except KafkaError as exc:  # the coordinator is still loading, or moving
+                    info = {"group_state": repr(exc), "members": []}
                 if info["group_state"] == "Stable" and len(info["members"]) == members:
                     return
+                for proc in self.daemons:
+                    assert proc.returncode is not None or proc.poll() is None, self.exited(proc)
                 assert time.monotonic() < deadline, f"group {group}: {info}"
                 time.sleep(0.2)
         finally:
@@ -186,6 +205,13 @@ class Kafka:
         """The last line of a daemon's JSONL report (a path relative to the daemon's folder)."""
         return json.loads((self.tmp_path / name).read_text().splitlines()[-1])
 
+    def checkpoint_state(self, name: str) -> dict:
+        """The state in a daemon's last checkpoint (unsigned; after its clean shutdown)."""
+        path = self.tmp_path / f"{name}.ckpt"
+        meta = json.loads(path.open("rb").readline())
+        meta.pop("offsets"), meta.pop("sha256")
+        return checkpoint.load(path, meta, None)
+
     def close(self) -> None:
         """Kill daemons the test left running."""
         for proc in self.daemons:
@@ -209,6 +235,24 @@ def restart_broker(bootstrap):
 def kafka(bootstrap, tmp_path):
     """A `Kafka` helper with unique topic names for this test."""
     helper = Kafka(bootstrap, tmp_path)
+    yield helper
+    helper.close()
+
+
+@pytest.fixture
+def cluster_node(cluster_bootstrap):
+    """A function that stops ("stop", n) or starts ("start", n) node n (1-3) of the cluster;
+    every node is up again after the test."""
+    def act(what: str, node: int) -> None:
+        broker_script(f"node-{what}", str(node))
+    yield act
+    broker_script("cluster-start")
+
+
+@pytest.fixture
+def cluster(cluster_bootstrap, tmp_path):
+    """A `Kafka` helper on the 3-broker cluster (topics replicated 3 times)."""
+    helper = Kafka(cluster_bootstrap, tmp_path, replication=3)
     yield helper
     helper.close()
 

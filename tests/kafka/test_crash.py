@@ -9,20 +9,11 @@ import signal
 
 import pytest
 
-from river_pa.connectors import checkpoint
 from river_pa.connectors.replay import elec2, records, send_all
 
 N_EVENTS = 4_000
 DELAY = 100
 SLOW = ("--max-poll-records", "25", "--checkpoint-every", "150")
-
-
-def final_state(kafka, name: str) -> dict:
-    """The state in a daemon's last checkpoint (after its clean shutdown)."""
-    path = kafka.tmp_path / f"{name}.ckpt"
-    meta = json.loads(path.open("rb").readline())
-    meta.pop("offsets"), meta.pop("sha256")
-    return checkpoint.load(path, meta, None)
 
 
 def run_to_end(kafka, topics, name, *extra, kills=()):
@@ -36,7 +27,7 @@ def run_to_end(kafka, topics, name, *extra, kills=()):
     proc = kafka.serve_stream(events, labels, preds, *SLOW, *extra, name=name)
     kafka.wait_for_report(f"{name}.jsonl", lambda r: r["labelled"] == N_EVENTS, proc, 240)
     assert kafka.stop(proc) == 0
-    return final_state(kafka, name)
+    return kafka.checkpoint_state(name)
 
 
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
