@@ -250,6 +250,7 @@ class Daemon:
         """Abort the transaction; restore the last checkpoint; seek to the committed offsets."""
         log.warning("rolling back the open transaction: %s", why)
         self.producer.abort_transaction()
+        self.outputs.forget_aborted()
         self.producer.begin_transaction()
         self.merger.drop(list(self.merger.buffers))
         self.buffered_upto.clear()

@@ -258,6 +258,13 @@ class Outputs:
         self.send(self.dead_letter_topic, value, key=record.key, headers=headers)
         return cut
 
+    def forget_aborted(self) -> None:
+        """Forget the sends that failed because their transaction was aborted: the daemon
+        rolled back and serves their records again (they stopped a daemon that had rolled
+        back after a rebalance, at its next checkpoint)."""
+        aborted = kafka_errors.TransactionAbortedError
+        self.failed = deque(f for f in self.failed if not isinstance(f[1], aborted))
+
     def check(self) -> None:
         """Flush, then raise OutputError (naming the topic and the cause) if any send failed."""
         self.producer.flush()

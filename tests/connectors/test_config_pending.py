@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-
-import pytest
-
-import json
 import time
 import tracemalloc
+
+import pytest
 
 from river_pa.connectors.codec import decode_event, label_check_for
 from river_pa.connectors.config import load_config

@@ -9,6 +9,7 @@ import signal
 
 import pytest
 
+from river_pa.connectors import checkpoint
 from river_pa.connectors.replay import elec2, records, send_all
 
 N_EVENTS = 4_000
