@@ -16,12 +16,13 @@ __all__ = ["run"]
 def run(args) -> int:
     """Serve with the parsed flags `args` until SIGTERM/SIGINT; returns the exit status
     (1: configuration, report path, cluster unusable or an output lost, 2: unknown model,
-    parameter or metric, 3: checkpoint), with one line on stderr."""
+    parameter or metric, a model that fails at start or on `MODEL_FAILURES_TO_STOP` records in
+    a row, 3: checkpoint), with one line on stderr."""
     from kafka.errors import KafkaError
 
     from river_pa.connectors.checkpoint import CheckpointError, check_writable
     from river_pa.connectors.config import from_args
-    from river_pa.connectors.daemon import Daemon
+    from river_pa.connectors.daemon import Daemon, ModelError, check_model
     from river_pa.connectors.kafka_io import OutputError, explain
     from river_pa.connectors.reporting import check_report_path, serve_metrics
     from river_pa.registry import make_model
@@ -36,6 +37,7 @@ def run(args) -> int:
     try:
         model = make_model(cfg.model, cfg.model_params)
         serve_metrics(cfg.metric, model)  # an unknown --metric: status 2 before any I/O
+        check_model(model)  # a model broken by its parameters: status 2, not a crash loop
     except ValueError as exc:
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 2
@@ -59,6 +61,9 @@ def run(args) -> int:
     except CheckpointError as exc:
         print(f"river-pa serve: checkpoint: {exc}", file=sys.stderr)
         return 3
+    except ModelError as exc:  # the records are served again after a restart
+        print(f"river-pa serve: {exc}", file=sys.stderr)
+        return 2
     except (KafkaError, OutputError) as exc:  # nothing was committed past the failure
         print(f"river-pa serve: {explain(exc, cfg)}", file=sys.stderr)
         return 1

@@ -149,7 +149,22 @@ def _json_object(text: str) -> dict:
 
 def _parser_for(f: dataclasses.Field):
     kinds = {"int": int, "float": float, "dict": _json_object, "int | None": int}
-    return kinds.get(f.type, str)
+    kind = kinds.get(f.type, str)
+    if f.name not in _POSITIVE + _NOT_NEGATIVE:
+        return kind
+
+    def bounded(text: str):  # a bad flag is argparse's error (status 2), naming the flag
+        value = kind(text)
+        if value < 0 or (value == 0 and f.name in _POSITIVE):
+            raise argparse.ArgumentTypeError(f"must be {_bound(f.name)}, got {text!r:.60}")
+        return value
+
+    bounded.__name__ = kind.__name__  # argparse says "invalid int value: 'x'"
+    return bounded
+
+
+def _bound(name: str) -> str:
+    return "> 0" if name in _POSITIVE else ">= 0"
 
 
 def _from_env(environ) -> dict:
@@ -181,9 +196,16 @@ def _json_or_text(raw: str):
         return raw
 
 
+_BOOLEANS = {"1": True, "true": True, "yes": True, "on": True,
+             "0": False, "false": False, "no": False, "off": False}
+
+
 def _coerce(f: dataclasses.Field, raw: str):
-    if f.type == "bool":
-        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if f.type == "bool":  # 'maybe' silently meant false
+        value = _BOOLEANS.get(raw.strip().lower())
+        if value is None:
+            raise ValueError("a boolean takes 1/0, true/false, yes/no or on/off")
+        return value
     if f.type == "list":
         return [raw]
     return _parser_for(f)(raw)
@@ -240,9 +262,8 @@ def _check_values(cfg: ServeConfig) -> ServeConfig:
         value = getattr(cfg, name)
         if value is None:
             continue
-        if value < 0 or (value == 0 and name in _POSITIVE):
-            bound = "> 0" if name in _POSITIVE else ">= 0"
-            raise SystemExit(f"river-pa serve: {name} must be {bound}, got {value}")
+        if value < 0 or (value == 0 and name in _POSITIVE):  # from TOML: status 1
+            raise SystemExit(f"river-pa serve: {name} must be {_bound(name)}, got {value}")
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")

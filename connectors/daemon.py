@@ -32,10 +32,40 @@ from river_pa.connectors.kafka_io import (
 from river_pa.connectors.merge import Merger
 from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
 from river_pa.connectors.reporting import Reporter, Stats, serve_metrics
+from river_pa._core.validation import TooManyFeaturesError
 
 __all__ = ["Daemon"]
 
 log = logging.getLogger("river_pa.serve")
+
+
+MODEL_FAILURES_TO_STOP = 100
+
+
+class ModelError(RuntimeError):
+    """The model raised on `MODEL_FAILURES_TO_STOP` records in a row: it is broken, not the data."""
+
+
+def check_model(model) -> None:
+    """Predict, then learn, one synthetic event on a clone of `model` (never the served one).
+
+    A binary classifier learns ``True``, a regressor ``0.5``; other models only predict.
+    ValueError naming the model and the error if it raises (e.g. a River optimizer given as
+    a string, which fails only in `learn_one`).
+    """
+    clone, x = model.clone(), {"river_pa_check": 1.0}
+    try:
+        if hasattr(clone, "predict_proba_one"):
+            clone.predict_proba_one(x)
+        elif hasattr(clone, "predict_one"):
+            clone.predict_one(x)
+        if isinstance(clone, base.Regressor):
+            clone.learn_one(x, 0.5)
+        elif isinstance(clone, base.Classifier) and not clone._multiclass:
+            clone.learn_one(x, True)
+    except Exception as exc:
+        line = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        raise ValueError(f"model {type(model).__name__} fails on a synthetic event {x}: {line}") from None
 
 
 class Daemon:
@@ -52,6 +82,7 @@ class Daemon:
         self.is_classifier = hasattr(model, "predict_proba_one")
         self.label_from_proba = type(model).predict_one is base.Classifier.predict_one
         self.stopping = False
+        self.model_failures = 0  # consecutive records the model raised on
         self.processed_this_run = 0
         self.events_this_run = 0
         self.positions_unknown = False
@@ -395,7 +426,10 @@ class Daemon:
         now = self.pending.clock(record.timestamp)
         self._count_expired(self.pending.expire(now))
         self._count_orphans(self.early.expire(now))
-        y_pred, proba = self._predict(event.x)
+        try:
+            y_pred, proba = self._predict(event.x)
+        except Exception as exc:  # a model that raises on one event must not stop the daemon
+            return self._model_error(record, exc)
         self._emit(record, event, y_pred, proba)
         scored = proba if self.stats.uses_proba else y_pred
         y = event.y
@@ -404,6 +438,7 @@ class Daemon:
             if early is None:
                 entry = Pending(event.x, scored, now, entry_bytes(event.x, scored))
                 self._count_expired(self.pending.add(event.id, entry))
+                self.model_failures = 0
                 return
             y = early.y_pred  # its label came first: scored and learned now
         self.stats.score(y, scored, None)  # delay statistics are for late labels
@@ -436,10 +471,27 @@ class Daemon:
         except TooManyClassesError as exc:  # whoever writes labels would control our memory
             self._dead_letter(record, BadRecord("too_many_classes", str(exc)))
             return
+        except TooManyFeaturesError as exc:  # whoever writes events, likewise
+            self._dead_letter(record, BadRecord("too_many_features", str(exc)))
+            return
         except (ValueError, TypeError) as exc:  # a label the checks let through
             self._dead_letter(record, BadRecord("label_rejected", f"{type(exc).__name__}: {exc}"))
             return
+        except Exception as exc:  # a broken model (e.g. a bad parameter only used by learn_one)
+            return self._model_error(record, exc)
+        self.model_failures = 0
         self.stats.counts["learned"] += 1
+
+    def _model_error(self, record, exc: Exception) -> None:
+        """Dead-letter `record` as ``model_error``; stop after `MODEL_FAILURES_TO_STOP` records in
+        a row ended in one (a record served without error resets the count)."""
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        self._dead_letter(record, BadRecord("model_error", text))
+        self.model_failures += 1
+        if self.model_failures >= MODEL_FAILURES_TO_STOP:  # raised before any checkpoint or commit
+            raise ModelError(f"model {self.model_name} failed on {self.model_failures} records in "
+                             f"a row (last: {text}); stopped without a checkpoint: the records "
+                             "since the last one are served again at the next start")
 
     def _count_expired(self, entries: list) -> None:
         self.stats.counts["expired"] += len(entries)

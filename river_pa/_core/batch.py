@@ -151,7 +151,9 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
         keys, values = _frame(X, allow_sparse)
     _check_finite(keys, values)
     if learn:
-        grow(index.size + index.room(keys))  # room first: a MemoryError changes nothing
+        n_new = index.room(keys)
+        index.check_room(n_new)  # past max_keys, or a MemoryError: nothing changes
+        grow(index.size + n_new)
         pos, collide = index.insert_unique(keys)
     else:
         pos, collide = index.lookup_unique(keys)  # unseen keys share the sink: no collision

@@ -86,6 +86,7 @@ class EventCache(TransientCache):
             self._vals, self._epos, self._val = vals, pos, val
             self._version_seen = self._version
         if learn and self._n_unseen:
+            self._index.check_room(self._n_unseen)  # past max_keys: nothing changes
             self._grow(self._index.size + self._n_unseen)  # may fail: before the index grows
             self._pos = self._epos = self._index.insert(keys)
             self._n_unseen = 0

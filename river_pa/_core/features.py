@@ -27,7 +27,7 @@ from itertools import repeat
 import numpy as np
 
 from river_pa._core._numba import CRC_TABLE, crc32_segments, mask_positions
-from river_pa._core.validation import check_value
+from river_pa._core.validation import TooManyFeaturesError, check_value
 
 __all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values"]
 
@@ -108,6 +108,9 @@ class FeatureIndex(abc.ABC):
         """How many positions `insert(keys)` will add (the keys never seen; distinct keys)."""
         return 0
 
+    def check_room(self, n_new: int) -> None:
+        """Raise `TooManyFeaturesError` if `n_new` more positions would pass the bound."""
+
     def insert_unique(self, keys: tuple) -> tuple[np.ndarray, bool]:
         """`insert(keys)` and whether two of the keys share a position (a hash collision)."""
         return self.insert(keys), False
@@ -120,6 +123,12 @@ class FeatureIndex(abc.ABC):
 class Vocabulary(FeatureIndex):
     """A growable vocabulary: each new key gets the next position; position 0 is the sink.
 
+    It holds at most `max_keys` keys (2**20 by default: a class attribute, so an instance can
+    lower or raise it, e.g. ``v.max_keys = 10``): an `insert` that would pass it raises
+    `river_pa._core.validation.TooManyFeaturesError` (a ValueError) and changes nothing, so
+    whoever writes the events cannot grow memory without limit (use ``n_features``, hashing,
+    for untrusted feature names).
+
     >>> v = Vocabulary()
     >>> v.insert(("a", "b"))
     array([1, 2])
@@ -127,8 +136,17 @@ class Vocabulary(FeatureIndex):
     array([2, 0])
     >>> v.size
     3
+    >>> v.max_keys = 3
+    >>> v.insert(("b", "c", "d"))
+    Traceback (most recent call last):
+    ...
+    river_pa._core.validation.TooManyFeaturesError: 2 new feature keys would take the vocabulary past max_keys=3 (it holds 2)
+    >>> v.size
+    3
 
     """
+
+    max_keys: int = 2**20
 
     def __init__(self):
         self.positions: dict = {}
@@ -142,6 +160,8 @@ class Vocabulary(FeatureIndex):
 
     def insert(self, keys):
         positions = self.positions
+        if len(positions) + len(keys) > self.max_keys:  # rare: count the new keys exactly
+            self.check_room(self.room(keys))
         add = positions.setdefault  # one dict probe per key: 1.5-2.5x faster than `in` + `[]`
         return np.fromiter([add(key, len(positions) + 1) for key in keys], np.int64, len(keys))
 
@@ -150,6 +170,12 @@ class Vocabulary(FeatureIndex):
 
     def room(self, keys):
         return len(keys) - sum(map(self.positions.__contains__, keys))  # exact: the new keys
+
+    def check_room(self, n_new):
+        if len(self.positions) + n_new > self.max_keys:
+            raise TooManyFeaturesError(
+                f"{n_new} new feature keys would take the vocabulary past "
+                f"max_keys={self.max_keys} (it holds {len(self.positions)})")
 
     def keys(self):
         """Keys in position order (position 1 first)."""

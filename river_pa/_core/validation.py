@@ -17,6 +17,7 @@ _MAX_FLOAT = float(np.finfo(np.float64).max)
 
 __all__ = [
     "TooManyClassesError",
+    "TooManyFeaturesError",
     "check_count",
     "check_csr",
     "check_frame_dtypes",
@@ -40,6 +41,15 @@ class TooManyClassesError(ValueError):
 
     Raised before any state changes, so the model stays usable (the Kafka daemon dead-letters
     the record as ``too_many_classes``).
+
+    """
+
+
+class TooManyFeaturesError(ValueError):
+    """Learning would give a `Vocabulary` more keys than its `max_keys` bound.
+
+    Raised before any state changes, so the model stays usable (the Kafka daemon dead-letters
+    the record as ``too_many_features``). Hashing (`n_features`) is bounded by construction.
 
     """
 

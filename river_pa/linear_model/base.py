@@ -219,7 +219,9 @@ class SparseLinear(EventCache):
         if merged or len(set(col_keys)) < len(col_keys):
             raise ValueError("two columns of the batch share one weight (equal keys or a hash "
                              "collision): learn them one event at a time")
-        self._grow(self._index.size + self._index.n_unseen(pos))
+        n_new = self._index.n_unseen(pos)
+        self._index.check_room(n_new)  # past max_keys: nothing changes
+        self._grow(self._index.size + n_new)
         pos = self._index.insert(col_keys)
         margins, self.intercept, bad = _numba.learn_csr(
             self._task, self._variant, float(self.C), self._epsilon, self._w, self.intercept,

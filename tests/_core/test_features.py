@@ -155,3 +155,25 @@ def test_hash_positions_of_many_random_keys():
     rng = np.random.default_rng(0)
     keys = tuple("".join(map(chr, rng.integers(1, 128, rng.integers(0, 12)))) for _ in range(500))
     assert Hashing(2**32).lookup(keys).tolist() == [zlib.crc32(k.encode()) for k in keys]
+
+
+@pytest.mark.parametrize("learn", ["learn_one", "learn_many"])
+def test_a_vocabulary_past_max_keys_refuses_the_event_and_changes_nothing(learn):
+    # an events topic carrying fresh keys in every event grew a served model without limit
+    import pandas as pd
+
+    from river_pa._core.validation import TooManyFeaturesError
+
+    model = PAClassifier()
+    model.learn_one({"a": 1.0, "b": 2.0}, True)
+    model._index.max_keys = 3
+    before = pickle.dumps(model)
+    with pytest.raises(TooManyFeaturesError, match="2 new feature keys .* max_keys=3 .*holds 2"):
+        if learn == "learn_one":
+            model.learn_one({"a": 1.0, "c": 1.0, "d": 1.0}, False)
+        else:
+            model.learn_many(pd.DataFrame({"a": [1.0], "c": [1.0], "d": [1.0]}), pd.Series([False]))
+    assert pickle.dumps(model) == before
+    model.learn_one({"a": 1.0, "c": -1.0}, False)  # one new key still fits
+    assert model._index.size == 4
+    assert model.predict_proba_one({"zz": 5.0, "a": 1.0})  # prediction never inserts

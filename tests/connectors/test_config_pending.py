@@ -89,16 +89,49 @@ def test_bad_model_params_flag_says_what_is_wrong(capsys):
     assert "--model-params: not valid JSON" in err and "loads" not in err
 
 
-@pytest.mark.parametrize("argv,match", [
-    (["--max-buffered", "0"], "max_buffered must be > 0"),  # was a silent stall
-    (["--rolling-window", "0"], "rolling_window must be > 0"),  # was an IndexError mid-stream
-    (["--max-poll-records", "0"], "max_poll_records must be > 0"),
-    (["--pending-ttl-ms", "-1"], "pending_ttl_ms must be >= 0"),
-    (["--auto-offset-reset", "bogus"], "earliest or latest"),
+@pytest.mark.parametrize("name,value,bound", [
+    ("max_buffered", 0, "> 0"),  # was a silent stall
+    ("rolling_window", 0, "> 0"),  # was an IndexError mid-stream
+    ("max_poll_records", 0, "> 0"),
+    ("checkpoint_every", 0, "> 0"),
+    ("max_record_bytes", -1, "> 0"),
+    ("pending_ttl_ms", -1, ">= 0"),
 ])
-def test_out_of_range_values_are_one_line_errors(argv, match):
-    with pytest.raises(SystemExit, match=match):
-        load_config(argv, environ={})
+def test_out_of_range_values_are_a_bad_flag_or_a_configuration_error(tmp_path, capsys, name,
+                                                                      value, bound):
+    # README: a bad flag is status 2 (argparse's error, naming the flag); the same value from
+    # TOML or the environment is a configuration error (one line, status 1); flags gave 1
+    flag = "--" + name.replace("_", "-")
+    with pytest.raises(SystemExit) as exc:
+        load_config([flag, str(value)], environ={})
+    assert exc.value.code == 2
+    assert f"argument {flag}: must be {bound}, got '{value}'" in capsys.readouterr().err
+    path = tmp_path / "serve.toml"
+    path.write_text(f"{name} = {value}\n")
+    with pytest.raises(SystemExit, match=f"{name} must be {bound}, got {value}$"):
+        load_config(["--config", str(path)], environ={})
+    env = f"RIVER_PA_{name.upper()}"
+    with pytest.raises(SystemExit, match=f"{env}='{value}' is not valid: must be {bound}"):
+        load_config([], environ={env: str(value)})
+
+
+def test_a_bad_auto_offset_reset_is_a_one_line_error():
+    with pytest.raises(SystemExit, match="earliest or latest"):
+        load_config(["--auto-offset-reset", "bogus"], environ={})
+
+
+@pytest.mark.parametrize("raw,value", [("1", True), ("TRUE", True), (" yes", True), ("On", True),
+                                       ("0", False), ("false", False), ("NO", False), ("off", False)])
+def test_boolean_variables_take_the_usual_spellings(raw, value):
+    assert load_config([], {"RIVER_PA_EXACTLY_ONCE": raw}).exactly_once is value
+
+
+@pytest.mark.parametrize("raw", ["maybe", "", "2", "yes please"])
+def test_other_boolean_values_are_one_line_errors(raw):
+    # 'maybe' silently meant false
+    with pytest.raises(SystemExit, match=r"RIVER_PA_EXACTLY_ONCE=.* is not valid: a boolean takes "
+                                         r"1/0, true/false, yes/no or on/off"):
+        load_config([], {"RIVER_PA_EXACTLY_ONCE": raw})
 
 
 def test_each_client_gets_the_settings_it_takes():

@@ -97,3 +97,65 @@ def test_labels_past_the_class_bound_are_dead_lettered(kafka):
     dead = kafka.read_all(f"{events}-dlq")
     assert [json.loads(r.value)["y"] for r in dead] == ["d", "e"]
     assert all(dict(r.headers)["reason"] == b"too_many_classes" for r in dead)
+
+
+def test_events_past_the_vocabulary_bound_are_dead_lettered(kafka):
+    # events carrying y and tens of thousands of fresh keys each grew the model without limit
+    # (RSS 277 -> 648 MB, all counted as learned); the bound is Vocabulary.max_keys (2**20)
+    from river_pa._core.features import Vocabulary
+
+    width, full = 60_000, Vocabulary.max_keys // 60_000  # 17 events fill 1,020,000 keys
+    events, preds = kafka.topics("events", "preds")
+    producer = kafka.producer(max_request_size=2**20)
+    def send(i, keys):
+        value = {"id": f"e{i}", "x": {k: 1.0 for k in keys}, "y": i % 2 == 0}
+        producer.send(events, json.dumps(value, separators=(",", ":")).encode())
+    for i in range(full + 1):
+        send(i, (f"k{i * width + j}" for j in range(width)))
+    send(full + 1, ("k0", "k1"))  # known keys: learned
+    room = Vocabulary.max_keys - full * width
+    send(full + 2, (f"n{j}" for j in range(room)))  # exactly fills the vocabulary: learned
+    producer.flush()
+    proc = kafka.serve_stream(events, None, preds, "--max-record-bytes", str(2**20))
+    report = kafka.wait_for_report("d0.jsonl", lambda r: r["events"] == full + 3, proc, 300)
+    assert kafka.stop(proc) == 0
+    report = kafka.last_report("d0.jsonl")
+    assert report["dead_letter_reasons"] == {"too_many_features": 1}
+    assert report["learned"] == full + 2
+    dead = kafka.read_all(f"{events}-dlq")
+    assert [json.loads(r.value)["id"] for r in dead] == [f"e{full}"]
+    assert dict(dead[0].headers)["detail"].decode() == (
+        f"{width} new feature keys would take the vocabulary past max_keys={Vocabulary.max_keys} "
+        f"(it holds {full * width})")
+    model = kafka.checkpoint_state("d0")["model"]
+    assert model._index.size == Vocabulary.max_keys + 1  # the sink and every key that fitted
+
+
+def test_a_model_that_raises_dead_letters_the_record_then_stops_if_it_always_does(kafka):
+    # a learner that raised on one event crashed the daemon with a traceback, on every restart;
+    # MultinomialNB passes the start check, learns the count -1, then divides by zero in every
+    # prediction
+    from river_pa.connectors.daemon import MODEL_FAILURES_TO_STOP
+
+    events, preds = kafka.topics("events", "preds")
+    producer = kafka.producer()
+    def send(i, x, **y):
+        producer.send(events, json.dumps({"id": f"e{i}", "x": x, **y}).encode())
+    send(0, {"a": -1.0}, y=True)
+    for i in range(1, 6):
+        send(i, {"a": 1.0})
+    producer.flush()
+    proc = kafka.serve_stream(events, None, preds, "--model", "river.naive_bayes:MultinomialNB")
+    report = kafka.wait_for_report("d0.jsonl", lambda r: r["events"] == 6, proc)
+    assert report["dead_letter_reasons"] == {"model_error": 5} and report["learned"] == 1
+    dead = kafka.read_all(f"{events}-dlq")
+    assert {dict(r.headers)["detail"] for r in dead} == {b"ZeroDivisionError: float division by zero"}
+    assert proc.poll() is None  # still serving
+    for i in range(6, 6 + MODEL_FAILURES_TO_STOP):
+        send(i, {"a": 1.0})
+    producer.flush()
+    assert proc.wait(timeout=120) == 2
+    assert kafka.log("d0").strip().splitlines()[-1] == (
+        f"river-pa serve: model MultinomialNB failed on {MODEL_FAILURES_TO_STOP} records in a "
+        "row (last: ZeroDivisionError: float division by zero); stopped without a checkpoint: the records "
+        "since the last one are served again at the next start")

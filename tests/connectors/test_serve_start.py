@@ -1,0 +1,38 @@
+"""`river-pa serve` refuses at start, with one line and the README's status, before any I/O."""
+
+from __future__ import annotations
+
+import pytest
+
+from river_pa import cli
+
+NO_BROKER = ["--bootstrap-servers", "127.0.0.1:1"]  # never reached: each case stops before
+
+
+@pytest.mark.parametrize("flag,value", [("--checkpoint-every", "0"), ("--max-record-bytes", "-1")])
+def test_a_bad_flag_value_is_status_2_and_the_same_variable_status_1(capsys, monkeypatch, flag,
+                                                                     value):
+    assert cli.main(["serve", flag, value, *NO_BROKER]) == 2  # was 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"river-pa serve: argument {flag}: must be > 0, got '{value}'"]
+    env = "RIVER_PA_" + flag[2:].replace("-", "_").upper()
+    monkeypatch.setenv(env, value)
+    assert cli.main(["serve", *NO_BROKER]) == 1
+    assert f"{env}='{value}' is not valid" in capsys.readouterr().err
+
+
+def test_a_boolean_variable_that_is_not_a_boolean_is_status_1(capsys, monkeypatch):
+    monkeypatch.setenv("RIVER_PA_EXACTLY_ONCE", "maybe")  # silently meant false
+    assert cli.main(["serve", *NO_BROKER]) == 1
+    assert "RIVER_PA_EXACTLY_ONCE='maybe' is not valid" in capsys.readouterr().err
+
+
+def test_a_model_that_fails_on_a_synthetic_event_is_refused_at_start(capsys):
+    # served, then died with a traceback at the first labelled event, on every restart
+    argv = ["serve", "--model", "river.linear_model:LogisticRegression",
+            "--model-params", '{"optimizer": "x"}', *NO_BROKER]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["river-pa serve: model LogisticRegression fails on a synthetic event "
+                   "{'river_pa_check': 1.0}: AttributeError: 'str' object has no attribute "
+                   "'look_ahead'"]
