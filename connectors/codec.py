@@ -27,7 +27,7 @@ __all__ = [
 REASONS = (
     "oversize", "undecodable", "invalid_json", "not_an_object", "missing_id", "missing_x",
     "bad_x", "non_numeric", "non_finite", "bad_label", "bad_ts", "label_rejected",
-    "too_many_classes", "output_rejected",
+    "too_many_classes", "too_many_features", "model_error", "output_rejected",
 )
 
 

@@ -460,7 +460,8 @@ class Daemon:
     def _predict(self, x: dict):
         if not self.is_classifier:
             return self.model.predict_one(x), None
-        proba = self.model.predict_proba_one(x)
+        # floats always: River's sigmoid gives the int 0 or 1 beyond |m| > 30
+        proba = {k: float(p) for k, p in self.model.predict_proba_one(x).items()}
         if self.label_from_proba:  # what River's Classifier.predict_one does, without a 2nd pass
             return (max(proba, key=proba.get) if proba else None), proba
         return self.model.predict_one(x), proba

@@ -139,8 +139,8 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
 
     def predict_proba_one(self, x: dict) -> dict:
         m = self._margin_one(x)
-        p = sigmoid(m) if self._calibrator is None else self._calibrator.proba(m)
-        return {False: 1.0 - p, True: p}
+        p = float(sigmoid(m)) if self._calibrator is None else self._calibrator.proba(m)
+        return {False: 1.0 - p, True: p}  # float(): River's sigmoid is the int 0/1 past |m| > 30
 
     def predict_one(self, x: dict) -> bool:
         self._event(x)  # = self._margin_one(x), one call less on the hot path

@@ -125,3 +125,12 @@ def test_any_value_decodes_or_is_a_bad_record(value, cut):
                     decode(data, check, 10_000)
                 except BadRecord as exc:
                     assert exc.reason in REASONS
+
+
+def test_a_null_y_is_an_unlabelled_event_but_a_bad_label():
+    # README: "y": null on the events topic is no label; on the labels topic a dead letter
+    check = label_check_for(river_pa.PAClassifier())
+    assert decode_event(b'{"id": "a", "x": {"f": 1}, "y": null}', check, 100).y is None
+    with pytest.raises(BadRecord, match="missing y") as exc:
+        decode_label(b'{"id": "a", "y": null}', check, 100)
+    assert exc.value.reason == "bad_label"

@@ -82,3 +82,22 @@ def test_a_dead_letter_too_large_for_its_topic_is_cut(kafka):
     assert 10_000 < len(dead.value) < 20_000
     assert kafka.last_report("d0.jsonl")["truncated_dead_letters"] == 1
     assert [json.loads(r.value)["id"] for r in kafka.read_all(names["preds"])] == ["e0", "e1"]
+
+
+def test_probabilities_in_predictions_are_always_floats(kafka):
+    # {"False": 0.0, "True": 1}: River's sigmoid is an int past |margin| > 30
+    names = topics(kafka)
+    producer = kafka.producer()
+    producer.send(names["events"], event("e0"))
+    for i, a in enumerate([100.0, -100.0, 0.5], start=1):
+        producer.send(names["events"], json.dumps({"id": f"e{i}", "x": {"a": a}}).encode())
+    producer.flush()
+    proc = kafka.serve(
+        "--events-topic", names["events"], "--predictions-topic", names["preds"],
+        "--dead-letter-topic", names["dlq"], "--group-id", kafka.prefix,
+        "--model-params", '{"variant": "PA"}', "--report-path", "d0.jsonl")
+    kafka.wait_for(names["preds"], 4, proc=proc)
+    assert kafka.stop(proc) == 0
+    probas = [json.loads(r.value)["proba"] for r in kafka.read_all(names["preds"])]
+    assert probas[1:3] == [{"False": 0.0, "True": 1.0}, {"False": 1.0, "True": 0.0}]
+    assert {type(p) for proba in probas for p in proba.values()} == {float}

@@ -214,3 +214,14 @@ def test_bad_regression_target(y, error):
     with pytest.raises(error, match="target y"):
         model.learn_one({"a": 1.0}, y)
     assert pickle.dumps(model) == before
+
+
+def test_probabilities_are_floats_past_the_sigmoid_cut():
+    # River's sigmoid returns the int 0 or 1 beyond |m| > 30: the daemon's predictions mixed
+    # {"False": 0.0, "True": 1}
+    model = PAClassifier(variant="PA")
+    model.learn_one({"a": 1.0}, True)  # w_a = b = 0.5: m = 0.5 * 100 + 0.5 = 50.5
+    for x, p in [({"a": 100.0}, 1.0), ({"a": -100.0}, 0.0)]:
+        proba = model.predict_proba_one(x)
+        assert proba == {False: 1.0 - p, True: p}
+        assert [type(v) for v in proba.values()] == [float, float]
