@@ -23,7 +23,7 @@ def run(args) -> int:
     from river_pa.connectors.checkpoint import CheckpointError, check_writable
     from river_pa.connectors.config import from_args
     from river_pa.connectors.daemon import Daemon, ModelError, check_model
-    from river_pa.connectors.kafka_io import OutputError, explain
+    from river_pa.connectors.kafka_io import OutputError, explain, unreachable
     from river_pa.connectors.reporting import check_report_path, serve_metrics
     from river_pa.registry import make_model
 
@@ -52,7 +52,11 @@ def run(args) -> int:
         print(f"river-pa serve: cannot append to --report-path {cfg.report_path} "
               f"({exc.strerror})", file=sys.stderr)
         return 1
-    if not cfg.checkpoint_key:
+    no_broker = unreachable(cfg)  # in about a second, not after kafka-python's 10 s retries
+    if no_broker:
+        print(f"river-pa serve: {no_broker}", file=sys.stderr)
+        return 1
+    if not cfg.checkpoint_key:  # after the connection check: a failed start is one line
         logging.getLogger("river_pa.serve").warning(
             "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s runs code in this daemon at its "
             "next start; set --checkpoint-key (or RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)

@@ -125,6 +125,24 @@ def quiet_bootstrap():
         logger.setLevel(level)
 
 
+def unreachable(cfg: ServeConfig, timeout_s: float = 3.0) -> str | None:
+    """"no broker at ..." if no bootstrap address accepts a TCP connection, else None.
+
+    A plain connection per address, at most `timeout_s` each: kafka-python would retry for
+    `bootstrap_timeout_ms` (10 s) before saying it could not bootstrap.
+    """
+    errors = []
+    for address in (a.strip() for a in cfg.bootstrap_servers.split(",")):
+        host, _, port = address.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+            return None
+        except (OSError, ValueError) as err:
+            reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
+            errors.append(f"{address} ({reason})")
+    return "no broker at " + ", ".join(errors)
+
+
 def explain(exc: Exception, cfg: ServeConfig) -> str:
     """One line saying why the daemon cannot work with the cluster (for the exit message).
 
@@ -137,12 +155,10 @@ def explain(exc: Exception, cfg: ServeConfig) -> str:
         return f"not authorized: {type(exc).__name__}: {exc}"
     if not (isinstance(exc, kafka_errors.KafkaTimeoutError) and "bootstrap" in str(exc)):
         return f"Kafka error: {type(exc).__name__}: {exc}"
+    no_broker = unreachable(cfg)
+    if no_broker:
+        return no_broker
     address = cfg.bootstrap_servers.split(",")[0].strip()
-    host, _, port = address.rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=3).close()
-    except (OSError, ValueError) as err:
-        return f"no broker at {address} ({getattr(err, 'strerror', None) or err})"
     protocol = cfg.kafka.get("security_protocol", "PLAINTEXT")
     if protocol.startswith("SASL"):
         return (f"authentication failed at {address}: the broker closed the connection after the "

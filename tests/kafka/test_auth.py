@@ -93,9 +93,16 @@ def test_plaintext_client_on_a_sasl_port_is_one_line(kafka, sasl_bootstrap):
     one_line_failure(kafka, proc, "does not speak PLAINTEXT")
 
 
-def test_no_broker_at_the_address_is_one_line(kafka, bootstrap):
-    proc = kafka.serve("--bootstrap-servers", "127.0.0.1:1", "--checkpoint-path", "d0.ckpt")
-    one_line_failure(kafka, proc, "no broker at 127.0.0.1:1")
+@pytest.mark.parametrize("address,reason", [("127.0.0.1:1", "Connection refused"),
+                                            ("no-such-host.invalid:9092", "")])
+def test_no_broker_at_the_address_is_one_line_at_once(kafka, bootstrap, address, reason):
+    # took 12.7 s (16 s for an unresolvable host: kafka-python's bootstrap retries) and printed
+    # the unsigned-checkpoints warning first; with a 120 s bootstrap timeout the plain TCP
+    # probe must answer, and alone
+    proc = kafka.serve("--bootstrap-servers", address, "--checkpoint-path", "d0.ckpt",
+                       "--kafka", '{"bootstrap_timeout_ms": 120000}')
+    last = one_line_failure(kafka, proc, f"no broker at {address} ({reason}")
+    assert kafka.log().strip().splitlines() == [last]
 
 
 def test_no_read_on_the_events_topic_is_one_line(kafka, sasl_bootstrap):
