@@ -23,7 +23,9 @@ def run(args) -> int:
     from river_pa.connectors.checkpoint import CheckpointError, check_writable
     from river_pa.connectors.config import from_args
     from river_pa.connectors.daemon import Daemon, ModelError, check_model
-    from river_pa.connectors.kafka_io import OutputError, explain, unreachable
+    from river_pa.connectors.kafka_io import (
+        OutputError, explain, quiet_normal_operation, unreachable,
+    )
     from river_pa.connectors.reporting import check_report_path, serve_metrics
     from river_pa.registry import make_model
 
@@ -34,6 +36,7 @@ def run(args) -> int:
         return 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
+    quiet_normal_operation()
     try:
         model = make_model(cfg.model, cfg.model_params)
         serve_metrics(cfg.metric, model)  # an unknown --metric: status 2 before any I/O

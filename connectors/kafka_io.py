@@ -19,7 +19,7 @@ from river_pa.connectors.config import ServeConfig
 __all__ = [
     "OutputError", "Outputs", "RebalanceQueue", "client_settings", "dead_letter_headers",
     "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
-    "quiet_bootstrap", "topic_limits", "tp_key",
+    "quiet_bootstrap", "quiet_normal_operation", "topic_limits", "tp_key", "unreachable",
 ]
 
 
@@ -141,6 +141,45 @@ def unreachable(cfg: ServeConfig, timeout_s: float = 3.0) -> str | None:
             reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
             errors.append(f"{address} ({reason})")
     return "no broker at " + ", ".join(errors)
+
+
+# kafka-python messages about normal operation, by logger: (start of the message template,
+# text the formatted message must contain); anything else, real errors included, is kept
+_COORDINATOR_MOVED = [("", "NotCoordinator"), ("", "CoordinatorNotAvailable"),
+                      ("", "CoordinatorLoadInProgress")]
+_NORMAL_OPERATION = {
+    "kafka.net.selector": [("Task ", "threshold). It is blocking")],  # a step over 0.1 s on a busy machine
+    # the group coordinator not ready yet (first start) or moved: kafka-python retries
+    "kafka.coordinator": _COORDINATOR_MOVED,
+    "kafka.coordinator.consumer": _COORDINATOR_MOVED,
+    "kafka.coordinator.heartbeat": [*_COORDINATOR_MOVED,
+                                    ("Heartbeat failed for group %s: coordinator", "")],
+    "kafka.coordinator.assignors.range": [("No partition metadata for topic", "")],  # being created
+    "kafka.coordinator.assignors.roundrobin": [("No partition metadata for topic", "")],
+    "kafka.cluster": [("Topic %s not found in cluster metadata", ""),  # an output's first send
+                      ("Metadata refresh: failed", "Cancelled")],  # at close
+}
+
+
+class _Normal(logging.Filter):
+    def __init__(self, patterns: list):
+        super().__init__()
+        self.patterns = patterns
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = str(record.msg)
+        return not any(msg.startswith(start) and text in record.getMessage()
+                       for start, text in self.patterns)
+
+
+_FILTERS = {name: _Normal(patterns) for name, patterns in _NORMAL_OPERATION.items()}
+
+
+def quiet_normal_operation() -> None:
+    """Drop kafka-python's warnings about normal operation (`_NORMAL_OPERATION`) from the log
+    (idempotent: a logger keeps one copy of a filter)."""
+    for name, log_filter in _FILTERS.items():
+        logging.getLogger(name).addFilter(log_filter)
 
 
 def explain(exc: Exception, cfg: ServeConfig) -> str:

@@ -36,3 +36,28 @@ def test_a_model_that_fails_on_a_synthetic_event_is_refused_at_start(capsys):
     assert err == ["river-pa serve: model LogisticRegression fails on a synthetic event "
                    "{'river_pa_check': 1.0}: AttributeError: 'str' object has no attribute "
                    "'look_ahead'"]
+
+
+def test_kafka_python_messages_about_normal_operation_are_dropped_and_real_ones_kept(caplog):
+    import logging
+
+    from kafka.errors import NotCoordinatorError, TopicAuthorizationFailedError
+
+    from river_pa.connectors.kafka_io import quiet_normal_operation
+
+    quiet_normal_operation()
+    caplog.set_level(logging.WARNING)
+    selector, coordinator = logging.getLogger("kafka.net.selector"), logging.getLogger("kafka.coordinator")
+    # kafka-python 3.0's own templates: a busy machine, a group's first start
+    selector.warning("Task %r ran for %.3fs (>%.3fs threshold). It is blocking the event loop"
+                     % ("<Task poll>", 0.2, 0.1))
+    coordinator.warning("Marking the coordinator dead (node %s) for group %s: %s.", 1, "g",
+                        NotCoordinatorError())
+    logging.getLogger("kafka.coordinator.assignors.range").warning(
+        "No partition metadata for topic %s", "events")
+    logging.getLogger("kafka.cluster").error("Topic %s not found in cluster metadata", "metrics")
+    assert caplog.messages == []
+    selector.warning("Selector got READ event without reader...")
+    coordinator.warning("Marking the coordinator dead (node %s) for group %s: %s.", 1, "g",
+                        TopicAuthorizationFailedError())
+    assert len(caplog.messages) == 2

@@ -95,9 +95,13 @@ def test_probabilities_in_predictions_are_always_floats(kafka):
     proc = kafka.serve(
         "--events-topic", names["events"], "--predictions-topic", names["preds"],
         "--dead-letter-topic", names["dlq"], "--group-id", kafka.prefix,
-        "--model-params", '{"variant": "PA"}', "--report-path", "d0.jsonl")
+        "--model-params", '{"variant": "PA"}', "--report-path", "d0.jsonl",
+        "--metrics-topic", f"{kafka.prefix}-metrics")  # created by its first send
     kafka.wait_for(names["preds"], 4, proc=proc)
     assert kafka.stop(proc) == 0
     probas = [json.loads(r.value)["proba"] for r in kafka.read_all(names["preds"])]
     assert probas[1:3] == [{"False": 0.0, "True": 1.0}, {"False": 1.0, "True": 0.0}]
     assert {type(p) for proba in probas for p in proba.values()} == {float}
+    # kafka-python's messages about normal operation are not logged (README: start-up messages)
+    for normal in ("not found in cluster metadata", "No partition metadata", "It is blocking"):
+        assert normal not in kafka.log(), kafka.log()
