@@ -387,15 +387,6 @@ def test_unreadable_data_files_are_usage_errors(tmp_path, capsys):
         assert "\n" not in err and "Traceback" not in err
 
 
-def test_an_unwritable_plot_or_report_keeps_the_summary(tmp_path, capsys):
-    assert main(["phishing", "--limit", "100", "--quiet", "--plot", str(tmp_path / "a.txt")]) == 1
-    out, err = capsys.readouterr()
-    assert "Accuracy" in out and "Traceback" not in err
-    assert err.startswith("river-pa evaluate: cannot write the outputs: Format 'txt' is not")
-    assert main(["phishing", "--limit", "100", "--quiet", "--report", str(tmp_path)]) == 1
-    assert "cannot write the outputs: [Errno 21] Is a directory" in capsys.readouterr().err
-
-
 # -- reports, plots, errors, the command --------------------------------------------------------
 
 
