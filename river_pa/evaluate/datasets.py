@@ -91,6 +91,7 @@ class Data:
     """
 
     size = None  # bytes of the file (a Stream's), for progress
+    task_from = "the data set's"  # a Stream's: "given" or why its labels gave the task
     compile_seconds = read_seconds = 0.0  # a Stream's: see there
 
     def __init__(self, name: str, task: str, y: list, x: list | None = None,
@@ -159,6 +160,7 @@ class Stream:
             raise DataError(f"{path}: no events")
         self.targets = _Targets(first[1], task, path)
         self.task = self.targets.task
+        self.task_from = "given" if task else task_reason(self.task, first[1])
         self._first = first
 
     def position(self) -> int:
@@ -220,6 +222,24 @@ def _infer_task(labels: list) -> str:
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in distinct):
         return "regression"
     return "multiclass"
+
+
+def task_reason(task: str, labels: list) -> str:
+    """Why `_infer_task` took `task` from `labels` (the first chunk's), for the summary.
+
+    >>> task_reason("regression", [1, 2, 3, 2])
+    'inferred: 3 distinct numeric labels in the first 4 events (1, 2, 3), not two: give --task multiclass if they are classes'
+
+    """
+    distinct = sorted(set(labels), key=_sort_key)
+    shown = ", ".join(map(repr, distinct[:5])) + (", ..." if len(distinct) > 5 else "")
+    where = f"in the first {len(labels):,} events ({shown})"
+    if task == "binary":
+        return f"inferred: {len(distinct)} distinct labels {where}"
+    if task == "regression":
+        return (f"inferred: {len(distinct)} distinct numeric labels {where}, not two: give "
+                "--task multiclass if they are classes")
+    return f"inferred: {len(distinct)} distinct labels {where}, not all numbers"
 
 
 def _sort_key(value):

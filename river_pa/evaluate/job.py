@@ -184,7 +184,8 @@ def _compiled_why_not(first, model, delay: int) -> str | None:
     if not hasattr(model, "progressive_csr"):
         kind = "a pipeline" if isinstance(model, base.Wrapper | dict) or hasattr(model, "steps") \
             else type(model).__name__
-        return f"{kind} has no progressive_csr (the compiled path needs a linear river_pa learner)"
+        return (f"{kind} has no progressive_csr (the compiled path exists for PAClassifier "
+                "and PARegressor only)")
     if first.csr is None:
         return "the events are not all numbers (CSR arrays)"
     task = "binary" if isinstance(model, base.Classifier) else "regression"
@@ -342,8 +343,11 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
             path = f"compiled: {type(model).__name__}.progressive_csr"
         else:
             why_not = "two columns share one weight (hash collision)"
-            clock = _Clock(on_row, source.read_seconds)
     if why_not is not None:
+        import river.evaluate
+        import river.metrics  # noqa: F401  (1-3 s: imported before the clock starts)
+
+        clock = _Clock(on_row, source.read_seconds)
         _run_river(first, blocks, model, metrics, delay, every, clock)
         path = f"River iter_progressive_val_score: {why_not}"
     return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds)
@@ -600,7 +604,8 @@ def run(args) -> int:
             return 1
         raise
     summary = {
-        "data": data.name, "task": data.task, "model": type(model).__name__,
+        "data": data.name, "task": data.task, "task_from": data.task_from,
+        "model": type(model).__name__,
         "params": model._get_params(), "delay": args.delay, "seconds": result.seconds,
         "events_per_s": result.events / max(result.seconds, 1e-9),
         "compile_s": result.compile_seconds, "path": result.path,

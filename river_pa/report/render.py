@@ -182,6 +182,10 @@ def _text(value) -> str:
     return str(value)
 
 
+# figures whose key alone is ambiguous next to the other, as the table shows them
+_LABELS = {"events_per_s": "events/s (whole run)", "throughput_eps": "events/s (last interval)"}
+
+
 def summary_table(snapshot: dict):
     """A rich Table of one snapshot: metrics first (6 decimals), then every other figure."""
     from rich.table import Table
@@ -201,7 +205,7 @@ def summary_table(snapshot: dict):
             for sub, v in value.items():
                 table.add_row(f"{key}: {sub}", _text(v))
         else:
-            table.add_row(key, _text(value))
+            table.add_row(_LABELS.get(key, key), _text(value))
     return table
 
 

@@ -185,7 +185,8 @@ def test_evaluate_says_which_path_it_took_and_why(tmp_path):
     runs = {
         "compiled: PAClassifier.progressive_csr": (PAClassifier(), 0),
         "River iter_progressive_val_score: a pipeline has no progressive_csr (the compiled path "
-        "needs a linear river_pa learner)": (preprocessing.StandardScaler() | PAClassifier(), 0),
+        "exists for PAClassifier and PARegressor only)":
+            (preprocessing.StandardScaler() | PAClassifier(), 0),
         "River iter_progressive_val_score: delay 5: labels are learned late": (PAClassifier(), 5),
     }
     for expected, (model, delay) in runs.items():
