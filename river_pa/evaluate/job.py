@@ -207,30 +207,28 @@ def _keys(csr):
 
 
 def _run_compiled(first, blocks, model, names: list[str], every: int, clock: _Clock) -> bool:
-    """Progressive validation with the model's `progressive_csr`, called on the events between
-    two report rows (every `every` events); False, the model untouched, if the first call
-    refuses the columns (two share a weight). A later part that is refused, or a block without
-    CSR arrays, is learned one event at a time."""
+    """Progressive validation with the model's `progressive_csr`, called once per block (a
+    chunk of the file, whatever `every` is); the metrics are fed the block's margins `every`
+    events at a time for the report rows. False, the model untouched, if the first call
+    refuses the columns (two share a weight). A later block that is refused, or a block
+    without CSR arrays, is learned one event at a time."""
     tracker = _margin_tracker(names, model, first.task)
     step = 0
     for block in itertools.chain([first], blocks):
         csr = block.csr
+        try:
+            if csr is None:
+                raise ValueError("no CSR arrays")
+            margins = model.progressive_csr(csr.indptr, csr.indices, csr.data, csr.y, _keys(csr))
+        except ValueError:
+            if step == 0:
+                return False
+            margins = _margins_one_by_one(model, block.x, block.y, step)
+        y = datasets.target_array(block.y, block.task)
         lo = 0
         while lo < len(block):
             hi = min(lo + every - step % every, len(block))
-            y = datasets.target_array(block.y[lo:hi], block.task)
-            try:
-                if csr is None:
-                    raise ValueError("no CSR arrays")
-                start, end = csr.indptr[lo], csr.indptr[hi]
-                margins = model.progressive_csr(csr.indptr[lo : hi + 1] - start,
-                                                csr.indices[start:end], csr.data[start:end],
-                                                csr.y[lo:hi], _keys(csr))
-            except ValueError:
-                if step == 0:
-                    return False
-                margins = _margins_one_by_one(model, block.x[lo:hi], block.y[lo:hi], step)
-            tracker.update(y, margins)
+            tracker.update(y[lo:hi], margins[lo:hi])
             step += hi - lo
             lo = hi
             if step % every == 0:

@@ -150,7 +150,17 @@ def test_a_later_block_with_a_hash_collision_is_learned_event_by_event():
     csr = CSR(np.array([0, 1, 2, 4, 5]), np.array(indices), np.array([1.0, 2.0, 1.0, 3.0, 1.0]),
               np.array([1.0, -1.0, 1.0, 1.0]), keys=keys)
     data = datasets.Data("collide", "binary", [True, False, True, True], csr=csr)
-    result = evaluate(data, model, ["Accuracy", "LogLoss"], every=2)
+
+    class TwoBlocks:  # a file read in two chunks: events 0-1, then 2-3
+        name, compile_seconds, read_seconds = "collide", 0.0, 0.0
+
+        def blocks(self):
+            yield data.head(2)
+            rest = CSR(csr.indptr[2:] - csr.indptr[2], csr.indices[2:], csr.data[2:],
+                       csr.y[2:], keys=keys)
+            yield datasets.Data("collide", "binary", data.y[2:], csr=rest)
+
+    result = evaluate(TwoBlocks(), model, ["Accuracy", "LogLoss"], every=2)
     assert result.path == "compiled: PAClassifier.progressive_csr"
     assert result.values == river_score(list(data), PAClassifier(n_features=2),
                                         ["Accuracy", "LogLoss"])
