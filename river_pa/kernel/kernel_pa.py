@@ -19,7 +19,7 @@ from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.kernel import _numba
 from river_pa._core.features import Vocabulary
 from river_pa._core.batch import frame_arrays
-from river_pa._core.validation import check_count, check_positive, check_variant
+from river_pa._core.validation import check_count, check_finite, check_positive, check_variant
 from river_pa.multiclass.base import MAX_CLASSES, ArgmaxPrediction, ScoringClassifier
 
 __all__ = ["KernelPAClassifier"]
@@ -168,8 +168,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
         check_count("degree", degree)
         check_positive("gamma", gamma)
-        if not isinstance(coef0, int | float) or not abs(coef0) < float("inf"):
-            raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
+        check_finite("coef0", coef0)
         check_count("budget", budget, allow_none=True)
         check_positive("C", C)
         self._variant = check_variant(variant)

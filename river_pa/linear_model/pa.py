@@ -52,7 +52,8 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         Whether to learn the intercept (the constant feature).
     n_features
         None for a growable vocabulary of feature keys; a power of two for the hashing trick
-        over that many positions (a stable CRC-32 hash: the same in every process).
+        over that many positions (a stable CRC-32 hash: the same in every process), at most 2**26
+        (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
     calibration
         None or "temperature": P(True) = sigmoid(a m), a fitted online on the progressive
         margins of the labelled events (`river_pa._core.calibration`); predictions unchanged.
@@ -200,7 +201,8 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
     learn_intercept
         Whether to learn the intercept.
     n_features
-        None for a vocabulary, a power of two for the hashing trick.
+        None for a vocabulary, a power of two for the hashing trick, at most 2**26
+        (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
 
     Sample weights, bad input, empty dicts and batches behave as in `PAClassifier`; a
     non-numeric target raises TypeError, a non-finite one ValueError.

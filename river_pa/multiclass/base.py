@@ -23,7 +23,8 @@ from river_pa._core.features import make_index
 from river_pa._core.cache import EventCache
 from river_pa._core.batch import frame_arrays
 from river_pa._core.validation import (
-    TooManyClassesError,
+    MAX_CLASSES,
+    check_class_room,
     check_count,
     check_label,
     check_positive,
@@ -32,7 +33,6 @@ from river_pa._core.validation import (
     check_variant,
 )
 
-MAX_CLASSES = 1000  # the default bound on the classes a learner creates (see `max_classes`)
 
 
 def softmax(s: np.ndarray) -> np.ndarray:
@@ -99,12 +99,7 @@ class ScoringClassifier(EventCache):
         for label in labels:
             check_label(label)
         new = [label for label in dict.fromkeys(labels) if label not in self._labels]
-        if self._n + len(new) > self.max_classes:
-            raise TooManyClassesError(
-                f"label {new[self.max_classes - self._n]!r} would be class number "
-                f"{self.max_classes + 1} of {type(self).__name__}, which holds at most "
-                f"max_classes={self.max_classes}"
-            )
+        check_class_room(self, self._n, new)
         return new
 
     def _scores_one(self, x: dict) -> np.ndarray:

@@ -130,7 +130,8 @@ class PAMultiClassifier(MarginClassifier):
     learn_intercept
         Whether each label learns an intercept.
     n_features
-        None for a growable vocabulary of feature keys; a power of two for the hashing trick.
+        None for a growable vocabulary of feature keys; a power of two for the hashing trick, at most 2**26
+        (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
     calibration
         None or "temperature": probabilities softmax(a s), the temperature 1/a fitted online on
         the progressive scores of the labelled events (`river_pa._core.calibration`).

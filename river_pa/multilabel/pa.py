@@ -72,7 +72,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     learn_intercept
         Whether each label learns an intercept.
     n_features
-        None for a vocabulary of feature keys, a power of two for the hashing trick.
+        None for a vocabulary of feature keys, a power of two for the hashing trick, at most 2**26
+        (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
     rule
         "threshold" or "ranking" (see above); anything else raises ValueError.
     max_classes
