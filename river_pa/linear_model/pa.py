@@ -12,6 +12,7 @@ import numpy as np
 from river import base
 from river.utils.math import sigmoid
 
+from river_pa._core.batch import as_series
 from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.linear_model import _numba
 from river_pa.linear_model.base import SparseLinear, check_sample_weight
@@ -177,7 +178,7 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
 
     def predict_many(self, X, *, columns=None):
         """The predicted labels: a Series for a DataFrame X, else a bool array."""
-        return _as_series(X, self._margins_many(X, columns) > 0.0)
+        return as_series(X, self._margins_many(X, columns) > 0.0)
 
 
 class PARegressor(SparseLinear, base.MiniBatchRegressor):
@@ -265,17 +266,10 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
 
     def predict_many(self, X, *, columns=None):
         """The predictions: a Series for a DataFrame X, else a float64 array."""
-        return _as_series(X, self._margins_many(X, columns))
+        return as_series(X, self._margins_many(X, columns))
 
 
 def _is_frame(X) -> bool:
     return type(X).__module__.startswith("pandas")
 
 
-def _as_series(X, values: np.ndarray):
-    """`values` as a Series on X's index when X is a DataFrame, else as they are."""
-    if not _is_frame(X):
-        return values
-    import pandas as pd
-
-    return pd.Series(values, index=X.index)
