@@ -137,7 +137,11 @@ class Daemon:
         """Read the newest copy of the checkpoint from the state topic (creating the topic,
         compacted, replicated up to 3 times) and write it where the checkpoint goes when there
         is none there (a new node), so `load` verifies it like any checkpoint."""
-        found = self._read_snapshot(self.cfg.state_topic, self.state_name)
+        reader = self._snapshot_reader(self.cfg.state_topic, self.state_name)
+        try:
+            found = reader.newest()
+        finally:
+            reader.consumer.close()
         if found is None:
             return
         self.state_manifest, payload = found
@@ -193,24 +197,23 @@ class Daemon:
         if self.cfg.state_topic:
             self._restore_from_state_topic()
         self.load(self.consumer)
-        if self.cfg.role == "learn":
-            found = self._read_snapshot(self.cfg.model_topic, "model")
-            self.model_manifest = found[0] if found else None
+        if self.cfg.role == "learn":  # its next version follows the newest published one
+            reader = self._snapshot_reader(self.cfg.model_topic, "model")
+            reader.consumer.close()
+            self.model_manifest = reader.manifest
 
-    def _read_snapshot(self, topic: str, name: str) -> tuple[dict, bytes] | None:
-        """The newest snapshot `name` in `topic`, creating the topic (compacted, replicated up
-        to 3 times) if it is missing."""
+    def _snapshot_reader(self, topic: str, name: str) -> snapshots.Reader:
+        """A reader of snapshot `name` that has read `topic` to its end (the topic is created,
+        compacted, replicated up to 3 times, if it is missing); the caller closes it."""
         admin = make_admin(self.cfg)
         try:
             brokers = len(admin.describe_cluster()["brokers"])
             snapshots.ensure_topic(admin, topic, min(3, brokers))
         finally:
             admin.close()
-        reader = make_offsets_client(self.cfg)
-        try:
-            return snapshots.restore(reader, topic, name)
-        finally:
-            reader.close()
+        reader = snapshots.Reader(make_offsets_client(self.cfg), topic, name)
+        reader.read_to_end(120)
+        return reader
 
     def _on_signal(self, signum, frame) -> None:
         log.info("signal %d: finishing the current batch", signum)
@@ -412,11 +415,15 @@ class Daemon:
             return self._dead_letter(record, exc)
         self.stats.counts["events"] += 1
         self.events_this_run += 1
+        y_pred, proba = self._predict(event.x)
+        self._emit(record, event, y_pred, proba)
+        self._after_prediction(record, event, y_pred, proba)
+
+    def _after_prediction(self, record, event, y_pred, proba) -> None:
+        """Learn the event now (its label came with it or before it) or keep it pending."""
         now = self.pending.clock(record.timestamp)
         self._count_expired(self.pending.expire(now))
         self._count_orphans(self.early.expire(now))
-        y_pred, proba = self._predict(event.x)
-        self._emit(record, event, y_pred, proba)
         scored = proba if self.stats.uses_proba else y_pred
         y = event.y
         if y is None:
@@ -507,6 +514,9 @@ class Daemon:
 
     def _report(self) -> dict:
         snapshot = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early)}
+        if self.cfg.role == "learn":  # the newest model sent (visible once its transaction
+            snapshot["model_version"] = self.model_manifest and self.model_manifest["version"]
+            snapshot["model_learned"] = self.learned_at_publish  # commits, with exactly-once)
         return self.reporter.publish(snapshot, self.events_this_run)
 
     # ---- durability ----------------------------------------------------------------------
@@ -565,6 +575,9 @@ class Daemon:
                                                 path.read_bytes(), self.model_manifest)
         self.last_publish = time.monotonic()
         self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
+        # a checkpoint is due even when no record follows: it checks the sends (and commits
+        # them, in the transaction); otherwise the last snapshot stayed invisible for ever
+        self.since_checkpoint = max(self.since_checkpoint, 1)
 
     def _commit(self, offsets: dict) -> None:
         """Commit offsets; a failure (a rebalance took the partitions, the broker is away) is

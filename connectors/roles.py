@@ -17,9 +17,7 @@ import time
 from pathlib import Path
 
 from river_pa.connectors import checkpoint, snapshots
-from river_pa.connectors.codec import BadRecord, decode_event
 from river_pa.connectors.daemon import Daemon
-from river_pa.connectors.kafka_io import make_offsets_client
 
 __all__ = ["Predictor"]
 
@@ -30,18 +28,15 @@ class Predictor(Daemon):
     """A daemon that predicts with the newest model in `cfg.model_topic` and learns nothing."""
 
     snapshot: dict | None = None  # learned, events, published_at_ms of the model in use
+    seen_manifest: dict | None = None  # the newest manifest tried, accepted or not
 
     def _start(self) -> None:
         """Read the model topic to its end, then wait for a first snapshot if there is none."""
-        self._read_snapshot(self.cfg.model_topic, "model")  # creates the topic if missing
-        self.model_consumer = make_offsets_client(self.cfg)
-        self.model_reader = snapshots.Reader(self.model_consumer, self.cfg.model_topic, "model")
-        self.model_reader.read_to_end(120)
+        self.model_reader = self._snapshot_reader(self.cfg.model_topic, "model")
         if self.model_reader.manifest is None:
             log.info("waiting for the first model snapshot in %s", self.cfg.model_topic)
-        while self.model_reader.manifest is None and not self.stopping:
+        while not self._swap_model() and not self.stopping:
             self.model_reader.poll(500)
-        self._swap_model()
 
     def load(self, consumer) -> None:
         """Nothing to load but offsets: a rollback seeks to the committed ones."""
@@ -52,30 +47,31 @@ class Predictor(Daemon):
         self.model_reader.poll(0)
         self._swap_model()
 
-    def _swap_model(self) -> None:
+    def _swap_model(self) -> bool:
+        """Swap in the newest snapshot if it is new; True when a model is in use. A snapshot
+        that does not verify is logged and skipped: the model in use stays."""
         manifest = self.model_reader.manifest
-        if manifest is None or (self.model_manifest and
-                                manifest["version"] == self.model_manifest["version"]):
-            return
-        manifest, payload = self.model_reader.newest()
+        if manifest is None or manifest is self.seen_manifest:
+            return self.model_manifest is not None
+        self.seen_manifest = manifest
         path = Path(self.cfg.checkpoint_path + ".model")
-        checkpoint._write_private(path, payload)  # so it is verified like any checkpoint
-        state = checkpoint.load(path, self.fresh_meta, self.key)
+        try:
+            manifest, payload = self.model_reader.newest()
+            checkpoint._write_private(path, payload)  # so it is verified like any checkpoint
+            state = checkpoint.load(path, self.fresh_meta, self.key)
+        except (snapshots.SnapshotError, checkpoint.CheckpointError) as exc:
+            log.warning("model snapshot refused, keeping version %s: %s",
+                        self.model_manifest and self.model_manifest["version"], exc)
+            return self.model_manifest is not None
         self.model, self.model_manifest = state["model"], manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
         self.events_at_publish = self.stats.counts["events"]
         log.info("model version %d from %s (%d events learned)", manifest["version"],
                  self.cfg.model_topic, state["learned"])
+        return True
 
-    def _on_event(self, record) -> None:
-        try:
-            event = decode_event(record.value, self.check_label, self.cfg.max_record_bytes)
-        except BadRecord as exc:
-            return self._dead_letter(record, exc)
-        self.stats.counts["events"] += 1
-        self.events_this_run += 1
-        y_pred, proba = self._predict(event.x)
-        self._emit(record, event, y_pred, proba)
+    def _after_prediction(self, record, event, y_pred, proba) -> None:
+        """Nothing: the learner learns the event."""
 
     def _model_fields(self) -> dict:
         return {"n_learned": self.snapshot["learned"],
@@ -101,5 +97,5 @@ class Predictor(Daemon):
         try:
             return super().run()
         finally:
-            if hasattr(self, "model_consumer"):
-                self.model_consumer.close()
+            if hasattr(self, "model_reader"):
+                self.model_reader.consumer.close()

@@ -69,6 +69,20 @@ def restore(consumer: KafkaConsumer, topic: str, name: str,
     return reader.newest()
 
 
+def _manifest(value: bytes) -> dict:
+    """A manifest record's JSON, or a manifest of no chunks that `newest` refuses (a bad
+    record must not stop a reader that restarts at the same record)."""
+    try:
+        manifest = json.loads(value)
+    except ValueError:
+        manifest = None
+    fields = {"version": int, "chunks": int, "bytes": int, "sha256": str}
+    if not (isinstance(manifest, dict)
+            and all(type(manifest.get(k)) is t for k, t in fields.items())):
+        return {"version": 0, "chunks": 0, "bytes": -1, "sha256": "", "invalid": f"{value!r:.80}"}
+    return manifest
+
+
 class Reader:
     """Follows snapshot `name` in `topic` with a group-less `consumer` (assigned here, from
     the beginning): `read_to_end` at start, then `poll` between batches, `newest` to verify."""
@@ -96,7 +110,7 @@ class Reader:
         """Take what one poll returns (manifests, chunks, tombstones)."""
         for record in self.consumer.poll(timeout_ms=timeout_ms).get(self.tp, ()):
             if record.key == self.name.encode():
-                self.manifest = json.loads(record.value) if record.value is not None else None
+                self.manifest = _manifest(record.value) if record.value is not None else None
             elif record.key is not None and record.key.startswith(self.prefix):
                 if record.value is None:
                     self.chunks.pop(record.key, None)
@@ -108,6 +122,8 @@ class Reader:
         manifest, name, topic = self.manifest, self.name, self.topic
         if manifest is None:
             return None
+        if "invalid" in manifest:
+            raise SnapshotError(f"{topic}: the manifest of {name} is not valid: {manifest['invalid']}")
         keys = [f"{name}/{manifest['version']}/{i}".encode() for i in range(manifest["chunks"])]
         missing = [k.decode() for k in keys if k not in self.chunks]
         if missing:
