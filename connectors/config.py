@@ -130,7 +130,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default = _default(f)
         shown = json.dumps(default) if isinstance(default, (dict, list)) else default
         shown = "none" if default is None else shown
-        help_ = f"{_FLAGS_HELP[f.name]} (default: {shown}; RIVER_PA_{f.name.upper()})"
+        text = _FLAGS_HELP[f.name]  # a help that states its own default keeps it alone
+        help_ = f"{text} ({'' if '(default:' in text else f'default: {shown}; '}" \
+                f"RIVER_PA_{f.name.upper()})"
         if f.type == "bool":
             parser.add_argument(flag, action="store_const", const=True, default=None, help=help_)
         elif f.type == "list":

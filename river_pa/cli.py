@@ -56,7 +56,10 @@ def _add_evaluate(sub) -> None:
                    help="a data set name (an unknown name lists them) or a libsvm (.gz, .bz2, "
                    ".xz, .zst), CSV or JSONL file (default: phishing, River's bundled set)")
     p.add_argument("--target", metavar="COLUMN", help="target column of a CSV file")
-    p.add_argument("--task", help="binary, multiclass or regression (default: inferred)")
+    p.add_argument("--task", choices=["binary", "multiclass", "regression"],
+                   help="the task (default: the data set's, or inferred from the first "
+                   "chunk's labels: two distinct labels binary, other numbers regression, "
+                   "anything else multiclass)")
     p.add_argument("--model", dest="models", action=_ModelAction, metavar="MODEL",
                    help="a river_pa class name or an import path 'module:factory' (default by "
                    "task: PAClassifier, PAMultiClassifier, PARegressor); repeat it to compare "

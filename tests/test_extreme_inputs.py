@@ -22,7 +22,7 @@ import hypothesis.strategies as st
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from river import base
 
 import river_pa
@@ -97,6 +97,7 @@ def _learn(model, x, label, target, w):
 @pytest.mark.parametrize("cls, params", list(_learners()))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=streams)
+@example(stream=[({"a": 1e-10}, 0, 0.0, 1e-300), ({"a": 1e149, "b": 1e149}, 0, 0.0, 1e-300)])
 def test_state_stays_finite(cls, params, stream):
     model = cls(**params)
     for x, label, target, w in stream:
@@ -109,6 +110,79 @@ def test_state_stays_finite(cls, params, stream):
         bad = [(k, v) for k, v in _state(model).items()
                if any(not math.isfinite(n) for n in _numbers(v))]
         assert not bad, f"after learning {x}, {label}, {target}, w={w}: {bad[0][0]}"
+
+
+def test_a_new_direction_far_from_a_tiny_one_keeps_the_pseudo_inverse_finite():
+    """S = 1e-20 on `a`, then x = (1e149, 1e149): S_t^+ is finite (entries 1e20) but beta =
+    1 + x^T P x = 1e318 and ||r||^4 = 1e596 are not; P became NaN (issue 11, found by
+    hypothesis once). Exactly, S_t^+ = [[1e20, -1e20], [-1e20, 1e20 + 1e-298]]."""
+    model = river_pa.FullScaleInvariantRegressor(learn_intercept=False)
+    model.learn_one({"a": 1e-10}, 0.0, 1e-300)
+    model.learn_one({"a": 1e149, "b": 1e149}, 0.0, 1e-300)
+    P = model._P[:3, :3]  # position 0 is the sink
+    assert P[1:, 1:] == pytest.approx(np.array([[1e20, -1e20], [-1e20, 1e20]]), rel=1e-12)
+    assert (model._N[1:3, 1:3] == 0).all()  # S has full rank on the two keys
+    model.learn_one({"a": 1.0, "b": 2.0}, 1.0)
+    assert math.isfinite(model.predict_one({"a": 1.0, "b": 2.0}))
+
+
+@pytest.mark.parametrize("w", [1e-300, 1e-10, 1.0, 1e100, 1e300])
+@pytest.mark.parametrize("cls, params", list(_learners()))
+def test_values_of_1e149_with_tiny_and_huge_weights(cls, params, w):
+    """Every learner, after a tiny first event, on x = 1e149 in a new direction, with
+    weights from 1e-300 to 1e300 (a refusal changes nothing: checked in `_learn` callers)."""
+    model = cls(**params)
+    for x in ({"a": 1e-10}, {"a": 1e149, "b": 1e149}, {"a": -1e149, "b": 1e149},
+              {"a": 1e149, "b": 1e-300}):
+        _predict(model, x)
+        before = pickle.dumps(model)
+        try:
+            _learn(model, x, 1, 1.0, w)
+        except ValueError:
+            assert pickle.dumps(model) == before
+        bad = [k for k, v in _state(model).items()
+               if any(not math.isfinite(n) for n in _numbers(v))]
+        assert not bad, f"after learning {x} with w={w}: {bad}"
+
+
+# -- constructor parameters: bools are no numbers, n_features is bounded ----------------------
+
+NUMERIC_PARAMS = [
+    (river_pa.PAClassifier, "C"), (river_pa.PARegressor, "C"), (river_pa.PARegressor, "epsilon"),
+    (river_pa.PAMultiClassifier, "C"), (river_pa.PAMultiClassifier, "max_classes"),
+    (river_pa.PACostSensitiveClassifier, "C"), (river_pa.PAMultiLabelClassifier, "C"),
+    (river_pa.PAUniclass, "C"), (river_pa.PASequenceTagger, "C"),
+    (river_pa.KernelPAClassifier, "C"), (river_pa.KernelPAClassifier, "budget"),
+    (river_pa.KernelPAClassifier, "gamma"), (river_pa.KernelPAClassifier, "degree"),
+    (river_pa.KernelPAClassifier, "coef0"), (river_pa.KernelPAClassifier, "max_classes"),
+    (river_pa.FullScaleInvariantClassifier, "alpha"),
+    (river_pa.CoordinateScaleInvariantRegressor, "alpha"),
+]
+
+
+@pytest.mark.parametrize("value", [True, False])
+@pytest.mark.parametrize("cls, name", NUMERIC_PARAMS, ids=lambda v: getattr(v, "__name__", v))
+def test_booleans_are_refused_for_numeric_parameters(cls, name, value):
+    """``PAClassifier(C=True)`` was taken as C = 1 (and ``--model-params '{"C": true}'``)."""
+    with pytest.raises(ValueError, match=f"^{name} must be .*got {value}$"):
+        cls(**{name: value})
+
+
+HASHED = [river_pa.PAClassifier, river_pa.PARegressor, river_pa.PAMultiClassifier,
+          river_pa.PACostSensitiveClassifier, river_pa.PAMultiLabelClassifier]
+
+
+@pytest.mark.parametrize("n", [2**27, 2**30, 2**40, True])
+@pytest.mark.parametrize("cls", HASHED)
+def test_n_features_is_bounded(cls, n):
+    """2**40 died in numpy's _ArrayMemoryError, 2**30 reserved 8 GiB."""
+    with pytest.raises(ValueError, match=f"^n_features must be .*got {n}$"):
+        cls(n_features=n)
+    assert cls(n_features=2**26).n_features == 2**26
+
+
+def test_max_features_is_documented_in_every_hashed_learner():
+    assert all("at most 2**26" in cls.__doc__ for cls in HASHED)
 
 
 # -- refusals, each before anything changes ---------------------------------------------------
@@ -248,3 +322,20 @@ def test_max_classes_is_a_documented_bound(cls):
     assert issubclass(TooManyClassesError, ValueError)
     with pytest.raises(ValueError, match="max_classes must be an int >= 1"):
         cls(max_classes=0)
+
+
+def test_the_sequence_tagger_bounds_its_tags():
+    """A stream of fresh tags grew the tagger's (tags x tags) transitions without bound."""
+    assert river_pa.PASequenceTagger().max_classes == 1000
+    assert "max_classes" in river_pa.PASequenceTagger.__doc__
+    model = river_pa.PASequenceTagger(max_classes=3)
+    tokens = [{"w": 1.0}, {"w": 2.0}]
+    model.learn_one(tokens, ["a", "b"])
+    model.learn_one(tokens, ["c", "c"])
+    _refused(model, lambda: model.learn_one(tokens, ["a", "d"]), TooManyClassesError,
+             "label 'd' would be class number 4 of PASequenceTagger, .*max_classes=3")
+    _refused(model, lambda: model.learn_one(tokens, ["e", "d"]), TooManyClassesError, "'e'")
+    model.learn_one(tokens, ["b", "a"])  # known tags still learn
+    assert model.tags == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="max_classes must be an int >= 1"):
+        river_pa.PASequenceTagger(max_classes=0)

@@ -12,7 +12,24 @@ import numpy as np
 
 from river_pa._core.validation import check_csr, check_frame_dtypes
 
-__all__ = ["frame_arrays"]
+__all__ = ["as_series", "frame_arrays", "row_index"]
+
+
+def row_index(X):
+    """The pandas index of a batch's rows: a DataFrame's own, else 0..n-1. Rows pair with
+    their targets by position, never by index label (as River's `learn_many` does)."""
+    import pandas as pd
+
+    return X.index if isinstance(X, pd.DataFrame) else pd.RangeIndex(X.shape[0])
+
+
+def as_series(X, values: np.ndarray):
+    """`values` as a Series on X's index when X is a DataFrame, else as they are."""
+    if not type(X).__module__.startswith("pandas"):
+        return values
+    import pandas as pd
+
+    return pd.Series(values, index=X.index)
 
 
 def _sparse_frame(X) -> tuple:
@@ -147,8 +164,11 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
         keys, values, used = _sparse(X, columns)
         if not allow_sparse:
             keys, values = _densified(keys, values, used)
-    else:
+    elif type(X).__module__.startswith("pandas") and hasattr(X, "columns"):
         keys, values = _frame(X, allow_sparse)
+    else:
+        raise TypeError(f"X must be a pandas DataFrame, a 2-D numpy array or a scipy.sparse "
+                        f"matrix, got {type(X).__name__}")
     _check_finite(keys, values)
     if learn:
         grow(index.size + index.room(keys))  # room first: a MemoryError changes nothing

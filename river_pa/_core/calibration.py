@@ -141,6 +141,6 @@ def learn_rows(model, X, y, w=None, columns=None) -> None:
     calibrator needs each row's margin before the learner learns from that row, which the
     compiled batch loops do not return). A rejected row stops the loop: earlier rows stay
     learned."""
-    weights = [1.0] * len(X) if w is None else list(w)
+    weights = [1.0] * X.shape[0] if w is None else list(w)
     for x, label, weight in zip(_rows(X, columns), list(y), weights):
         model.learn_one(x, label, weight)

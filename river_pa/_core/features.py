@@ -198,6 +198,9 @@ def stable_hash(key) -> int:
     return zlib.crc32(b"\x00" + repr(_canonical(key)).encode("utf-8"))
 
 
+MAX_FEATURES = 2**26
+
+
 class Hashing(FeatureIndex):
     """The hashing trick over `n_features` positions (a power of two).
 
@@ -256,5 +259,25 @@ def merge_duplicates(idx: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
 
 
 def make_index(n_features: int | None) -> FeatureIndex:
-    """A `Vocabulary` when `n_features` is None, else `Hashing(n_features)`."""
-    return Vocabulary() if n_features is None else Hashing(n_features)
+    """A `Vocabulary` when `n_features` is None, else `Hashing(n_features)`: the index of a
+    learner, so `n_features` is at most `MAX_FEATURES` = 2^26.
+
+    The bound keeps a model's arrays sane: learners allocate their hashed arrays whole, one
+    float64 array of 2^26 positions is 512 MiB (a multiclass learner holds one per class), and
+    2^26 buckets already make collisions rare for millions of distinct keys. Past it
+    ``n_features=2**30`` silently reserved 8 GiB and ``2**40`` died in numpy's
+    `_ArrayMemoryError`; both are now a ValueError naming the parameter.
+
+    >>> make_index(2**30)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_features must be at most 2**26 = 67108864 (512 MiB per weight array), got 1073741824
+
+    """
+    if n_features is None:
+        return Vocabulary()
+    index = Hashing(n_features)
+    if n_features > MAX_FEATURES:
+        raise ValueError(f"n_features must be at most 2**26 = {MAX_FEATURES} (512 MiB per "
+                         f"weight array), got {n_features!r}")
+    return index

@@ -14,12 +14,17 @@ from river_pa._core import _numba
 
 VARIANTS = {"PA": _numba.PA, "PA-I": _numba.PA_I, "PA-II": _numba.PA_II}
 _MAX_FLOAT = float(np.finfo(np.float64).max)
+MAX_CLASSES = 1000  # the default bound on the classes a learner creates (see `max_classes`)
 
 __all__ = [
+    "MAX_CLASSES",
     "TooManyClassesError",
+    "check_class_room",
     "check_count",
     "check_csr",
+    "check_finite",
     "check_frame_dtypes",
+    "check_greater",
     "check_label",
     "check_nonnegative",
     "check_positive",
@@ -42,6 +47,26 @@ class TooManyClassesError(ValueError):
     the record as ``too_many_classes``).
 
     """
+
+
+def check_class_room(owner, n: int, new: list) -> None:
+    """Raise `TooManyClassesError` if the `new` labels (distinct, unseen) would take `owner`,
+    which holds `n` classes, past its `max_classes`.
+
+    >>> class Tagger:
+    ...     max_classes = 2
+    >>> check_class_room(Tagger(), 1, ["B", "C"])
+    Traceback (most recent call last):
+    ...
+    river_pa._core.validation.TooManyClassesError: label 'C' would be class number 3 of Tagger, which holds at most max_classes=2
+
+    """
+    if n + len(new) > owner.max_classes:
+        raise TooManyClassesError(
+            f"label {new[owner.max_classes - n]!r} would be class number "
+            f"{owner.max_classes + 1} of {type(owner).__name__}, which holds at most "
+            f"max_classes={owner.max_classes}"
+        )
 
 
 def check_variant(variant: str) -> int:
@@ -134,20 +159,52 @@ def check_x(x) -> None:
         raise TypeError(f"x must be a dict, got {type(x).__name__}")
 
 
+def _is_real(value) -> bool:
+    """Whether `value` is an int or a float but not a bool (``C=True`` is no C = 1)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def check_nonnegative(name: str, value, allow_none: bool = False) -> None:
     """Raise a ValueError naming `name` unless `value` is a finite number >= 0 (or None, when
-    `allow_none`)."""
+    `allow_none`); a bool is no number here."""
     if value is None and allow_none:
         return
-    if not isinstance(value, int | float) or not 0 <= value < float("inf"):
+    if not _is_real(value) or not 0 <= value < float("inf"):
         alternative = " or None" if allow_none else ""
         raise ValueError(f"{name} must be a finite number >= 0{alternative}, got {value!r}")
 
 
+def check_greater(name: str, value, bound: float, shown: str) -> None:
+    """Raise a ValueError naming `name` unless `value` is a finite number > `bound` (written
+    `shown` in the message); a bool is no number here.
+
+    >>> check_greater("alpha", 1.0, 9 / 8, "9/8")
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha must be a finite number > 9/8, got 1.0
+
+    """
+    if not _is_real(value) or not bound < value < float("inf"):
+        raise ValueError(f"{name} must be a finite number > {shown}, got {value!r}")
+
+
 def check_positive(name: str, value) -> None:
-    """Raise a ValueError naming `name` unless `value` is a finite number > 0."""
-    if not isinstance(value, int | float) or not 0 < value < float("inf"):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    """Raise a ValueError naming `name` unless `value` is a finite number > 0; a bool is no
+    number here.
+
+    >>> check_positive("C", True)
+    Traceback (most recent call last):
+    ...
+    ValueError: C must be a finite number > 0, got True
+
+    """
+    check_greater(name, value, 0, "0")
+
+
+def check_finite(name: str, value) -> None:
+    """Raise a ValueError naming `name` unless `value` is a finite number (not a bool)."""
+    if not _is_real(value) or not abs(value) < float("inf"):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
 def check_sample_weight(w) -> float:

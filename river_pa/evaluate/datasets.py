@@ -91,6 +91,7 @@ class Data:
     """
 
     size = None  # bytes of the file (a Stream's), for progress
+    task_from = "the data set's"  # a Stream's: "given" or why its labels gave the task
     compile_seconds = read_seconds = 0.0  # a Stream's: see there
 
     def __init__(self, name: str, task: str, y: list, x: list | None = None,
@@ -159,6 +160,7 @@ class Stream:
             raise DataError(f"{path}: no events")
         self.targets = _Targets(first[1], task, path)
         self.task = self.targets.task
+        self.task_from = "given" if task else task_reason(self.task, first[1])
         self._first = first
 
     def position(self) -> int:
@@ -186,21 +188,29 @@ class Stream:
             self._raw.close()
 
 
-def shared_folder() -> pathlib.Path:
-    """The shared data folder: ``$RIVER_PA_DATA``, else ../shared/data from the repo root.
-
-    A checkout in a subfolder (a git worktree such as ``work/wt/NAME``) finds the nearest
-    ``shared/data`` above it.
-
-    """
+def shared_folders() -> list[pathlib.Path]:
+    """Where the shared data may be, in order: ``$RIVER_PA_DATA`` alone if set, else
+    ``shared/data`` in the current folder or the nearest one above it (``../shared/data`` from
+    a repository root), then the same above the checkout river_pa runs from (an editable
+    install run from elsewhere)."""
     env = os.environ.get("RIVER_PA_DATA")
     if env:
-        return pathlib.Path(env)
-    root = pathlib.Path(__file__).resolve().parent.parent
-    for parent in root.parents:
-        if (parent / "shared" / "data").is_dir():
-            return parent / "shared" / "data"
-    return root.parent / "shared" / "data"
+        return [pathlib.Path(env)]
+    cwd = pathlib.Path.cwd()
+    here = pathlib.Path(__file__).resolve().parent.parent.parent
+    out = []
+    for start in (cwd, here):
+        found = next((p / "shared" / "data" for p in (start, *start.parents)
+                      if (p / "shared" / "data").is_dir()), start.parent / "shared" / "data")
+        if found not in out:
+            out.append(found)
+    return out
+
+
+def shared_folder() -> pathlib.Path:
+    """The shared data folder: the first of `shared_folders` that exists (else the first)."""
+    folders = shared_folders()
+    return next((f for f in folders if f.is_dir()), folders[0])
 
 
 def _base_extension(path: str) -> str:
@@ -220,6 +230,24 @@ def _infer_task(labels: list) -> str:
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in distinct):
         return "regression"
     return "multiclass"
+
+
+def task_reason(task: str, labels: list) -> str:
+    """Why `_infer_task` took `task` from `labels` (the first chunk's), for the summary.
+
+    >>> task_reason("regression", [1, 2, 3, 2])
+    'inferred: 3 distinct numeric labels in the first 4 events (1, 2, 3), not two: give --task multiclass if they are classes'
+
+    """
+    distinct = sorted(set(labels), key=_sort_key)
+    shown = ", ".join(map(repr, distinct[:5])) + (", ..." if len(distinct) > 5 else "")
+    where = f"in the first {len(labels):,} events ({shown})"
+    if task == "binary":
+        return f"inferred: {len(distinct)} distinct labels {where}"
+    if task == "regression":
+        return (f"inferred: {len(distinct)} distinct numeric labels {where}, not two: give "
+                "--task multiclass if they are classes")
+    return f"inferred: {len(distinct)} distinct labels {where}, not all numbers"
 
 
 def _sort_key(value):
@@ -329,13 +357,13 @@ def _number(text: str):
 
 
 def _csv_header(reader, path: str, target):
-    """(header, target column index, the first data line's number) of a CSV file."""
+    """(header, target column index, the rows read to find them) of a CSV file."""
     if isinstance(target, int):  # no header: the target is a position
         first = next(reader, None)
         if first is None:
-            return [], None, 1, []
+            return [], None, []
         header = [str(j) for j in range(len(first))]
-        return header, header.index(header[target]), 1, [first]
+        return header, header.index(header[target]), [first]
     header = next(reader, [])
     if header and header[0].startswith("\ufeff"):  # a UTF-8 byte order mark (spreadsheet
         header[0] = header[0][1:]                   # exports) is not part of the first name
@@ -344,7 +372,7 @@ def _csv_header(reader, path: str, target):
     repeated = sorted({k for k in header if header.count(k) > 1})
     if repeated:  # one feature dict key for two columns: the dicts and the CSR arrays disagree
         raise DataError(f"{path}: column {repeated[0]!r} appears more than once in the header")
-    return header, header.index(target), 2, []
+    return header, header.index(target), []
 
 
 def _csv_chunks(path: str, target):
@@ -353,31 +381,45 @@ def _csv_chunks(path: str, target):
     def chunks(raw):
         with open_data(path, "rt", raw) as f:
             reader = csv.reader(f)
-            header, t, line, pending = _csv_header(reader, path, target)
-            if t is None:
-                return
-            keys = [k for j, k in enumerate(header) if j != t]
-            kinds = _LabelKinds(path, header[t])
-            rows = itertools.chain(pending, reader)
-            while True:
-                block = list(itertools.islice(rows, ROWS))
-                if not block:
-                    return
-                x, labels = [], []
-                for row in block:
-                    if len(row) != len(header):
-                        raise DataError(f"{path}:{line}: expected {len(header)} fields, found "
-                                        f"{len(row)}")
-                    values = [_number(v) for j, v in enumerate(row) if j != t]
-                    x.append({k: v for k, v in zip(keys, values) if v != ""})
-                    if row[t] == "":  # else a class "" (or a usage error far from the line)
-                        raise DataError(f"{path}:{line}: the target {header[t]!r} is empty")
-                    labels.append(_number(row[t]))
-                    kinds.check(labels[-1], line)
-                    line += 1
-                yield x, labels, dicts_csr(x)
+            try:
+                yield from _csv_rows(reader, path, target)
+            except csv.Error as exc:  # the field size limit (128 KiB) keeps memory bounded
+                raise DataError(f"{path}:{reader.line_num}: {exc} (an unclosed quote?)") \
+                    from None
 
     return chunks
+
+
+def _csv_rows(reader, path: str, target):
+    """The chunks of `_csv_chunks` from a `csv.reader`."""
+    header, t, pending = _csv_header(reader, path, target)
+    if t is None:
+        return
+    keys = [k for j, k in enumerate(header) if j != t]
+    kinds = _LabelKinds(path, header[t])
+    # each row with its last line's number (a quoted field may span several)
+    rows = itertools.chain([(1, row) for row in pending],
+                           ((reader.line_num, row) for row in reader))
+    while True:
+        block = list(itertools.islice(rows, ROWS))
+        if not block:
+            return
+        x, labels, lines = [], [], []
+        for line, row in block:
+            if len(row) != len(header):
+                raise DataError(f"{path}:{line}: expected {len(header)} fields, found "
+                                f"{len(row)}")
+            values = [_number(v) for j, v in enumerate(row) if j != t]
+            x.append({k: v for k, v in zip(keys, values) if v != ""})
+            if row[t] == "":  # else a class "" (or a usage error far from the line)
+                raise DataError(f"{path}:{line}: the target {header[t]!r} is empty")
+            labels.append(_number(row[t]))
+            kinds.check(labels[-1], line)
+            lines.append(line)
+        csr = dicts_csr(x)
+        if csr is None:
+            _check_values(x, lines, path)
+        yield x, labels, csr
 
 
 def dicts_csr(x: list) -> CSR | None:
@@ -409,7 +451,7 @@ def _jsonl_chunks(path: str):
         with open_data(path, "rt", raw) as f:
             numbered = enumerate(f, start=1)
             while True:
-                x, labels, read = [], [], False
+                x, labels, lines, read = [], [], [], False
                 for line, text in itertools.islice(numbered, ROWS):
                     read = True
                     if text.strip():
@@ -417,30 +459,56 @@ def _jsonl_chunks(path: str):
                         kinds.check(label, line)
                         x.append(features)
                         labels.append(label)
+                        lines.append(line)
                 if not read:
                     return
                 if x:
-                    yield x, labels, dicts_csr(x)
+                    csr = dicts_csr(x)
+                    if csr is None:
+                        _check_values(x, lines, path)
+                    yield x, labels, csr
 
     return chunks
 
 
 def _jsonl_event(text: str, path: str, line: int):
     """(x, y) of one JSONL line; DataError naming the line otherwise."""
+    expected = 'expected a JSON object {"x": {...}, "y": ...}'
     try:
         event = json.loads(text)
-        features, label = event["x"], event["y"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise DataError(f"{path}:{line}: expected a JSON object "
-                        f'{{"x": {{...}}, "y": ...}} ({exc})') from None
     except RecursionError:  # nesting deeper than the interpreter's stack
         raise DataError(f"{path}:{line}: JSON nested too deeply") from None
+    except ValueError as exc:  # invalid JSON, an integer of more than 4,300 digits
+        raise DataError(f"{path}:{line}: {expected}, not valid JSON: {str(exc):.200}") from None
+    if not isinstance(event, dict):
+        raise DataError(f"{path}:{line}: {expected}, got {_JSON_TYPES.get(type(event), 'a value')}")
+    missing = [repr(k) for k in ("x", "y") if k not in event]
+    if missing:
+        raise DataError(f"{path}:{line}: {expected}; it has no {' and no '.join(missing)}")
+    features, label = event["x"], event["y"]
     if not isinstance(features, dict):
         raise DataError(f"{path}:{line}: 'x' must be an object, got {features!r:.60}")
     if isinstance(label, list | dict):  # unhashable: no task can take it
         raise DataError(f"{path}:{line}: 'y' must be a number, a string or true/false, got "
                         f"{label!r:.60}")
     return features, label
+
+
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "true/false", type(None): "null"}
+
+
+def _check_values(x: list, lines: list, path: str) -> None:
+    """DataError naming the line and feature of the first number in `x` (one chunk's events,
+    read from `lines`) that is not finite (NaN, infinity, 1e400): no learner can take it.
+    Strings stay (a River pipeline may encode them; a river_pa learner refuses them, naming
+    the event). Called only when `dicts_csr` refused the chunk, so a numeric chunk pays
+    nothing."""
+    for features, line in zip(x, lines):
+        for key, value in features.items():
+            if type(value) is float and not math.isfinite(value):
+                raise DataError(f"{path}:{line}: feature {key!r}: value {value!r} is not "
+                                "finite")
 
 
 def _guarded(chunks, path: str):
@@ -490,13 +558,18 @@ def _file(source: str, target, task: str | None) -> tuple:
     """(path, name, target, task) of a data set name or a file; ValueError if unknown."""
     if source in SHARED:
         relative, default_task, target = SHARED[source]
-        path = shared_folder() / relative
-        if not path.exists():
-            raise ValueError(f"shared data set {source!r} not found at {path}; set "
-                             "RIVER_PA_DATA to the shared data folder (see its SOURCES.md)")
+        paths = [folder / relative for folder in shared_folders()]
+        path = next((p for p in paths if p.exists()), None)
+        if path is None:
+            raise ValueError(f"shared data set {source!r} not found (looked for "
+                             f"{' and '.join(map(str, paths))}); set RIVER_PA_DATA to the "
+                             "shared data folder (see its SOURCES.md)")
         return str(path), source, target, task or default_task
     if os.path.isdir(source):
         raise ValueError(f"{source} is a directory; give a data set name or a file")
+    if not os.path.isfile(source) and (os.sep in source or "/" in source
+                                       or os.path.splitext(source)[1]):
+        raise ValueError(f"{source}: no such file")
     if not os.path.isfile(source):
         choices = [n for n in RIVER if n != "trumpapproval"] + list(SHARED)
         raise ValueError(f"unknown data set {source!r}; choose one of {', '.join(choices)}, "

@@ -184,7 +184,8 @@ def _compiled_why_not(first, model, delay: int) -> str | None:
     if not hasattr(model, "progressive_csr"):
         kind = "a pipeline" if isinstance(model, base.Wrapper | dict) or hasattr(model, "steps") \
             else type(model).__name__
-        return f"{kind} has no progressive_csr (the compiled path needs a linear river_pa learner)"
+        return (f"{kind} has no progressive_csr (the compiled path exists for PAClassifier "
+                "and PARegressor only)")
     if first.csr is None:
         return "the events are not all numbers (CSR arrays)"
     task = "binary" if isinstance(model, base.Classifier) else "regression"
@@ -206,30 +207,28 @@ def _keys(csr):
 
 
 def _run_compiled(first, blocks, model, names: list[str], every: int, clock: _Clock) -> bool:
-    """Progressive validation with the model's `progressive_csr`, called on the events between
-    two report rows (every `every` events); False, the model untouched, if the first call
-    refuses the columns (two share a weight). A later part that is refused, or a block without
-    CSR arrays, is learned one event at a time."""
+    """Progressive validation with the model's `progressive_csr`, called once per block (a
+    chunk of the file, whatever `every` is); the metrics are fed the block's margins `every`
+    events at a time for the report rows. False, the model untouched, if the first call
+    refuses the columns (two share a weight). A later block that is refused, or a block
+    without CSR arrays, is learned one event at a time."""
     tracker = _margin_tracker(names, model, first.task)
     step = 0
     for block in itertools.chain([first], blocks):
         csr = block.csr
+        try:
+            if csr is None:
+                raise ValueError("no CSR arrays")
+            margins = model.progressive_csr(csr.indptr, csr.indices, csr.data, csr.y, _keys(csr))
+        except ValueError:
+            if step == 0:
+                return False
+            margins = _margins_one_by_one(model, block.x, block.y, step)
+        y = datasets.target_array(block.y, block.task)
         lo = 0
         while lo < len(block):
             hi = min(lo + every - step % every, len(block))
-            y = datasets.target_array(block.y[lo:hi], block.task)
-            try:
-                if csr is None:
-                    raise ValueError("no CSR arrays")
-                start, end = csr.indptr[lo], csr.indptr[hi]
-                margins = model.progressive_csr(csr.indptr[lo : hi + 1] - start,
-                                                csr.indices[start:end], csr.data[start:end],
-                                                csr.y[lo:hi], _keys(csr))
-            except ValueError:
-                if step == 0:
-                    return False
-                margins = _margins_one_by_one(model, block.x[lo:hi], block.y[lo:hi], step)
-            tracker.update(y, margins)
+            tracker.update(y[lo:hi], margins[lo:hi])
             step += hi - lo
             lo = hi
             if step % every == 0:
@@ -342,8 +341,11 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
             path = f"compiled: {type(model).__name__}.progressive_csr"
         else:
             why_not = "two columns share one weight (hash collision)"
-            clock = _Clock(on_row, source.read_seconds)
     if why_not is not None:
+        import river.evaluate
+        import river.metrics  # noqa: F401  (1-3 s: imported before the clock starts)
+
+        clock = _Clock(on_row, source.read_seconds)
         _run_river(first, blocks, model, metrics, delay, every, clock)
         path = f"River iter_progressive_val_score: {why_not}"
     return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds)
@@ -415,12 +417,43 @@ def _row(run: list, step: int) -> None:
 # -- output --------------------------------------------------------------------------------
 
 
+def snapshot(row: Row) -> dict:
+    """One report row as a `river_pa.report` snapshot."""
+    return {"events": row.step, "metrics": row.values, "throughput_eps": row.events_per_s,
+            "rss_mib": row.rss_mib}
+
+
 def snapshots(result: Result, summary: dict) -> list[dict]:
     """The run as `river_pa.report` snapshots: one per row, the last one with the summary."""
-    out = [{"events": r.step, "metrics": r.values, "throughput_eps": r.events_per_s,
-            "rss_mib": r.rss_mib} for r in result.rows]
+    out = [snapshot(r) for r in result.rows]
     out[-1].update(summary)
     return out
+
+
+class _Report:
+    """The --report-path of one run, written as the run goes: each row is written when the
+    next one is made (the last waits for the summary), so an interrupted run leaves the rows
+    so far (`close` writes the held one)."""
+
+    def __init__(self, path: str | None):
+        self._fh = report.create(path) if path else None
+        self._held = None
+
+    def __call__(self, row: Row) -> None:
+        if self._held:
+            self.write([snapshot(self._held)])
+        self._held = row
+
+    def write(self, snapshots: list[dict]) -> None:
+        if self._fh:
+            report.write(self._fh, snapshots)
+
+    def close(self, last: dict | None = None) -> None:
+        """Write `last` (the held row with the run's summary), or else the held row; close."""
+        if self._fh:
+            self.write([last] if last else [snapshot(self._held)] if self._held else [])
+            self._fh.close()
+            self._fh = None
 
 
 class _Progress:
@@ -511,11 +544,28 @@ def _numba_without_blas() -> None:
         del sys.modules[blocked]
 
 
+def _check_outputs(args) -> None:
+    """UsageError unless --report-path and --plot can be written: checked before any event
+    is read (`river_pa.report.check_output`), so a bad path costs no run."""
+    inputs = [args.data] if os.path.isfile(args.data) else []
+    try:
+        if args.report_path:
+            report.check_output(args.report_path, "--report-path", inputs)
+        if args.plot:
+            report.check_output(args.plot, "--plot", inputs, plot=True)
+        if args.report_path and args.plot and os.path.abspath(args.report_path) == \
+                os.path.abspath(args.plot):
+            raise ValueError(f"--report-path and --plot are the same file {args.plot}")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def run(args) -> int:
     """Run `river-pa evaluate` with the flags parsed by `river_pa.cli`; returns the exit
     status."""
     _numba_without_blas()
     try:
+        _check_outputs(args)
         data, models, metrics = _setup(args)
     except ValueError as exc:  # UsageError and data/model errors: one line, status 2
         print(f"river-pa evaluate: {exc}", file=sys.stderr)
@@ -526,26 +576,41 @@ def run(args) -> int:
     show = not args.quiet and sys.stderr.isatty()
     progress = _Progress(data) if show else None
     try:
+        out = _Report(args.report_path)
+    except OSError as exc:
+        print(f"river-pa evaluate: cannot write {args.report_path}: {exc}", file=sys.stderr)
+        return 1
+
+    def on_row(row):
+        out(row)
+        if progress:
+            progress(row)
+
+    try:
         if progress:
             with progress:
-                result = evaluate(data, model, metrics, args.delay, args.every, progress)
+                result = evaluate(data, model, metrics, args.delay, args.every, on_row)
         else:
-            result = evaluate(data, model, metrics, args.delay, args.every)
-    except (UsageError, datasets.DataError) as exc:  # a bad line met during the run
-        print(f"river-pa evaluate: {exc}", file=sys.stderr)
-        return 2
-    except (TypeError, ValueError) as exc:
-        print(f"river-pa evaluate: event rejected: {data.name}: {exc}", file=sys.stderr)
-        return 1
+            result = evaluate(data, model, metrics, args.delay, args.every, on_row)
+    except BaseException as exc:  # an error, Ctrl-C: the report keeps the rows so far
+        out.close()
+        if isinstance(exc, UsageError | datasets.DataError):  # a bad line met during the run
+            print(f"river-pa evaluate: {exc}", file=sys.stderr)
+            return 2
+        if isinstance(exc, TypeError | ValueError):
+            print(f"river-pa evaluate: event rejected: {data.name}: {exc}", file=sys.stderr)
+            return 1
+        raise
     summary = {
-        "data": data.name, "task": data.task, "model": type(model).__name__,
+        "data": data.name, "task": data.task, "task_from": data.task_from,
+        "model": type(model).__name__,
         "params": model._get_params(), "delay": args.delay, "seconds": result.seconds,
         "events_per_s": result.events / max(result.seconds, 1e-9),
         "compile_s": result.compile_seconds, "path": result.path,
     }
     rows = snapshots(result, summary)
     report.print_summary(rows[-1])
-    return _write_outputs(args, rows)
+    return _write_outputs(args, rows, out)
 
 
 def _run_many(args, data, models: dict, metrics: list[str]) -> int:
@@ -572,13 +637,15 @@ def _run_many(args, data, models: dict, metrics: list[str]) -> int:
     return _write_outputs(args, rows)
 
 
-def _write_outputs(args, rows: list[dict]) -> int:
-    """Write the --report-path and --plot of `rows`; 1 with one line if they cannot be."""
-    try:  # after the summary: a bad output path does not lose the run's figures
-        if args.report_path:
-            if os.path.exists(args.report_path):
-                os.remove(args.report_path)  # a report is one run
-            report.append(args.report_path, rows)
+def _write_outputs(args, rows: list[dict], out: _Report | None = None) -> int:
+    """Finish the --report-path (`out`, written as the run went, holding the last row; a new
+    one for `rows` without it) with the summary in `rows[-1]` and write the --plot; 1 with
+    one line if they cannot be written (the paths were checked before the run)."""
+    try:  # after the summary: a failed write does not lose the run's figures
+        if out is None:
+            out = _Report(args.report_path)
+            out.write(rows[:-1])
+        out.close(rows[-1])
         if args.plot:
             report.plot(rows, args.plot)
     except (OSError, ValueError) as exc:

@@ -212,6 +212,9 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
                     c = np.int64(buf[i]) if i < n else -1
                 exp10 += -e if eneg else e
             ends = c == 32 or c == 9 or c == 13 or c == 11 or c == 12 or c == -1 or c == 10
+            if not seen and (c == 110 or c == 78 or c == 105 or c == 73):  # nan, inf: n N i I
+                error = 6 if token else 1
+                break
             if not seen or not (ends or c == 35):
                 error = (5 if c == 44 else 7 if c == 58 else 1) if token == 0 else 2
                 break
@@ -332,9 +335,9 @@ def parse_libsvm(raw, name: str = "<bytes>", first_line: int = 1) -> CSR:
 def _zstd_open(path, mode, **text):
     try:
         import zstandard
-    except ImportError:
-        raise DataError(f"{path}: reading .zst needs the zstandard package "
-                        "(pip install 'river-pa[zstd]')") from None
+    except ImportError:  # `path` may be the open file: name the file
+        raise DataError(f"{getattr(path, 'name', path)}: reading .zst needs the zstandard "
+                        "package (pip install 'river-pa[zstd]')") from None
     return zstandard.open(path, mode, **text)
 
 

@@ -19,8 +19,19 @@ from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.kernel import _numba
 from river_pa._core.features import Vocabulary
 from river_pa._core.batch import frame_arrays
-from river_pa._core.validation import check_count, check_positive, check_variant
+from river_pa._core.validation import check_count, check_finite, check_positive, check_variant
 from river_pa.multiclass.base import MAX_CLASSES, ArgmaxPrediction, ScoringClassifier
+
+
+class _PositionNames:
+    """The feature keys at a batch's positions, read from the vocabulary only when an error
+    names one (listing the vocabulary per batch would cost O(vocabulary))."""
+
+    def __init__(self, index: Vocabulary, pos: np.ndarray):
+        self.index, self.pos = index, pos
+
+    def __getitem__(self, j: int):
+        return self.index.keys()[int(self.pos[j]) - 1]
 
 __all__ = ["KernelPAClassifier"]
 
@@ -168,8 +179,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
         check_count("degree", degree)
         check_positive("gamma", gamma)
-        if not isinstance(coef0, int | float) or not abs(coef0) < float("inf"):
-            raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
+        check_finite("coef0", coef0)
         check_count("budget", budget, allow_none=True)
         check_positive("C", C)
         self._variant = check_variant(variant)
@@ -289,15 +299,21 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
             row, pos, val, qx, s = event
             self._step(pos, val, qx, self._krow, s, row, float(w))
 
-    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
-        """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
+    def learn_many(self, X, y, w=None, *, columns=None) -> None:
+        """Learn from the rows of X in order, exactly as a `learn_one` loop does.
+
+        X: a DataFrame, a 2-D numpy array or a scipy.sparse matrix (`columns`: the feature keys
+        of an array's columns, default their numbers); y and w pair with the rows by position.
+
+        """
         if self._calibrator is not None:
-            learn_rows(self, X, y, w)
+            learn_rows(self, X, y, w, columns)
             return
         labels = list(y)
         self._check_new_labels(labels)
-        pos, values, sw = self._batch(X, len(labels), w)
-        qxs = [self._checked_sq_norm(tuple(X.columns), val) for val in values]
+        pos, values, sw = self._batch(X, len(labels), w, columns)
+        names = _PositionNames(self._index, pos)
+        qxs = [self._checked_sq_norm(names, val) for val in values]
         for i, label in enumerate(labels):
             row = self._add_label(label)
             if sw[i] > 0.0:
@@ -307,7 +323,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
                 self._step(pos, val, qx, k, s, row, float(sw[i]))
         self._version += 1
 
-    def _scores_many(self, X: pd.DataFrame) -> np.ndarray:
-        pos, values = frame_arrays(X, self._index, learn=False)
+    def _scores_many(self, X, columns=None) -> np.ndarray:
+        pos, values = frame_arrays(X, self._index, learn=False, columns=columns)
         return _numba.kernel_scores_dense(*self._kernel_params, self._S, self._svsq,
                                               self._A, self._n_sv, self._n, pos, values)

@@ -12,6 +12,7 @@ import numpy as np
 from river import base
 from river.utils.math import sigmoid
 
+from river_pa._core.batch import as_series
 from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.linear_model import _numba
 from river_pa.linear_model.base import SparseLinear, check_sample_weight
@@ -52,7 +53,8 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         Whether to learn the intercept (the constant feature).
     n_features
         None for a growable vocabulary of feature keys; a power of two for the hashing trick
-        over that many positions (a stable CRC-32 hash: the same in every process).
+        over that many positions (a stable CRC-32 hash: the same in every process), at most 2**26
+        (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
     calibration
         None or "temperature": P(True) = sigmoid(a m), a fitted online on the progressive
         margins of the labelled events (`river_pa._core.calibration`); predictions unchanged.
@@ -176,7 +178,7 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
 
     def predict_many(self, X, *, columns=None):
         """The predicted labels: a Series for a DataFrame X, else a bool array."""
-        return _as_series(X, self._margins_many(X, columns) > 0.0)
+        return as_series(X, self._margins_many(X, columns) > 0.0)
 
 
 class PARegressor(SparseLinear, base.MiniBatchRegressor):
@@ -200,7 +202,8 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
     learn_intercept
         Whether to learn the intercept.
     n_features
-        None for a vocabulary, a power of two for the hashing trick.
+        None for a vocabulary, a power of two for the hashing trick, at most 2**26
+        (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
 
     Sample weights, bad input, empty dicts and batches behave as in `PAClassifier`; a
     non-numeric target raises TypeError, a non-finite one ValueError.
@@ -263,17 +266,10 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
 
     def predict_many(self, X, *, columns=None):
         """The predictions: a Series for a DataFrame X, else a float64 array."""
-        return _as_series(X, self._margins_many(X, columns))
+        return as_series(X, self._margins_many(X, columns))
 
 
 def _is_frame(X) -> bool:
     return type(X).__module__.startswith("pandas")
 
 
-def _as_series(X, values: np.ndarray):
-    """`values` as a Series on X's index when X is a DataFrame, else as they are."""
-    if not _is_frame(X):
-        return values
-    import pandas as pd
-
-    return pd.Series(values, index=X.index)

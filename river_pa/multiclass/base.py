@@ -21,9 +21,10 @@ from river_pa._core.calibration import make_calibrator
 from river_pa.multiclass import _numba
 from river_pa._core.features import make_index
 from river_pa._core.cache import EventCache
-from river_pa._core.batch import frame_arrays
+from river_pa._core.batch import as_series, frame_arrays, row_index
 from river_pa._core.validation import (
-    TooManyClassesError,
+    MAX_CLASSES,
+    check_class_room,
     check_count,
     check_label,
     check_positive,
@@ -32,7 +33,6 @@ from river_pa._core.validation import (
     check_variant,
 )
 
-MAX_CLASSES = 1000  # the default bound on the classes a learner creates (see `max_classes`)
 
 
 def softmax(s: np.ndarray) -> np.ndarray:
@@ -99,12 +99,7 @@ class ScoringClassifier(EventCache):
         for label in labels:
             check_label(label)
         new = [label for label in dict.fromkeys(labels) if label not in self._labels]
-        if self._n + len(new) > self.max_classes:
-            raise TooManyClassesError(
-                f"label {new[self.max_classes - self._n]!r} would be class number "
-                f"{self.max_classes + 1} of {type(self).__name__}, which holds at most "
-                f"max_classes={self.max_classes}"
-            )
+        check_class_room(self, self._n, new)
         return new
 
     def _scores_one(self, x: dict) -> np.ndarray:
@@ -125,12 +120,14 @@ class ScoringClassifier(EventCache):
             self._calibrator.learn_scores(self._scores, row)
         return row, self._epos, self._val, self._sq, self._scores
 
-    def _batch(self, X: pd.DataFrame, n_targets: int, w):
-        """Validated (positions, values, sample weights) of a batch, keys inserted."""
-        if n_targets != len(X):
-            raise ValueError(f"X has {len(X)} rows but y has {n_targets}")
-        sw = check_sample_weights(w, len(X))
-        pos, values = frame_arrays(X, self._index, learn=True, grow=self._grow)
+    def _batch(self, X, n_targets: int, w, columns=None):
+        """Validated (positions, values, sample weights) of a batch (a DataFrame, a 2-D numpy
+        array or a scipy.sparse matrix, see `frame_arrays`), keys inserted."""
+        rows = X.shape[0]
+        if n_targets != rows:
+            raise ValueError(f"X has {rows} rows but y has {n_targets}")
+        sw = check_sample_weights(w, rows)
+        pos, values = frame_arrays(X, self._index, learn=True, grow=self._grow, columns=columns)
         return pos, values, sw
 
     @property
@@ -161,26 +158,27 @@ class ArgmaxPrediction:
             return None
         return self._classes[_numba.argmax(s, len(s))]
 
-    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
-        S = self._scores_many(X)
+    def predict_proba_many(self, X, *, columns=None) -> pd.DataFrame:
+        """A column of probabilities per label seen, on X's index (0..n-1 for an array)."""
+        S = self._scores_many(X, columns)
         if S.shape[1]:
             if self._calibrator is not None:
                 S = S * self._calibrator.a
             S = np.exp(S - S.max(axis=1, keepdims=True))
             S /= S.sum(axis=1, keepdims=True)
-        import pandas as pd  # a DataFrame came: pandas is loaded already
-
-        return pd.DataFrame(S, index=X.index, columns=self.classes)
-
-    def predict_many(self, X: pd.DataFrame) -> pd.Series:
         import pandas as pd
 
-        S = self._scores_many(X)
+        return pd.DataFrame(S, index=row_index(X), columns=self.classes)
+
+    def predict_many(self, X, *, columns=None):
+        """The predicted labels: a Series for a DataFrame X, else an object array (None
+        before any label)."""
+        S = self._scores_many(X, columns)
         if not S.shape[1]:
-            return pd.Series([None] * len(X), index=X.index, dtype=object)
+            return as_series(X, np.full(S.shape[0], None, dtype=object))
         classes = np.empty(self._n, dtype=object)
         classes[:] = self._classes
-        return pd.Series(classes[S.argmax(axis=1)], index=X.index)
+        return as_series(X, classes[S.argmax(axis=1)])
 
 
 class MultiPrototype(ScoringClassifier):
@@ -240,8 +238,8 @@ class MultiPrototype(ScoringClassifier):
         s = np.empty(self._n)
         return _numba.scores(self._W, self._b, self._n, pos, val, s), s
 
-    def _scores_many(self, X: pd.DataFrame) -> np.ndarray:
-        pos, values = frame_arrays(X, self._index, learn=False)
+    def _scores_many(self, X, columns=None) -> np.ndarray:
+        pos, values = frame_arrays(X, self._index, learn=False, columns=columns)
         return _numba.scores_dense(self._W, self._b, self._n, pos, values)
 
     # -- inspection ------------------------------------------------------------------------

@@ -68,7 +68,8 @@ class PACostSensitiveClassifier(MarginClassifier):
     learn_intercept
         Whether each label learns an intercept.
     n_features
-        None for a vocabulary of feature keys, a power of two for the hashing trick.
+        None for a vocabulary of feature keys, a power of two for the hashing trick, at most 2**26
+        (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
     calibration
         None or "temperature", as in `PAMultiClassifier`.
     max_classes

@@ -78,14 +78,19 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
         if tau != 0.0:
             self._version += 1
 
-    def learn_many(self, X: pd.DataFrame, y: pd.Series, w: pd.Series | None = None) -> None:
-        """Learn from the rows of X in order, exactly as a `learn_one` loop does."""
+    def learn_many(self, X, y, w=None, *, columns=None) -> None:
+        """Learn from the rows of X in order, exactly as a `learn_one` loop does.
+
+        X: a DataFrame, a 2-D numpy array or a scipy.sparse matrix (`columns`: the feature keys
+        of an array's columns, default their numbers); y and w pair with the rows by position.
+
+        """
         if self._calibrator is not None:
-            learn_rows(self, X, y, w)
+            learn_rows(self, X, y, w, columns)
             return
         labels = list(y)
         self._check_new_labels(labels)
-        pos, values, sw = self._batch(X, len(labels), w)
+        pos, values, sw = self._batch(X, len(labels), w, columns)
         n_before = self._n
         rows = np.array([self._add_label(label) for label in labels], dtype=np.int64)
         n_at = np.maximum.accumulate(np.maximum(rows + 1, n_before)) if len(rows) else rows
@@ -130,7 +135,8 @@ class PAMultiClassifier(MarginClassifier):
     learn_intercept
         Whether each label learns an intercept.
     n_features
-        None for a growable vocabulary of feature keys; a power of two for the hashing trick.
+        None for a growable vocabulary of feature keys; a power of two for the hashing trick, at most 2**26
+        (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
     calibration
         None or "temperature": probabilities softmax(a s), the temperature 1/a fitted online on
         the progressive scores of the labelled events (`river_pa._core.calibration`).

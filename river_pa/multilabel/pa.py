@@ -14,6 +14,7 @@ import numpy as np
 from river import base
 from river.utils.math import sigmoid
 
+from river_pa._core.batch import row_index
 from river_pa.multiclass import _numba as multiclass_numba
 from river_pa._core.validation import check_sample_weight
 from river_pa.multiclass.base import MAX_CLASSES, MultiPrototype
@@ -72,7 +73,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     learn_intercept
         Whether each label learns an intercept.
     n_features
-        None for a vocabulary of feature keys, a power of two for the hashing trick.
+        None for a vocabulary of feature keys, a power of two for the hashing trick, at most 2**26
+        (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
     rule
         "threshold" or "ranking" (see above); anything else raises ValueError.
     max_classes
@@ -161,10 +163,12 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         if tau != 0.0:
             self._version += 1
 
-    def learn_many(self, X: pd.DataFrame, Y: pd.DataFrame, w: pd.Series | None = None) -> None:
+    def learn_many(self, X, Y: pd.DataFrame, w=None, *, columns=None) -> None:
         """Learn from the rows of X in order, exactly as a `learn_one` loop does.
 
-        `Y` has one bool (or 0/1) column per label, one row per row of X.
+        X: a DataFrame, a 2-D numpy array or a scipy.sparse matrix (`columns`: the feature keys
+        of an array's columns, default their numbers). `Y` has one bool (or 0/1) column per
+        label; Y and w pair with the rows of X by position.
 
         """
         import pandas as pd
@@ -179,7 +183,7 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         for label in Y.columns:
             for value in pd.unique(Y[label]):
                 _relevance(label, value)
-        pos, values, sw = self._batch(X, len(Y), w)
+        pos, values, sw = self._batch(X, len(Y), w, columns)
         for label in Y.columns:
             self._add_label(label)
         R = np.zeros((len(Y), self._n), dtype=np.int64)
@@ -205,9 +209,9 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     def predict_one(self, x: dict) -> dict:
         return {label: m > 0.0 for label, m in self.decision_function_one(x).items()}
 
-    def predict_many(self, X: pd.DataFrame) -> pd.DataFrame:
-        """One bool column per label seen."""
-        S = self._scores_many(X)
+    def predict_many(self, X, *, columns=None) -> pd.DataFrame:
+        """One bool column per label seen, on X's index (0..n-1 for an array)."""
+        S = self._scores_many(X, columns)
         import pandas as pd
 
-        return pd.DataFrame(S > 0.0, index=X.index, columns=self.classes)
+        return pd.DataFrame(S > 0.0, index=row_index(X), columns=self.classes)

@@ -364,22 +364,27 @@ def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
         for b in range(idx.shape[0]):
             S[idx[a], idx[b]] += val[a] * val[b]
     d = P.shape[0]
-    xk = 0.0
-    for j in range(idx.shape[0]):
-        xk += val[j] * k[idx[j]]
-    beta = 1.0 + xk
     if new:
         rr = 0.0
         for i in range(d):
             rr += r[i] * r[i]
-        a = 1.0 / rr
-        b = beta / (rr * rr)
+        # scaled by 1/||r||^2 before any product: with |x| near 1e149 on a tiny S, beta, k r^T
+        # and ||r||^4 each leave float64 although S_t^+ is finite (P was NaN after {a: 1e-10},
+        # then {a: 1e149, b: 1e149})
+        c = 1.0 / rr  # c = beta / ||r||^2
+        for j in range(idx.shape[0]):
+            c += val[j] * (k[idx[j]] / rr)
         for i in range(d):
+            ui = r[i] / rr
             for j in range(d):
-                P[i, j] += -a * (k[i] * r[j] + r[i] * k[j]) + b * r[i] * r[j]
-                N[i, j] -= a * r[i] * r[j]
+                uj = r[j] / rr
+                P[i, j] += c * ui * r[j] - (k[i] * uj + ui * k[j])
+                N[i, j] -= ui * r[j]
     else:
-        c = 1.0 / beta
+        xk = 0.0
+        for j in range(idx.shape[0]):
+            xk += val[j] * k[idx[j]]
+        c = 1.0 / (1.0 + xk)
         for i in range(d):
             for j in range(d):
                 P[i, j] -= c * k[i] * k[j]

@@ -19,6 +19,7 @@ import math
 import numpy as np
 from river import optim
 
+from river_pa._core.validation import check_greater
 from river_pa.paramfree import _numba
 from river_pa.paramfree.base import BinaryMixin, ParamFreeLinear, RegressionMixin
 
@@ -30,12 +31,6 @@ __all__ = [
 ]
 
 
-def check_alpha(alpha) -> None:
-    """Raise a ValueError unless alpha is a finite number > 9/8 (the algorithms' parameter)."""
-    if not isinstance(alpha, int | float) or not 9 / 8 < alpha < float("inf"):
-        raise ValueError(f"alpha must be a finite number > 9/8, got {alpha!r}")
-
-
 class _ScaleInvariant(ParamFreeLinear):
     def __init__(
         self,
@@ -43,7 +38,7 @@ class _ScaleInvariant(ParamFreeLinear):
         alpha: float = 1.5,
         learn_intercept: bool = True,
     ):
-        check_alpha(alpha)
+        check_greater("alpha", alpha, 9 / 8, "9/8")  # the algorithms' parameter
         self.loss = loss
         self.alpha = alpha
         self.learn_intercept = learn_intercept

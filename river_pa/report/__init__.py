@@ -13,9 +13,10 @@ one as a table (`summary_table`), whichever command wrote the file.
 
 """
 
-from river_pa.report.metrics import make_metrics, metric_names
-from river_pa.report.render import (append, comparison_table, load, main, plot,
-                                    print_comparison, print_summary, summary_table)
+from river_pa.report.metrics import fitting, make_metrics, metric_names
+from river_pa.report.render import (append, check_output, comparison_table, create, load, main,
+                                    plot, print_comparison, print_summary, summary_table, write)
 
-__all__ = ["append", "comparison_table", "load", "main", "make_metrics", "metric_names", "plot",
-           "print_comparison", "print_summary", "summary_table"]
+__all__ = ["append", "check_output", "comparison_table", "create", "fitting", "load", "main",
+           "make_metrics", "metric_names", "plot", "print_comparison", "print_summary",
+           "summary_table", "write"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["make_metrics", "metric_names"]
+__all__ = ["BINARY", "MULTICLASS", "REFUSED", "REGRESSION", "fitting", "make_metrics",
+           "metric_names"]
 
 
 def metric_names(values: list[str] | str | None) -> list[str]:
@@ -19,40 +20,89 @@ def metric_names(values: list[str] | str | None) -> list[str]:
     return [n.strip() for v in values or [] for n in v.split(",") if n.strip()]
 
 
-def _river_metric_classes() -> dict[str, type]:
-    from river import metrics
+# River 0.26.1's metrics that report one number, by the predictions they score. A name list, so
+# that a bad name is refused without importing river.metrics (which imports scipy.stats, 1-5 s
+# on a busy machine); tests/report/test_metrics.py checks it against River's classes.
+BINARY = ("F1", "Jaccard", "LogLoss", "MCC", "Precision", "ROCAUC", "Recall", "RollingPRAUC",
+          "RollingROCAUC")
+MULTICLASS = ("Accuracy", "BalancedAccuracy", "CohenKappa", "CrossEntropy", "GeometricMean",
+              "MacroF1", "MacroJaccard", "MacroPrecision", "MacroRecall", "MicroF1",
+              "MicroJaccard", "MicroPrecision", "MicroRecall", "WeightedF1", "WeightedJaccard",
+              "WeightedPrecision", "WeightedRecall")
+REGRESSION = ("MAE", "MAPE", "MSE", "R2", "RMSE", "RMSLE", "SMAPE")
+# River's other metric classes, and why a progressive-validation report cannot take them
+REFUSED = {
+    **dict.fromkeys(("ClassificationReport", "ConfusionMatrix"), "reports a table, not a number"),
+    **dict.fromkeys(("AdjustedMutualInfo", "AdjustedRand", "Completeness", "FowlkesMallows",
+                     "Homogeneity", "MutualInfo", "NormalizedMutualInfo", "Rand", "VBeta"),
+                    "compares two clusterings, not predictions with labels"),
+    **dict.fromkeys(("FBeta", "MacroFBeta", "MicroFBeta", "MultiFBeta", "WeightedFBeta"),
+                    "needs a beta (use F1, MacroF1, MicroF1 or WeightedF1)"),
+}
 
-    return {name: obj for name in dir(metrics)
-            if isinstance(obj := getattr(metrics, name), type)
-            and issubclass(obj, metrics.base.Metric) and obj is not metrics.base.Metrics}
+
+def fitting(model) -> tuple[str, ...]:
+    """The metric names that fit `model`: regression metrics for a regressor, multiclass ones
+    for a multiclass classifier, binary and multiclass ones for a binary classifier, every
+    one for any other estimator (River's `works_with` then decides).
+
+    >>> from river_pa import PARegressor
+    >>> fitting(PARegressor())
+    ('MAE', 'MAPE', 'MSE', 'R2', 'RMSE', 'RMSLE', 'SMAPE')
+
+    """
+    from river import base
+
+    if isinstance(model, base.Regressor):
+        return REGRESSION
+    if isinstance(model, base.Classifier):
+        return MULTICLASS if model._multiclass else tuple(sorted(BINARY + MULTICLASS))
+    return tuple(sorted(BINARY + MULTICLASS + REGRESSION))
 
 
 def make_metrics(names: list[str], model, hint: str = "") -> list:
-    """Fresh River metric objects for `names`, each checked against `model`.
+    """Fresh River metric objects for `names`, each one that fits `model` (`fitting`).
 
-    Raises ValueError naming the valid choices for an unknown name, and one naming the model
-    when a metric does not work with it (`hint` is appended to that message).
+    Raises ValueError naming the metrics that fit: for an unknown name (suggesting the name
+    that differs only in case), a River metric that reports no number or scores no
+    predictions (`REFUSED`), or one that does not fit `model` (`hint` follows the model's name then). An
+    unknown name is refused before river.metrics is imported.
 
     >>> from river_pa import PAClassifier
     >>> make_metrics(["Accuracy", "LogLoss"], PAClassifier())
     [Accuracy: 0.00%, LogLoss: 0.]
-    >>> make_metrics(["Nope"], PAClassifier())  # doctest: +ELLIPSIS
+    >>> make_metrics(["accuracy"], PAClassifier())  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: unknown metric 'Nope'; choose one of Accuracy, AdjustedMutualInfo, ...
-    >>> make_metrics(["MAE"], PAClassifier())
+    ValueError: unknown metric 'accuracy' (did you mean Accuracy?); choose one of Accuracy, ...
+    >>> make_metrics(["ConfusionMatrix"], PAClassifier())  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: metric MAE does not work with PAClassifier
+    ValueError: metric ConfusionMatrix reports a table, not a number; choose one of Accuracy, ...
+    >>> make_metrics(["MAE"], PAClassifier())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: metric MAE does not work with PAClassifier; choose one of Accuracy, ...
 
     """
-    classes = _river_metric_classes()
-    out = []
+    fit = fitting(model)
+    choices = f"; choose one of {', '.join(fit)}"
+    known = {n.lower(): n for n in (*BINARY, *MULTICLASS, *REGRESSION, *REFUSED)}
     for name in names:
-        if name not in classes:
-            raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(sorted(classes))}")
-        metric = classes[name]()
+        if name in REFUSED:
+            raise ValueError(f"metric {name} {REFUSED[name]}{choices}")
+        if name not in known.values():
+            guess = known.get(name.lower())
+            mean = f" (did you mean {guess}?)" if guess else ""
+            raise ValueError(f"unknown metric {name!r}{mean}{choices}")
+        if name not in fit:
+            raise ValueError(f"metric {name} does not work with {type(model).__name__}"
+                             f"{hint}{choices}")
+    from river import metrics
+
+    out = [getattr(metrics, name)() for name in names]
+    for metric in out:
         if not metric.works_with(model):
-            raise ValueError(f"metric {name} does not work with {type(model).__name__}{hint}")
-        out.append(metric)
+            raise ValueError(f"metric {type(metric).__name__} does not work with "
+                             f"{type(model).__name__}{hint}{choices}")
     return out

@@ -4,11 +4,86 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
-__all__ = ["append", "comparison_table", "load", "main", "plot", "print_comparison",
-           "print_summary", "summary_table"]
+__all__ = ["append", "check_output", "comparison_table", "create", "load", "main", "plot",
+           "print_comparison", "print_summary", "summary_table", "write"]
+
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO",
+          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFSOCK: "a socket"}
+
+
+def check_output(path: str | Path, flag: str, inputs=(), plot: bool = False) -> None:
+    """Check, before a run, that `path` can take an output: it is new or an existing regular
+    file (never a device, FIFO, symbolic link or directory), it is none of `inputs` (the
+    files the run reads), its folder exists (or is created) and is writable and, for a plot
+    (`plot=True`), its suffix is a format matplotlib writes.
+
+    Raises ValueError naming `flag` and the path.
+
+    >>> check_output("/dev/null", "--report-path")
+    Traceback (most recent call last):
+    ...
+    ValueError: --report-path /dev/null is a character device, not a regular file: give the path of a new or regular file
+
+    """
+    where = f"{flag} {path}"
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise ValueError(f"{where}: {exc.strerror}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise ValueError(f"{where} is {kind}, not a regular file: give the path of a new or "
+                         "regular file")
+    for source in inputs:
+        if mode is not None and os.path.exists(source) and os.path.samefile(path, source):
+            raise ValueError(f"{where} is the input file {source}: give another path")
+    if plot:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = FigureCanvasBase.get_supported_filetypes()
+        suffix = Path(path).suffix.lstrip(".").lower()
+        if suffix not in formats:
+            raise ValueError(f"{where}: format {suffix or '(no suffix)'!r} is not supported; "
+                             f"use one of {', '.join(sorted(formats))}")
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        raise ValueError(f"{where}: cannot write in {folder}: {exc.strerror or exc}") from None
+
+
+def _temporary(path: str | Path) -> str:
+    """A new empty file beside `path` (same folder, so `os.replace` is atomic), same suffix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    return tmp
+
+
+def create(path: str | Path):
+    """A new, empty JSONL report at `path`, open for `write`: an existing file there is
+    replaced atomically (a new file renamed over it, never deleted first), so a report is
+    one run and the snapshots written so far stay if the run is interrupted."""
+    tmp = _temporary(path)
+    os.replace(tmp, path)
+    return open(path, "a")
+
+
+def write(fh, snapshots: list[dict]) -> None:
+    """Append snapshots to a report opened by `create` (or `open(path, "a")`) and flush."""
+    for snapshot in snapshots:
+        fh.write(json.dumps(snapshot, default=repr) + "\n")
+    fh.flush()
 
 
 def append(path: str | Path, snapshots: list[dict]) -> None:
@@ -16,8 +91,7 @@ def append(path: str | Path, snapshots: list[dict]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
-        for snapshot in snapshots:
-            fh.write(json.dumps(snapshot, default=repr) + "\n")
+        write(fh, snapshots)
 
 
 def load(path: str | Path) -> list[dict]:
@@ -88,9 +162,14 @@ def plot(snapshots: list[dict], png: str | Path) -> None:
     axes[-1, 0].set_xlabel("events")
     fig.suptitle(f"{_title(last, len(runs))}: progressive validation")
     fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
+    tmp = _temporary(png)  # written beside, then renamed over: never a half-written image
+    try:
+        fig.savefig(tmp, dpi=100, format=Path(png).suffix.lstrip(".").lower() or None)
+        os.replace(tmp, png)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def _text(value) -> str:
@@ -101,6 +180,10 @@ def _text(value) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)
+
+
+# figures whose key alone is ambiguous next to the other, as the table shows them
+_LABELS = {"events_per_s": "events/s (whole run)", "throughput_eps": "events/s (last interval)"}
 
 
 def summary_table(snapshot: dict):
@@ -122,7 +205,7 @@ def summary_table(snapshot: dict):
             for sub, v in value.items():
                 table.add_row(f"{key}: {sub}", _text(v))
         else:
-            table.add_row(key, _text(value))
+            table.add_row(_LABELS.get(key, key), _text(value))
     return table
 
 
@@ -171,6 +254,12 @@ def main(file: str, png: str | None = None) -> int:
         return 1
     png = png or str(Path(file).with_suffix(".png"))
     try:
+        check_output(png, "--png", inputs=[file], plot=True)
+    except ValueError as exc:
+        print(f"river-pa report: {exc}", file=sys.stderr)
+        return 2
+    existed = os.path.exists(png)
+    try:
         plot(snapshots, png)
     except (OSError, ValueError) as exc:
         print(f"river-pa report: cannot write {png}: {exc}", file=sys.stderr)
@@ -179,5 +268,5 @@ def main(file: str, png: str | None = None) -> int:
         print_comparison(snapshots)
     else:
         print_summary(snapshots[-1])
-    print(f"learning curve: {png}")
+    print(f"learning curve: {png}" + (" (replaced the file that was there)" if existed else ""))
     return 0

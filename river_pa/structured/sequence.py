@@ -16,7 +16,14 @@ from river import base
 
 from river_pa.structured import _numba
 from river_pa._core.features import Vocabulary, to_values
-from river_pa._core.validation import check_label, check_positive, check_variant
+from river_pa._core.validation import (
+    MAX_CLASSES,
+    check_class_room,
+    check_count,
+    check_label,
+    check_positive,
+    check_variant,
+)
 
 __all__ = ["PASequenceTagger"]
 
@@ -80,6 +87,11 @@ class PASequenceTagger(base.Estimator):
         Aggressiveness (> 0); unused by PA.
     average
         Whether predictions use the averaged weights.
+    max_classes
+        The most tags the tagger will hold (default 1,000): a sentence with a tag past it
+        raises `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes
+        nothing. Memory and a Viterbi step grow with the square of the tags (the transition
+        matrix), so a stream of fresh tags would otherwise exhaust both.
 
     Errors: ``xs`` must be a non-empty list of dicts with real values and ``ys`` a list of
     hashable tags of the same length; otherwise a ValueError or TypeError names the token or the
@@ -109,12 +121,15 @@ class PASequenceTagger(base.Estimator):
 
     """
 
-    def __init__(self, variant: str = "PA-I", C: float = 1.0, average: bool = True):
+    def __init__(self, variant: str = "PA-I", C: float = 1.0, average: bool = True,
+                 max_classes: int = MAX_CLASSES):
         self.variant = variant
         self.C = C
         self.average = average
+        self.max_classes = max_classes
         self._variant = check_variant(variant)
         check_positive("C", C)
+        check_count("max_classes", max_classes)
         self._index = Vocabulary()
         self._tag_list: list = []
         self._tag_index: dict = {}
@@ -166,9 +181,10 @@ class PASequenceTagger(base.Estimator):
             if not learn and tag not in self._tag_index:
                 raise ValueError(f"tag {i} ({tag!r}) was never seen in training")
         if learn:
-            for tag in ys:
-                if tag not in self._tag_index:
-                    self._add_tag(tag)
+            new = [tag for tag in dict.fromkeys(ys) if tag not in self._tag_index]
+            check_class_room(self, len(self._tag_list), new)
+            for tag in new:
+                self._add_tag(tag)
         return np.fromiter(map(self._tag_index.__getitem__, ys), np.int64, m)
 
     # -- state -----------------------------------------------------------------------------

@@ -185,8 +185,28 @@ def test_evaluate_says_which_path_it_took_and_why(tmp_path):
     runs = {
         "compiled: PAClassifier.progressive_csr": (PAClassifier(), 0),
         "River iter_progressive_val_score: a pipeline has no progressive_csr (the compiled path "
-        "needs a linear river_pa learner)": (preprocessing.StandardScaler() | PAClassifier(), 0),
+        "exists for PAClassifier and PARegressor only)":
+            (preprocessing.StandardScaler() | PAClassifier(), 0),
         "River iter_progressive_val_score: delay 5: labels are learned late": (PAClassifier(), 5),
     }
     for expected, (model, delay) in runs.items():
         assert evaluate(data, model, ["Accuracy"], delay=delay).path == expected
+
+
+def test_every_does_not_shrink_the_compiled_calls(tmp_path):
+    """--every 1 still calls progressive_csr once per chunk of the file, and its rows equal
+    those of a run that reports every 500 events at the shared steps."""
+    calls = []
+
+    class Counted(PAClassifier):
+        def progressive_csr(self, indptr, *args, **kwargs):
+            calls.append(len(indptr) - 1)
+            return super().progressive_csr(indptr, *args, **kwargs)
+
+    path = tmp_path / "d.svm"
+    path.write_bytes(lines(2000))
+    every_1 = evaluate(datasets.load(str(path)), Counted(), ["Accuracy"], every=1)
+    assert calls == [1, 2000]  # the warm-up's one event, then the whole file in one call
+    every_500 = evaluate(datasets.load(str(path)), PAClassifier(), ["Accuracy"], every=500)
+    assert len(every_1.rows) == 2000
+    assert [r.values for r in every_1.rows[499::500]] == [r.values for r in every_500.rows]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 import random
+import resource
 import signal
 
 import pytest
@@ -66,8 +67,6 @@ def test_sigkill_three_times_changes_nothing(kafka, elec2_path, exactly_once):
 def test_a_full_disk_at_a_checkpoint_stops_the_daemon_with_one_line(kafka, elec2_path):
     # ENOSPC at a checkpoint was a traceback, left a stale .tmp, and each restart re-emitted
     # every prediction since the last checkpoint before dying again
-    import resource
-
     events, preds = kafka.topics("events", "preds")
     send_all(kafka.producer(), records(elec2(str(elec2_path), 200), None), events, None)
     proc = kafka.serve_stream(events, None, preds, "--checkpoint-every", "100")

@@ -1,0 +1,161 @@
+"""What a new user of `river-pa evaluate` reads: the summary's labels and task, the path
+message, the help, and River's imports outside the timed run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from river_pa import cli, report
+from river_pa.evaluate import datasets
+
+
+def test_integer_classes_are_regression_and_the_summary_says_why(tmp_path, capsys):
+    data = tmp_path / "three.svm"
+    data.write_text("".join(f"{i % 3 + 1} 1:{i % 5}\n" for i in range(30)))
+    path = tmp_path / "run.jsonl"
+    assert cli.main(["evaluate", str(data), "--quiet", "--report-path", str(path)]) == 0
+    summary = report.load(path)[-1]
+    assert summary["task"] == "regression"
+    assert summary["task_from"] == (
+        "inferred: 3 distinct numeric labels in the first 30 events (1.0, 2.0, 3.0), not two: give "
+        "--task multiclass if they are classes")
+    assert "task_from" in capsys.readouterr().out
+    assert cli.main(["evaluate", str(data), "--quiet", "--task", "multiclass",
+                     "--report-path", str(path)]) == 0
+    summary = report.load(path)[-1]
+    assert (summary["task"], summary["task_from"]) == ("multiclass", "given")
+    assert summary["path"] == ("River iter_progressive_val_score: PAMultiClassifier has no "
+                               "progressive_csr (the compiled path exists for PAClassifier and "
+                               "PARegressor only)")
+
+
+def test_the_table_labels_both_rates(capsys):
+    assert cli.main(["evaluate", "phishing", "--limit", "200", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "events/s (whole run)" in out and "events/s (last interval)" in out
+    assert "events_per_s" not in out and "throughput_eps" not in out
+
+
+def test_help_shows_one_default_per_flag_and_the_task_choices(capsys):
+    assert cli.main(["serve", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    start = text.index("--metric NAME river.metrics")
+    metric = text[start:text.index(" --", start + 5)]
+    assert metric.count("default") == 1 and "(default: Accuracy, or MAE for regressors" in metric
+    assert cli.main(["evaluate", "--help"]) == 0
+    assert "--task {binary,multiclass,regression}" in capsys.readouterr().out
+    assert cli.main(["evaluate", "--task", "ranking"]) == 2
+    assert "invalid choice: 'ranking'" in capsys.readouterr().err
+
+
+def test_rivers_path_imports_river_before_its_clock_starts(tmp_path):
+    """In a fresh process (River not yet imported), the clock of River's path starts with
+    river.evaluate and river.metrics already imported, so their 1-3 s are not in `seconds`."""
+    code = """if True:
+        import json, sys
+        from river_pa.evaluate import datasets, job
+        seen = []
+        class Clock(job._Clock):
+            def __init__(self, *args):
+                seen.append("river.metrics" in sys.modules and "river.evaluate" in sys.modules)
+                super().__init__(*args)
+        job._Clock = Clock
+        from river_pa import PAClassifier
+        job.evaluate(datasets.load("phishing"), PAClassifier(), ["Accuracy"], delay=3)
+        print(json.dumps(seen))
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=tmp_path).stdout
+    assert json.loads(out)[-1] is True
+
+
+def test_task_reason_of_each_task():
+    assert datasets.task_reason("binary", [0, 1, 1]) == \
+        "inferred: 2 distinct labels in the first 3 events (0, 1)"
+    assert datasets.task_reason("multiclass", ["a", "b", "c", "d", "e", "f"]) == (
+        "inferred: 6 distinct labels in the first 6 events ('a', 'b', 'c', 'd', 'e', ...), "
+        "not all numbers")
+
+
+def run_bad(capsys, *args) -> str:
+    assert cli.main(["evaluate", *args, "--quiet"]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err.removeprefix("river-pa evaluate: ").rstrip("\n")
+
+
+def test_an_unclosed_csv_quote_is_one_line_naming_the_file_and_line(tmp_path, capsys):
+    path = tmp_path / "quote.csv"
+    path.write_text('a,y\n1,0\n"2,1\n' + "3,0\n" * 50_000)
+    err = run_bad(capsys, str(path), "--target", "y")
+    assert err.startswith(f"{path}:")
+    line = int(err.split(":")[1])
+    assert 3 < line <= 50_003  # where the reader stopped, past the quote on line 3
+    assert "field larger than field limit (131072) (an unclosed quote?)" in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"x": {"a": 1}}\n', "expected a JSON object {\"x\": {...}, \"y\": ...}; it has no 'y'"),
+    ("[1, 2]\n", "expected a JSON object {\"x\": {...}, \"y\": ...}, got an array"),
+    ('{"x": {"a": 1}, "y": 1' + "0" * 5000 + "}\n",
+     "expected a JSON object {\"x\": {...}, \"y\": ...}, not valid JSON: Exceeds the limit"),
+    ('{"x": {"a": 1}, "y": 1}\n{"x": {"a": NaN}, "y": 0}\n', "feature 'a': value nan is not finite"),
+    ('{"x": {"a": 1}, "y": 1}\n\n{"x": {"a": 1e400}, "y": 0}\n',
+     "feature 'a': value inf is not finite"),
+])
+def test_bad_jsonl_lines_name_the_file_and_line(tmp_path, capsys, text, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    line = text.rstrip("\n").count("\n") + 1
+    assert run_bad(capsys, str(path)).startswith(f"{path}:{line}: {message}")
+
+
+def test_non_finite_csv_values_name_the_line(tmp_path, capsys):
+    path = tmp_path / "text.csv"
+    path.write_text("a,b,y\n1,2,0\n3,4,1\ninf,1,0\n")
+    err = run_bad(capsys, str(path), "--target", "y")
+    assert err == f"{path}:4: feature 'a': value inf is not finite"
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-Infinity", "1e400"])
+def test_a_non_finite_libsvm_value_says_so(tmp_path, capsys, value):
+    path = tmp_path / "v.svm"
+    path.write_text(f"1 1:1\n-1 1:{value}\n")
+    assert run_bad(capsys, str(path)) == f"{path}:2: value is not finite"
+
+
+def test_file_names_in_messages(tmp_path, capsys, monkeypatch):
+    missing = tmp_path / "nonexist.svm"
+    assert run_bad(capsys, str(missing)) == f"{missing}: no such file"
+    assert run_bad(capsys, "nonexist.svm") == "nonexist.svm: no such file"
+    assert run_bad(capsys, "nonexist").startswith("unknown data set 'nonexist'; choose one of")
+    fake = tmp_path / "fake.zst"
+    fake.write_bytes(b"\x28\xb5\x2f\xfd")
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if zstandard were not installed
+    assert run_bad(capsys, str(fake)) == (f"{fake}: reading .zst needs the zstandard package "
+                                          "(pip install 'river-pa[zstd]')")
+
+
+def test_shared_data_is_found_from_the_current_folder(tmp_path, capsys, monkeypatch):
+    """Not relative to the installed package: from the current folder (or one above)."""
+    import bz2
+
+    folder = tmp_path / "shared" / "data" / "a9a"
+    folder.mkdir(parents=True)
+    (folder / "a9a.bz2").write_bytes(bz2.compress(b"+1 3:1 7:1\n-1 2:1\n+1 3:1\n"))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.delenv("RIVER_PA_DATA", raising=False)
+    monkeypatch.chdir(repo)
+    assert datasets.shared_folders()[0] == tmp_path / "shared" / "data"
+    path = tmp_path / "run.jsonl"
+    assert cli.main(["evaluate", "a9a", "--quiet", "--report-path", str(path)]) == 0
+    assert report.load(path)[-1]["events"] == 3
+    monkeypatch.setenv("RIVER_PA_DATA", str(tmp_path / "nowhere"))
+    assert run_bad(capsys, "a9a") == (
+        f"shared data set 'a9a' not found (looked for {tmp_path / 'nowhere' / 'a9a/a9a.bz2'}); "
+        "set RIVER_PA_DATA to the shared data folder (see its SOURCES.md)")
