@@ -195,7 +195,8 @@ def main(argv=None):
               "feature names given as columns= (their lookup timed)")
         for name, stream in data.items():
             _, theirs, d = batches_of(name, stream)
-            names = [f"k{j}" for j in range(d)] if name == "sparse" else list(stream[0][0])
+            # a tuple: immutable, so the learner keeps its column table across batches
+            names = tuple(f"k{j}" for j in range(d)) if name == "sparse" else tuple(stream[0][0])
             target = 1.2 if name == "dense-1000" else 3.0
             versus_sklearn(name, stream, feed_ours(theirs, names), theirs, args.reps,
                            f"issue 12 target >= {target}x")

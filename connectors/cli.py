@@ -27,6 +27,8 @@ def run(args) -> int:
         OutputError, explain, quiet_normal_operation, unreachable,
     )
     from river_pa.connectors.reporting import check_report_path, serve_metrics
+    from river_pa.connectors.roles import Predictor
+    from river_pa.connectors.snapshots import SnapshotError
     from river_pa.registry import make_model
 
     try:
@@ -64,13 +66,16 @@ def run(args) -> int:
             "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s runs code in this daemon at its "
             "next start; set --checkpoint-key (or RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
     try:
-        return Daemon(cfg, model).run()
+        return (Predictor if cfg.role == "predict" else Daemon)(cfg, model).run()
     except CheckpointError as exc:
         print(f"river-pa serve: checkpoint: {exc}", file=sys.stderr)
         return 3
     except ModelError as exc:  # the records are served again after a restart
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 2
+    except SnapshotError as exc:
+        print(f"river-pa serve: model snapshot: {exc}", file=sys.stderr)
+        return 3
     except (KafkaError, OutputError) as exc:  # nothing was committed past the failure
         print(f"river-pa serve: {explain(exc, cfg)}", file=sys.stderr)
         return 1

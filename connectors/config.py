@@ -25,6 +25,7 @@ ENV_PREFIX = "RIVER_PA_"
 class ServeConfig:
     """All settings of the daemon, with their defaults."""
 
+    role: str = "both"
     bootstrap_servers: str = "127.0.0.1:19092"
     events_topic: str = "events"
     labels_topic: str | None = None
@@ -43,6 +44,9 @@ class ServeConfig:
     checkpoint_every: int = 5000
     checkpoint_seconds: float = 10.0
     state_topic: str | None = None
+    model_topic: str | None = None
+    publish_every: int = 5000
+    publish_seconds: float = 5.0
     report_every: int = 1000
     report_seconds: float = 10.0
     report_path: str | None = "river-pa-report.jsonl"
@@ -61,6 +65,10 @@ class ServeConfig:
 
 
 _FLAGS_HELP = {
+    "role": "both: one process predicts and learns; learn: the one learner (predicts each "
+            "event only for the progressive metric, emits no predictions, publishes the model "
+            "to --model-topic); predict: predicts with the newest published model, learns "
+            "nothing (ignores --labels-topic and --state-topic)",
     "bootstrap_servers": "Kafka brokers, host:port[,host:port...]",
     "events_topic": "topic of the events {id, x[, y][, ts]} to predict (and learn if they carry y)",
     "labels_topic": "topic of late labels {id, y}, co-partitioned with the events topic",
@@ -82,6 +90,10 @@ _FLAGS_HELP = {
     "checkpoint_seconds": "checkpoint and commit after this many seconds",
     "state_topic": "compacted topic that keeps a copy of every checkpoint; restored from when the"
                    " local checkpoint is missing (a new node)",
+    "model_topic": "compacted topic of the model snapshots the learner publishes and the "
+                   "predictors restore (default '<events_topic>.model')",
+    "publish_every": "the learner publishes the model after this many events",
+    "publish_seconds": "the learner publishes the model after this many seconds (if it learned)",
     "report_every": "a report snapshot after this many events",
     "report_seconds": "a report snapshot after this many seconds",
     "report_path": "JSONL report file the snapshots are appended to (river-pa report renders it)",
@@ -250,10 +262,10 @@ def from_args(args: dict, environ=None) -> ServeConfig:
     return _check_values(ServeConfig(**values))
 
 
-_POSITIVE = ("rolling_window", "checkpoint_every", "pending_max", "pending_max_bytes",
+_POSITIVE = ("rolling_window", "checkpoint_every", "publish_every", "pending_max", "pending_max_bytes",
              "max_record_bytes", "max_poll_records", "max_buffered", "session_timeout_ms",
              "batch_seconds")
-_NOT_NEGATIVE = ("checkpoint_seconds", "report_every", "report_seconds", "pending_ttl_ms",
+_NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
                  "poll_timeout_ms")
 
 
@@ -266,6 +278,10 @@ def _check_values(cfg: ServeConfig) -> ServeConfig:
             continue
         if value < 0 or (value == 0 and name in _POSITIVE):  # from TOML: status 1
             raise SystemExit(f"river-pa serve: {name} must be {_bound(name)}, got {value}")
+    if cfg.role not in ("both", "learn", "predict"):
+        raise SystemExit(f"river-pa serve: role must be both, learn or predict, got {cfg.role!r}")
+    if cfg.model_topic is None:
+        cfg.model_topic = f"{cfg.events_topic}.model"
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")

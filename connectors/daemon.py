@@ -94,6 +94,9 @@ class Daemon:
         self.log_ends: dict[TopicPartition, int] = {}
         self.state_name = f"{cfg.group_id}.{cfg.client_id}"
         self.state_manifest: dict | None = None  # of the newest copy in the state topic
+        self.model_manifest: dict | None = None  # of the newest model in the model topic
+        self.last_publish = time.monotonic()
+        self.events_at_publish = self.learned_at_publish = 0
 
     # ---- state -------------------------------------------------------------------------
 
@@ -165,17 +168,11 @@ class Daemon:
         """Read the newest copy of the checkpoint from the state topic (creating the topic,
         compacted, replicated up to 3 times) and write it where the checkpoint goes when there
         is none there (a new node), so `load` verifies it like any checkpoint."""
-        admin = make_admin(self.cfg)
+        reader = self._snapshot_reader(self.cfg.state_topic, self.state_name)
         try:
-            brokers = len(admin.describe_cluster()["brokers"])
-            snapshots.ensure_topic(admin, self.cfg.state_topic, min(3, brokers))
+            found = reader.newest()
         finally:
-            admin.close()
-        reader = make_offsets_client(self.cfg)
-        try:
-            found = snapshots.restore(reader, self.cfg.state_topic, self.state_name)
-        finally:
-            reader.close()
+            reader.consumer.close()
         if found is None:
             return
         self.state_manifest, payload = found
@@ -205,13 +202,13 @@ class Daemon:
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
             self.producer.begin_transaction()
-        if cfg.state_topic:
-            self._restore_from_state_topic()
-        self.load(self.consumer)
+        self._start()
         self.rebalances = RebalanceQueue()
-        self.topics = [cfg.events_topic] + ([cfg.labels_topic] if cfg.labels_topic else [])
+        labels = cfg.labels_topic if cfg.role != "predict" else None
+        self.topics = [cfg.events_topic] + ([labels] if labels else [])
         self.consumer.subscribe(self.topics, listener=self.rebalances)
-        self.merger = Merger(cfg.events_topic, cfg.labels_topic, self._exhausted)
+        self.merger = Merger(cfg.events_topic, labels, self._exhausted,
+                             self.consumer.assignment if cfg.role == "learn" else None)
         self.reporter = Reporter(cfg.report_every, cfg.report_seconds, cfg.report_path,
                                  self._send_report)
         try:
@@ -224,6 +221,30 @@ class Daemon:
             if self.offsets_client is not None:
                 self.offsets_client.close()
         return 0
+
+    def _start(self) -> None:
+        """Restore the state (from the state topic on a new node, then the checkpoint); the
+        learner also reads the version of the newest model it published."""
+        if self.cfg.state_topic:
+            self._restore_from_state_topic()
+        self.load(self.consumer)
+        if self.cfg.role == "learn":  # its next version follows the newest published one
+            reader = self._snapshot_reader(self.cfg.model_topic, "model")
+            reader.consumer.close()
+            self.model_manifest = reader.manifest
+
+    def _snapshot_reader(self, topic: str, name: str) -> snapshots.Reader:
+        """A reader of snapshot `name` that has read `topic` to its end (the topic is created,
+        compacted, replicated up to 3 times, if it is missing); the caller closes it."""
+        admin = make_admin(self.cfg)
+        try:
+            brokers = len(admin.describe_cluster()["brokers"])
+            snapshots.ensure_topic(admin, topic, min(3, brokers))
+        finally:
+            admin.close()
+        reader = snapshots.Reader(make_offsets_client(self.cfg), topic, name)
+        reader.read_to_end(120)
+        return reader
 
     def _on_signal(self, signum, frame) -> None:
         log.info("signal %d: finishing the current batch", signum)
@@ -257,6 +278,8 @@ class Daemon:
         self.backlog = batch > 0 and (batch == self.cfg.max_poll_records
                                       or time.monotonic() > deadline)
         self._flow_control()
+        if self.cfg.role == "learn" and self._publish_due():
+            self._publish_model()
         if self.reporter.due(self.stats.counts["events"]):
             self._report()
         if self._checkpoint_due():
@@ -423,14 +446,18 @@ class Daemon:
             return self._dead_letter(record, exc)
         self.stats.counts["events"] += 1
         self.events_this_run += 1
-        now = self.pending.clock(record.timestamp)
-        self._count_expired(self.pending.expire(now))
-        self._count_orphans(self.early.expire(now))
         try:
             y_pred, proba = self._predict(event.x)
         except Exception as exc:  # a model that raises on one event must not stop the daemon
             return self._model_error(record, exc)
         self._emit(record, event, y_pred, proba)
+        self._after_prediction(record, event, y_pred, proba)
+
+    def _after_prediction(self, record, event, y_pred, proba) -> None:
+        """Learn the event now (its label came with it or before it) or keep it pending."""
+        now = self.pending.clock(record.timestamp)
+        self._count_expired(self.pending.expire(now))
+        self._count_orphans(self.early.expire(now))
         scored = proba if self.stats.uses_proba else y_pred
         y = event.y
         if y is None:
@@ -503,12 +530,14 @@ class Daemon:
     # ---- outputs -------------------------------------------------------------------------
 
     def _emit(self, record, event, y_pred, proba) -> None:
+        if self.cfg.role == "learn":
+            return  # the learner predicts for its metric only: the predictors emit
         value = {
             "id": event.id,
             "prediction": y_pred,
             "model": self.model_name,
             "daemon": self.cfg.client_id,
-            "n_learned": self.stats.counts["learned"],
+            **self._model_fields(),
             "event_ts": event.ts if event.ts is not None else record.timestamp,
             "predicted_at_ms": int(time.time() * 1000),
             "source": {"partition": record.partition, "offset": record.offset},
@@ -519,6 +548,10 @@ class Daemon:
             self.outputs.send(self.cfg.predictions_topic, encode_json(value), key=event.id.encode())
         except MessageSizeTooLargeError as exc:  # e.g. a huge id, the proba of many classes
             self._dead_letter(record, BadRecord("output_rejected", f"prediction: {exc}"))
+
+    def _model_fields(self) -> dict:
+        """What a prediction record says about the model that made it."""
+        return {"n_learned": self.stats.counts["learned"]}
 
     def _dead_letter(self, record, exc: BadRecord) -> None:
         self.stats.dead_letter(exc.reason)
@@ -534,6 +567,9 @@ class Daemon:
 
     def _report(self) -> dict:
         snapshot = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early)}
+        if self.cfg.role == "learn":  # the newest model sent (visible once its transaction
+            snapshot["model_version"] = self.model_manifest and self.model_manifest["version"]
+            snapshot["model_learned"] = self.learned_at_publish  # commits, with exactly-once)
         return self.reporter.publish(snapshot, self.events_this_run)
 
     # ---- durability ----------------------------------------------------------------------
@@ -554,13 +590,7 @@ class Daemon:
         if self.cfg.exactly_once:
             self.producer.send_offsets_to_transaction(offsets, group)
         self.outputs.check()  # raises before the checkpoint and the commit if a send failed
-        checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
-                        dict(self.next_offsets), self.key)
-        if self.cfg.state_topic:  # with exactly-once, in the transaction of the offsets
-            self.state_manifest = snapshots.publish(
-                self.outputs.send, self.cfg.state_topic, self.state_name,
-                Path(self.cfg.checkpoint_path).read_bytes(), self.state_manifest)
-            self.outputs.check()
+        self._persist()
         if self.cfg.exactly_once:
             self.producer.commit_transaction()
             if reopen:
@@ -569,6 +599,38 @@ class Daemon:
             self._commit(offsets)
         self.since_checkpoint = 0
         self.last_checkpoint = time.monotonic()
+
+    def _persist(self) -> None:
+        """Write the checkpoint (and its copy to the state topic)."""
+        checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
+                        dict(self.next_offsets), self.key)
+        if self.cfg.state_topic:  # with exactly-once, in the transaction of the offsets
+            self.state_manifest = snapshots.publish(
+                self.outputs.send, self.cfg.state_topic, self.state_name,
+                Path(self.cfg.checkpoint_path).read_bytes(), self.state_manifest)
+            self.outputs.check()
+
+    def _publish_due(self) -> bool:
+        learned = self.stats.counts["learned"] > self.learned_at_publish
+        return learned and (
+            self.stats.counts["events"] - self.events_at_publish >= self.cfg.publish_every
+            or time.monotonic() - self.last_publish >= self.cfg.publish_seconds)
+
+    def _publish_model(self) -> None:
+        """Send the live model to the model topic as a signed checkpoint-format snapshot
+        (checked, or committed with the transaction, at the next checkpoint)."""
+        counts = self.stats.counts
+        path = Path(self.cfg.checkpoint_path + ".model")
+        state = {"model": self.model, "learned": counts["learned"], "events": counts["events"],
+                 "published_at_ms": int(time.time() * 1000)}
+        checkpoint.save(path, state, self.model, {}, self.key)
+        self.model_manifest = snapshots.publish(self.outputs.send, self.cfg.model_topic, "model",
+                                                path.read_bytes(), self.model_manifest)
+        self.last_publish = time.monotonic()
+        self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
+        # a checkpoint is due even when no record follows: it checks the sends (and commits
+        # them, in the transaction); otherwise the last snapshot stayed invisible for ever
+        self.since_checkpoint = max(self.since_checkpoint, 1)
 
     def _commit(self, offsets: dict) -> None:
         """Commit offsets; a failure (a rebalance took the partitions, the broker is away) is
@@ -581,6 +643,8 @@ class Daemon:
     def _final_checkpoint(self) -> None:
         """On a requested stop: last report, checkpoint and commit (closing the transaction)."""
         if self.processed_this_run:
+            if self.cfg.role == "learn" and self.stats.counts["learned"] > self.learned_at_publish:
+                self._publish_model()
             self._report()
             self._checkpoint_or_rollback()
         if self.cfg.exactly_once:

@@ -8,10 +8,17 @@ older one, that is until the other side has a buffered record or is exhausted (r
 high watermark). A replay of the same topics therefore yields the same sequence, which makes
 restarts after a crash reproduce the uninterrupted run exactly.
 
+The learner (`--role learn`, the one process that learns from every partition) merges all its
+partitions of both topics in one event-time order instead (`assigned` given): a record is
+released when every other partition has a buffered record at least as late or is exhausted,
+so its progressive metric is the one of the whole stream in timestamp order, whatever the
+partition count.
+
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict, deque
 from typing import Callable, Iterator
 
@@ -24,8 +31,10 @@ class Merger:
     """Buffers consumer records and yields them in event-time order per partition pair."""
 
     def __init__(self, events_topic: str, labels_topic: str | None,
-                 exhausted: Callable[[TopicPartition], bool]):
+                 exhausted: Callable[[TopicPartition], bool],
+                 assigned: Callable[[], set] | None = None):
         self.events_topic = events_topic
+        self.assigned = assigned
         self.labels_topic = labels_topic
         self.exhausted = exhausted
         self.buffers: dict[TopicPartition, deque] = defaultdict(deque)
@@ -54,6 +63,9 @@ class Merger:
 
     def ready(self) -> Iterator:
         """Yield the records that can be processed now, in merge order."""
+        if self.assigned is not None:
+            yield from self._drain_all(self.assigned())
+            return
         partitions = sorted({tp.partition for tp in self.buffers if self.buffers[tp]})
         for p in partitions:
             yield from self._drain(p)
@@ -77,3 +89,22 @@ class Merger:
             else:
                 return
             yield side.popleft()
+
+    def _order(self, tp: TopicPartition) -> tuple:
+        head = self.buffers[tp][0]  # labels before events of the same time, as in _drain
+        return head.timestamp, tp.topic == self.events_topic, tp.partition, head.offset
+
+    def _drain_all(self, partitions: set) -> Iterator:
+        """All `partitions` in one event-time order (a k-way merge of their buffers)."""
+        heads = [(self._order(tp), tp) for tp in partitions if self.buffers.get(tp)]
+        if any(not self.buffers.get(tp) and not self.exhausted(tp) for tp in partitions):
+            return  # an empty partition could still hold an older record
+        heapq.heapify(heads)
+        while heads:
+            _, tp = heapq.heappop(heads)
+            buffer = self.buffers[tp]
+            yield buffer.popleft()
+            if buffer:
+                heapq.heappush(heads, (self._order(tp), tp))
+            elif not self.exhausted(tp):
+                return

@@ -21,7 +21,7 @@ from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 from kafka.structs import TopicPartition
 
-__all__ = ["CHUNK_BYTES", "SnapshotError", "ensure_topic", "publish", "restore"]
+__all__ = ["CHUNK_BYTES", "Reader", "SnapshotError", "ensure_topic", "publish", "restore"]
 
 CHUNK_BYTES = 512 * 1024
 
@@ -64,31 +64,74 @@ def restore(consumer: KafkaConsumer, topic: str, name: str,
     snapshots count). Raises SnapshotError when the chunks the manifest names are missing or
     do not match its size and digest, or the topic cannot be read to its end in `timeout_s`.
     """
-    tp = TopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek_to_beginning(tp)
-    end = consumer.end_offsets([tp])[tp]
-    manifest, chunks, prefix = None, {}, f"{name}/".encode()
-    deadline = time.monotonic() + timeout_s
-    while consumer.position(tp) < end:
-        if time.monotonic() > deadline:
-            raise SnapshotError(f"{topic}: could not read to offset {end} in {timeout_s:.0f} s")
-        for record in consumer.poll(timeout_ms=500).get(tp, ()):
-            if record.key == name.encode():
-                manifest = json.loads(record.value) if record.value is not None else None
-            elif record.key is not None and record.key.startswith(prefix):
+    reader = Reader(consumer, topic, name)
+    reader.read_to_end(timeout_s)
+    return reader.newest()
+
+
+def _manifest(value: bytes) -> dict:
+    """A manifest record's JSON, or a manifest of no chunks that `newest` refuses (a bad
+    record must not stop a reader that restarts at the same record)."""
+    try:
+        manifest = json.loads(value)
+    except ValueError:
+        manifest = None
+    fields = {"version": int, "chunks": int, "bytes": int, "sha256": str}
+    if not (isinstance(manifest, dict)
+            and all(type(manifest.get(k)) is t for k, t in fields.items())):
+        return {"version": 0, "chunks": 0, "bytes": -1, "sha256": "", "invalid": f"{value!r:.80}"}
+    return manifest
+
+
+class Reader:
+    """Follows snapshot `name` in `topic` with a group-less `consumer` (assigned here, from
+    the beginning): `read_to_end` at start, then `poll` between batches, `newest` to verify."""
+
+    def __init__(self, consumer: KafkaConsumer, topic: str, name: str):
+        self.consumer, self.topic, self.name = consumer, topic, name
+        self.tp = TopicPartition(topic, 0)
+        consumer.assign([self.tp])
+        consumer.seek_to_beginning(self.tp)
+        self.manifest: dict | None = None
+        self.chunks: dict[bytes, bytes] = {}
+        self.prefix = f"{name}/".encode()
+
+    def read_to_end(self, timeout_s: float) -> None:
+        """Read every record now in the topic (SnapshotError after `timeout_s`)."""
+        end = self.consumer.end_offsets([self.tp])[self.tp]
+        deadline = time.monotonic() + timeout_s
+        while self.consumer.position(self.tp) < end:
+            if time.monotonic() > deadline:
+                raise SnapshotError(f"{self.topic}: could not read to offset {end} in "
+                                    f"{timeout_s:.0f} s")
+            self.poll(500)
+
+    def poll(self, timeout_ms: int) -> None:
+        """Take what one poll returns (manifests, chunks, tombstones)."""
+        for record in self.consumer.poll(timeout_ms=timeout_ms).get(self.tp, ()):
+            if record.key == self.name.encode():
+                self.manifest = _manifest(record.value) if record.value is not None else None
+            elif record.key is not None and record.key.startswith(self.prefix):
                 if record.value is None:
-                    chunks.pop(record.key, None)
+                    self.chunks.pop(record.key, None)
                 else:
-                    chunks[record.key] = record.value
-    if manifest is None:
-        return None
-    keys = [f"{name}/{manifest['version']}/{i}".encode() for i in range(manifest["chunks"])]
-    missing = [k.decode() for k in keys if k not in chunks]
-    if missing:
-        raise SnapshotError(f"{topic}: snapshot {name} v{manifest['version']} lacks chunks {missing[:3]}")
-    payload = b"".join(chunks[k] for k in keys)
-    if len(payload) != manifest["bytes"] or hashlib.sha256(payload).hexdigest() != manifest["sha256"]:
-        raise SnapshotError(f"{topic}: snapshot {name} v{manifest['version']} does not match its "
-                            "size and SHA-256")
-    return manifest, payload
+                    self.chunks[record.key] = record.value
+
+    def newest(self) -> tuple[dict, bytes] | None:
+        """The newest manifest and its payload, checked (None before the first manifest)."""
+        manifest, name, topic = self.manifest, self.name, self.topic
+        if manifest is None:
+            return None
+        if "invalid" in manifest:
+            raise SnapshotError(f"{topic}: the manifest of {name} is not valid: {manifest['invalid']}")
+        keys = [f"{name}/{manifest['version']}/{i}".encode() for i in range(manifest["chunks"])]
+        missing = [k.decode() for k in keys if k not in self.chunks]
+        if missing:
+            raise SnapshotError(f"{topic}: snapshot {name} v{manifest['version']} lacks chunks "
+                                f"{missing[:3]}")
+        payload = b"".join(self.chunks[k] for k in keys)
+        if (len(payload) != manifest["bytes"]
+                or hashlib.sha256(payload).hexdigest() != manifest["sha256"]):
+            raise SnapshotError(f"{topic}: snapshot {name} v{manifest['version']} does not match "
+                                "its size and SHA-256")
+        return manifest, payload

@@ -24,11 +24,11 @@ def compose() -> dict:
     return yaml.safe_load(COMPOSE.read_text())
 
 
-def test_compose_has_broker_daemon_and_producer(compose):
+def test_compose_has_broker_learner_predictors_and_producer(compose):
     services = compose["services"]
-    assert set(services) == {"kafka", "serve", "producer"}
+    assert set(services) == {"kafka", "learn", "predict", "producer"}
     assert re.fullmatch(r"apache/kafka:4\.\d+\.\d+", services["kafka"]["image"])
-    for name in ("serve", "producer"):
+    for name in ("learn", "predict", "producer"):
         build = services[name]["build"]
         assert (COMPOSE.parent / build["context"] / build["dockerfile"]).resolve() == DOCKERFILE
         assert services[name]["depends_on"]["kafka"]["condition"] == "service_healthy"
@@ -37,16 +37,35 @@ def test_compose_has_broker_daemon_and_producer(compose):
     assert voters.split("@")[1] in env["KAFKA_LISTENERS"].replace("CONTROLLER://", "kafka")
 
 
-def test_daemon_flags_and_environment_are_real_settings(compose):
-    serve = compose["services"]["serve"]
-    args = vars(build_parser().parse_args(serve["command"]))  # exits on an unknown flag
-    assert args["events_topic"] == "events" and args["labels_topic"] == "labels"
+def parsed(service: dict) -> dict:
+    """The settings of a daemon service: its flags (exits on an unknown one) and environment."""
     fields = {f.name for f in dataclasses.fields(ServeConfig)}
-    for key in serve["environment"]:
+    for key in service["environment"]:
         assert key.startswith("RIVER_PA_") and key[len("RIVER_PA_"):].lower() in fields
-    assert serve["volumes"][0].split(":")[1] == str(Path(args["checkpoint_path"]).parent)
-    # checkpoints are pickles: the compose file signs them, and refuses to start without a key
-    assert serve["environment"]["RIVER_PA_CHECKPOINT_KEY"].startswith("${RIVER_PA_CHECKPOINT_KEY:?")
+    env = {k[len("RIVER_PA_"):].lower(): v for k, v in service["environment"].items()}
+    return {**env, **{k: v for k, v in vars(build_parser().parse_args(service["command"])).items()
+                      if v is not None}}
+
+
+def test_daemon_flags_and_environment_are_real_settings(compose):
+    learn, predict = parsed(compose["services"]["learn"]), parsed(compose["services"]["predict"])
+    assert learn["role"] == "learn" and predict["role"] == "predict"
+    assert learn["events_topic"] == predict["events_topic"] == "events"
+    assert learn["labels_topic"] == "labels" and "labels_topic" not in predict
+    assert learn["model_topic"] == predict["model_topic"]
+    assert learn["group_id"] != predict["group_id"]  # the predictors share the events alone
+    volumes = compose["services"]["learn"]["volumes"]
+    assert volumes[0].split(":")[1] == str(Path(learn["checkpoint_path"]).parent)
+    # scaled replicas: nothing that must be unique per container is fixed
+    service = compose["services"]["predict"]
+    assert not {"container_name", "ports", "volumes"} & set(service)
+    assert not {"client_id", "transactional_id", "exactly_once"} & set(predict)
+    assert int(compose["services"]["kafka"]["environment"]["KAFKA_NUM_PARTITIONS"]) >= 3
+    # checkpoints and snapshots are pickles: both sign or verify them, and refuse to start
+    # without a key
+    for name in ("learn", "predict"):
+        key = compose["services"][name]["environment"]["RIVER_PA_CHECKPOINT_KEY"]
+        assert key.startswith("${RIVER_PA_CHECKPOINT_KEY:?")
 
 
 def test_producer_flags_are_the_example_producer_flags(compose, load_example):

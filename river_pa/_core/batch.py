@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from river_pa._core.features import Vocabulary, cached_columns
 from river_pa._core.validation import check_csr, check_frame_dtypes
 
 __all__ = ["as_series", "frame_arrays", "row_index"]
@@ -86,13 +87,24 @@ def _array(X, columns) -> tuple:
     return _keys(columns, X.shape[1]), X.astype(np.float64, copy=False)
 
 
-def _sparse(X, columns) -> tuple:
-    """(keys, CSR triple, column numbers of the keys) of a scipy.sparse matrix, over the columns that hold values only (in
-    order of first appearance, as a `learn_one` loop meets them); rows keep their stored
-    order."""
+def _sparse(X) -> tuple:
+    """(CSR triple, column numbers used) of a scipy.sparse matrix, over the columns that hold
+    values only (in order of first appearance, as a `learn_one` loop meets them; the triple's
+    indices are ranks in that order); rows keep their stored order. Values are checked finite."""
     csr = X.tocsr()
     indptr, data, used, ranks = check_csr(csr.indptr, csr.indices, csr.data, csr.shape[1])
-    return _keys(columns, csr.shape[1], used), (indptr, ranks, data), used
+    return (indptr, ranks, data), used
+
+
+def _cached_sparse(X, index, learn, grow, columns):
+    """(positions, CSR triple) of a scipy.sparse batch through the column table of a
+    `Vocabulary` (`Vocabulary.column_positions`): distinct keys, so no position is shared."""
+    if columns is not None and len(columns) != X.shape[1]:
+        raise ValueError(f"columns names {len(columns)} features for {X.shape[1]} columns of X")
+    (indptr, ranks, data), used = _sparse(X)
+    pos = index.column_positions(range(X.shape[1]) if columns is None else columns, used,
+                                 learn, grow)
+    return pos, (indptr, pos[ranks], data)
 
 
 def _densified(keys: tuple, values: tuple, used: np.ndarray) -> tuple:
@@ -148,7 +160,9 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
     ValueError naming the column, raised before `index` changes). With `learn` the keys are
     inserted into `index`, after ``grow(size)`` made room for the `size` positions the index
     will then have (a MemoryError there changes nothing). The vocabulary is looked up once
-    per distinct column. Columns sharing a position (hash collisions) are summed in order of
+    per distinct column; for a scipy.sparse batch with `columns` a tuple, a pandas Index or
+    None (a list is copied every call, so it is not cached), once per column never met in an
+    earlier batch (`Vocabulary.column_positions`). Columns sharing a position (hash collisions) are summed in order of
     first occurrence, as `merge_duplicates` does for one event.
 
     The batch is a dense float64 array (rows x positions; C or F order: pandas is column-major)
@@ -158,10 +172,15 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
     matrix's stored order, only the stored entries): a batch is bit for bit a `learn_one` loop.
 
     """
+    sparse = type(X).__module__.startswith("scipy.sparse")
+    if (sparse and allow_sparse and isinstance(index, Vocabulary)
+            and (columns is None or cached_columns(columns))):
+        return _cached_sparse(X, index, learn, grow, columns)
     if isinstance(X, np.ndarray):
         keys, values = _array(X, columns)
-    elif type(X).__module__.startswith("scipy.sparse"):
-        keys, values, used = _sparse(X, columns)
+    elif sparse:
+        values, used = _sparse(X)
+        keys = _keys(columns, X.shape[1], used)
         if not allow_sparse:
             keys, values = _densified(keys, values, used)
     elif type(X).__module__.startswith("pandas") and hasattr(X, "columns"):

@@ -181,6 +181,69 @@ class Vocabulary(FeatureIndex):
         """Keys in position order (position 1 first)."""
         return list(self.positions)
 
+    def __getstate__(self):
+        return {"positions": self.positions}  # the column table is a cache, not state
+
+    def column_positions(self, columns, used: np.ndarray, learn: bool, grow=None) -> np.ndarray:
+        """Positions of the keys ``columns[j]`` of the distinct column numbers `used` (int64),
+        as `insert` (with `learn`, after ``grow(size)``) or `lookup` of those keys would give.
+
+        An array batch names its features once (`columns`: a tuple, a pandas Index or
+        ``range(d)``, all immutable); each batch then looks the vocabulary up only for the
+        columns it has not met yet, through a table from column number to position kept for
+        the last `columns` object (by identity; any ``range(d)`` is the column numbers).
+        Written by hand: a dict probe per column and batch (~1 us with 2^18 keys, 28k per
+        sparse batch of 1,024) made `learn_many` 0.05-0.47x scikit-learn. Positions never
+        change once given, so the table is exact; a lookup's unseen keys (the sink, 0) are
+        not kept. Raises ValueError if `columns` names a key twice (checked once per table).
+
+        >>> v = Vocabulary()
+        >>> cols = ("a", "b", "c")
+        >>> v.column_positions(cols, np.array([2, 0]), learn=True, grow=lambda size: None)
+        array([1, 2])
+        >>> v.column_positions(cols, np.array([1, 2]), learn=False)
+        array([0, 1])
+
+        """
+        table = self._column_table(columns, int(used.max(initial=-1)) + 1)
+        pos = table[used]
+        missing = np.flatnonzero(pos == 0)
+        if len(missing):
+            keys = tuple(map(columns.__getitem__, used[missing].tolist()))
+            if learn:
+                n_new = self.room(keys)
+                self.check_room(n_new)  # past max_keys, or a MemoryError: nothing changes
+                grow(self.size + n_new)
+                found = self.insert(keys)
+            else:
+                found = self.lookup(keys)
+            pos[missing] = found
+            table[used[missing]] = found
+        return pos
+
+    def _column_table(self, columns, width: int) -> np.ndarray:
+        numbers = isinstance(columns, range)
+        cached = self.__dict__.get("_table")
+        if cached is not None and (cached[0] is columns or numbers and cached[0] == "numbers"):
+            table = cached[1]
+            if len(table) >= width:
+                return table
+        elif not numbers and len(set(columns)) < len(columns):
+            raise ValueError("columns must not name a feature twice")
+        grown = np.zeros(max(width, len(columns)), dtype=np.int64)
+        if cached is not None and numbers and cached[0] == "numbers":
+            grown[: len(cached[1])] = cached[1]
+        self._table = ("numbers" if numbers else columns, grown)
+        return grown
+
+
+def cached_columns(columns) -> bool:
+    """Whether `Vocabulary.column_positions` may keep a table for `columns`: an immutable
+    sequence (a tuple, a pandas Index, ``range(d)`` from 0 by 1)."""
+    if isinstance(columns, range):
+        return columns.start == 0 and columns.step == 1
+    return isinstance(columns, tuple) or type(columns).__module__.startswith("pandas")
+
 
 def _canonical(key):
     """`key` with its numbers (and str subclasses) as plain int, float or str, in tuples too.

@@ -375,11 +375,17 @@ def _csv_header(reader, path: str, target):
     return header, header.index(target), []
 
 
+CSV_FIELD_LIMIT = 131072  # bytes per field: the standard library's default, which bounds memory
+
+
 def _csv_chunks(path: str, target):
     """CSV rows by the standard library's C reader, ROWS at a time; a chunk whose features are
     all finite numbers also comes as CSR arrays."""
     def chunks(raw):
         with open_data(path, "rt", raw) as f:
+            # the limit is process-wide and other libraries lift it (scipy's ARFF reader sets it
+            # to the maximum): set ours for every file
+            csv.field_size_limit(CSV_FIELD_LIMIT)
             reader = csv.reader(f)
             try:
                 yield from _csv_rows(reader, path, target)

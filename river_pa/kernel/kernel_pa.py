@@ -83,6 +83,12 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
     7.2%); on mnist-5k 13.1% (18.7, 12.6, 9.9, 11.0%) vs 9.7% unbounded, BPA-S 16.2% with a
     last quarter of 19.2%: BPA-S forgets as the stream goes on, the projectron does not.
 
+    Batches: `learn_many`, `predict_many` and `predict_proba_many` take a pandas DataFrame, a
+    2-D numpy array or a scipy.sparse matrix (`columns=` names an array's features once; by
+    default they are the column numbers; a sparse row holds its stored entries); anything else
+    is a TypeError. Targets and weights pair with the rows by position, not by pandas index
+    (as in River). `learn_many` equals a `learn_one` loop over the rows.
+
     Parameters
     ----------
     kernel

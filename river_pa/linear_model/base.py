@@ -14,7 +14,7 @@ import numpy as np
 
 from river_pa._core.batch import frame_arrays
 from river_pa._core.cache import EventCache
-from river_pa._core.features import as_array, make_index
+from river_pa._core.features import Vocabulary, as_array, cached_columns, make_index
 from river_pa._core.validation import (
     check_csr,
     check_nonnegative,
@@ -24,6 +24,10 @@ from river_pa._core.validation import (
     check_variant,
 )
 from river_pa.linear_model import _numba
+
+_SHARED = ("two columns of the batch share one weight (equal keys or a hash collision): learn "
+           "them one event at a time")
+
 
 def _overflow(name: str, what: str) -> ValueError:
     return ValueError(f"{name}: the step of {what} would take a weight or the intercept beyond "
@@ -214,15 +218,20 @@ class SparseLinear(EventCache):
         if y.shape != (n,):
             raise ValueError(f"y must have one label per row: {len(y)} labels for {n} rows")
         sw = check_sample_weights(w, n)
-        col_keys = tuple(keys[j] for j in columns.tolist())
-        pos, merged = self._index.lookup_unique(col_keys)
-        if merged or len(set(col_keys)) < len(col_keys):
-            raise ValueError("two columns of the batch share one weight (equal keys or a hash "
-                             "collision): learn them one event at a time")
-        n_new = self._index.n_unseen(pos)
-        self._index.check_room(n_new)  # past max_keys: nothing changes
-        self._grow(self._index.size + n_new)
-        pos = self._index.insert(col_keys)
+        if isinstance(self._index, Vocabulary) and cached_columns(keys):
+            try:  # one lookup per column never met before (a libsvm file's range(d) keys)
+                pos = self._index.column_positions(keys, columns, True, self._grow)
+            except ValueError:  # keys name a feature twice
+                raise ValueError(_SHARED) from None
+        else:
+            col_keys = tuple(keys[j] for j in columns.tolist())
+            pos, merged = self._index.lookup_unique(col_keys)
+            if merged or len(set(col_keys)) < len(col_keys):
+                raise ValueError(_SHARED)
+            n_new = self._index.n_unseen(pos)
+            self._index.check_room(n_new)  # past max_keys: nothing changes
+            self._grow(self._index.size + n_new)
+            pos = self._index.insert(col_keys)
         margins, self.intercept, bad = _numba.learn_csr(
             self._task, self._variant, float(self.C), self._epsilon, self._w, self.intercept,
             self._intercept_norm, indptr, pos[ranks], data, y, sw)

@@ -50,6 +50,12 @@ class PACostSensitiveClassifier(MarginClassifier):
     cumulative cost of the predictions is at most ||u||^2 + 2 C sum_t l_ML(u; x_t, y_t) for any
     comparator u (Theorem 10 / Knowl 7; checked in the tests on a real stream).
 
+    Batches: `learn_many`, `predict_many` and `predict_proba_many` take a pandas DataFrame, a
+    2-D numpy array or a scipy.sparse matrix (`columns=` names an array's features once; by
+    default they are the column numbers; a sparse row holds its stored entries); anything else
+    is a TypeError. Targets and weights pair with the rows by position, not by pandas index
+    (as in River). `learn_many` equals a `learn_one` loop over the rows.
+
     Parameters
     ----------
     variant

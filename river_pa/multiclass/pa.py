@@ -126,6 +126,12 @@ class PAMultiClassifier(MarginClassifier):
     with `calibration="temperature"` (then `learn_many` is a `learn_one` loop). Before any label is seen
     `predict_one` returns None and `predict_proba_one` {}.
 
+    Batches: `learn_many`, `predict_many` and `predict_proba_many` take a pandas DataFrame, a
+    2-D numpy array or a scipy.sparse matrix (`columns=` names an array's features once; by
+    default they are the column numbers; a sparse row holds its stored entries); anything else
+    is a TypeError. Targets and weights pair with the rows by position, not by pandas index
+    (as in River). `learn_many` equals a `learn_one` loop over the rows.
+
     Parameters
     ----------
     variant

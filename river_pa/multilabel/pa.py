@@ -64,6 +64,12 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     `predict_proba_one` gives P(r relevant) = 1 / (1 + exp(-s_r)) (a fixed link, not
     calibrated), as {label: {False: 1 - p, True: p}}.
 
+    Batches: `learn_many` and `predict_many` take a pandas DataFrame, a
+    2-D numpy array or a scipy.sparse matrix (`columns=` names an array's features once; by
+    default they are the column numbers; a sparse row holds its stored entries); anything else
+    is a TypeError. Targets and weights pair with the rows by position, not by pandas index
+    (as in River). `learn_many` equals a `learn_one` loop over the rows.
+
     Parameters
     ----------
     variant

@@ -177,3 +177,55 @@ def test_a_vocabulary_past_max_keys_refuses_the_event_and_changes_nothing(learn)
     model.learn_one({"a": 1.0, "c": -1.0}, False)  # one new key still fits
     assert model._index.size == 4
     assert model.predict_proba_one({"zz": 5.0, "a": 1.0})  # prediction never inserts
+
+
+# -- the column table of array batches (issue 12: one vocabulary lookup per column met) --------
+
+def test_sparse_batches_through_the_column_table_equal_a_learn_one_loop():
+    """Batches of a wide sparse matrix with columns named once (a tuple): bit for bit a
+    learn_one loop over the rows as dicts, with a list of names (the uncached path) and with
+    range keys; predictions in between do not cache the sink of columns not yet learned."""
+    import scipy.sparse as sp
+
+    from river_pa import PAClassifier
+
+    rng = np.random.default_rng(3)
+    n, d = 600, 5000
+    cols = rng.integers(0, d, size=(n, 8))
+    X = sp.csr_matrix((rng.random(n * 8), cols.ravel(), np.arange(0, n * 8 + 1, 8)),
+                      shape=(n, d))
+    X.sum_duplicates()
+    y = rng.random(n) < 0.5
+    names = tuple(f"k{j}" for j in range(d))
+    one = PAClassifier(variant="PA-I", C=0.5)
+    for i in range(n):
+        row = X[i]
+        one.learn_one({names[j]: v for j, v in zip(row.indices, row.data.tolist())}, y[i])
+    cached, listed = PAClassifier(variant="PA-I", C=0.5), PAClassifier(variant="PA-I", C=0.5)
+    for lo in range(0, n, 100):
+        cached.predict_many(X[lo + 100:lo + 200], columns=names)  # unseen columns: the sink
+        cached.learn_many(X[lo:lo + 100], y[lo:lo + 100], columns=names)
+        listed.learn_many(X[lo:lo + 100], y[lo:lo + 100], columns=list(names))
+    for model in (cached, listed):
+        assert model._index.keys() == one._index.keys()
+        assert np.array_equal(model._w[: one._index.size], one._w[: one._index.size])
+        assert model.intercept == one.intercept
+    assert "_table" in vars(cached._index) and "_table" not in vars(listed._index)
+    # the table is a cache, not state: it is not pickled
+    assert vars(pickle.loads(pickle.dumps(cached._index))) == {"positions": one._index.positions}
+    by_number = PAClassifier(variant="PA-I", C=0.5)
+    for lo in range(0, n, 100):
+        by_number.learn_many(X[lo:lo + 100], y[lo:lo + 100])  # keys: the column numbers
+    assert by_number.weights == {int(k[1:]): w for k, w in one.weights.items()}
+
+
+def test_the_column_table_refuses_a_repeated_name_before_any_change():
+    import scipy.sparse as sp
+
+    from river_pa import PAClassifier
+
+    model = PAClassifier()
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="columns must not name a feature twice"):
+        model.learn_many(sp.csr_matrix(np.eye(3)), [True, False, True], columns=("a", "b", "a"))
+    assert pickle.dumps(model) == before

@@ -159,3 +159,13 @@ def test_shared_data_is_found_from_the_current_folder(tmp_path, capsys, monkeypa
     assert run_bad(capsys, "a9a") == (
         f"shared data set 'a9a' not found (looked for {tmp_path / 'nowhere' / 'a9a/a9a.bz2'}); "
         "set RIVER_PA_DATA to the shared data folder (see its SOURCES.md)")
+
+
+def test_the_csv_field_limit_holds_after_another_library_lifted_it(tmp_path, capsys):
+    import csv
+
+    csv.field_size_limit(2**31 - 1)  # what scipy.io.arff.loadarff does, process-wide
+    try:
+        test_an_unclosed_csv_quote_is_one_line_naming_the_file_and_line(tmp_path, capsys)
+    finally:
+        csv.field_size_limit(131072)
