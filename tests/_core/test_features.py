@@ -157,7 +157,7 @@ def test_hash_positions_of_many_random_keys():
     assert Hashing(2**32).lookup(keys).tolist() == [zlib.crc32(k.encode()) for k in keys]
 
 
-@pytest.mark.parametrize("learn", ["learn_one", "learn_many"])
+@pytest.mark.parametrize("learn", ["learn_one", "learn_many", "learn_many_sparse"])
 def test_a_vocabulary_past_max_keys_refuses_the_event_and_changes_nothing(learn):
     # an events topic carrying fresh keys in every event grew a served model without limit
     import pandas as pd
@@ -171,8 +171,12 @@ def test_a_vocabulary_past_max_keys_refuses_the_event_and_changes_nothing(learn)
     with pytest.raises(TooManyFeaturesError, match="2 new feature keys .* max_keys=3 .*holds 2"):
         if learn == "learn_one":
             model.learn_one({"a": 1.0, "c": 1.0, "d": 1.0}, False)
-        else:
+        elif learn == "learn_many":
             model.learn_many(pd.DataFrame({"a": [1.0], "c": [1.0], "d": [1.0]}), pd.Series([False]))
+        else:  # the column table of sparse batches
+            import scipy.sparse as sp
+
+            model.learn_many(sp.csr_matrix(np.ones((1, 3))), [False], columns=("a", "c", "d"))
     assert pickle.dumps(model) == before
     model.learn_one({"a": 1.0, "c": -1.0}, False)  # one new key still fits
     assert model._index.size == 4
