@@ -18,9 +18,10 @@ Two paths give the same numbers:
   equal a `learn_one` loop's.
 
 Exit status: 0 on success, 2 on a usage error (unknown data set, model, parameter or metric:
-one line naming the valid choices; an unreadable data file), 1 when an event is rejected during
-the run (the message names the data and the event number) or the report or plot cannot be
-written (after the summary is printed).
+one line naming the valid choices; an unreadable data file or a bad line in it; a --report-path
+or --plot that cannot take the output, checked before any event is read), 1 when the model
+rejects an event during the run (the message names the data and the event number) or a write
+fails after the checks (after the summary is printed).
 
 """
 
