@@ -15,7 +15,7 @@ import math
 import numpy as np
 from river import base
 
-from river_pa._core.calibration import learn_rows, make_calibrator
+from river_pa._core.calibration import make_calibrator
 from river_pa.kernel import _numba
 from river_pa._core.features import Vocabulary
 from river_pa._core.batch import frame_arrays
@@ -312,12 +312,10 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         of an array's columns, default their numbers); y and w pair with the rows by position.
 
         """
-        if self._calibrator is not None:
-            learn_rows(self, X, y, w, columns)
+        batch = self._training_batch(X, y, w, columns)
+        if batch is None:
             return
-        labels = list(y)
-        self._check_new_labels(labels)
-        pos, values, sw = self._batch(X, len(labels), w, columns)
+        labels, pos, values, sw = batch
         names = _PositionNames(self._index, pos)
         qxs = [self._checked_sq_norm(names, val) for val in values]
         for i, label in enumerate(labels):

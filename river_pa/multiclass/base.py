@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from river_pa._core.calibration import make_calibrator
+from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.multiclass import _numba
 from river_pa._core.features import make_index
 from river_pa._core.cache import EventCache
@@ -129,6 +129,17 @@ class ScoringClassifier(EventCache):
         sw = check_sample_weights(w, rows)
         pos, values = frame_arrays(X, self._index, learn=True, grow=self._grow, columns=columns)
         return pos, values, sw
+
+    def _training_batch(self, X, y, w, columns):
+        """(labels, positions, values, sample weights) of a training batch, validated before
+        any change; None once a calibrated learner has learned it as a `learn_one` loop (its
+        calibrator needs each row's scores before that row is learned)."""
+        if self._calibrator is not None:
+            learn_rows(self, X, y, w, columns)
+            return None
+        labels = list(y)
+        self._check_new_labels(labels)
+        return (labels, *self._batch(X, len(labels), w, columns))
 
     @property
     def classes(self) -> list:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 from river import base
 
-from river_pa._core.calibration import learn_rows
 from river_pa.multiclass import _numba
 from river_pa.multiclass.base import ArgmaxPrediction, MultiPrototype, ScoringClassifier
 
@@ -85,12 +84,10 @@ class MarginClassifier(ArgmaxPrediction, MultiPrototype, base.MiniBatchClassifie
         of an array's columns, default their numbers); y and w pair with the rows by position.
 
         """
-        if self._calibrator is not None:
-            learn_rows(self, X, y, w, columns)
+        batch = self._training_batch(X, y, w, columns)
+        if batch is None:
             return
-        labels = list(y)
-        self._check_new_labels(labels)
-        pos, values, sw = self._batch(X, len(labels), w, columns)
+        labels, pos, values, sw = batch
         n_before = self._n
         rows = np.array([self._add_label(label) for label in labels], dtype=np.int64)
         n_at = np.maximum.accumulate(np.maximum(rows + 1, n_before)) if len(rows) else rows
