@@ -29,6 +29,7 @@ the summary is printed).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -39,6 +40,7 @@ import time
 import numpy as np
 
 from river_pa import report
+from river_pa._core import jit
 from river_pa.evaluate import datasets, fastmetrics
 
 __all__ = ["Result", "evaluate", "evaluate_many", "run"]
@@ -48,6 +50,9 @@ DEFAULT_METRICS = {
     "multiclass": ["Accuracy", "MacroF1", "CrossEntropy"],
     "regression": ["MAE", "RMSE", "R2"],
 }
+# Values (entries + rows) up to which a single-block job runs the array path's kernels in the
+# interpreter: about 1 us each, 0.1 s in all, what loading them from Numba's cache costs.
+INTERPRET_VALUES = 100_000
 DEFAULT_MODELS = {"binary": "PAClassifier", "multiclass": "PAMultiClassifier",
                   "regression": "PARegressor"}
 
@@ -171,6 +176,7 @@ class Result:
     seconds: float
     path: str
     compile_seconds: float = 0.0
+    kernels: str = "Numba"
 
     @property
     def events(self) -> int:
@@ -411,13 +417,22 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
     """
     blocks, first = _first_block(source, delay, every)
     why_not = _compiled_why_not(first, model, delay)
-    compile_seconds = source.compile_seconds + warm_up(model, first, why_not is None, metrics)
+    kernels = "Numba"
+    if why_not is None:
+        blocks, kernels = _kernel_tier(first, blocks)
+    interpret = kernels != "Numba"
+    compile_seconds = source.compile_seconds
+    if not interpret:
+        compile_seconds += warm_up(model, first, why_not is None, metrics)
     clock = _Clock(on_row, source.read_seconds)
     if why_not is None:
-        if _run_compiled(first, blocks, model, metrics, every, clock):
+        with jit.interpreted() if interpret else contextlib.nullcontext():
+            done = _run_compiled(first, blocks, model, metrics, every, clock)
+        if done:
             path = f"compiled: {type(model).__name__}.progressive_csr"
         else:
             why_not = "two columns share one weight (hash collision)"
+            kernels = "Numba"
     if why_not is not None:
         import river.evaluate
         import river.metrics  # noqa: F401  (1-3 s: imported before the clock starts)
@@ -425,7 +440,23 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
         clock = _Clock(on_row, source.read_seconds)
         _run_river(first, blocks, model, metrics, delay, every, clock)
         path = f"River iter_progressive_val_score: {why_not}"
-    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds)
+    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds,
+                  kernels)
+
+
+def _kernel_tier(first, blocks) -> tuple:
+    """(the blocks after `first`, "Numba" or why the array path runs its kernels
+    interpreted): when `first` is all the events and they hold at most `INTERPRET_VALUES`
+    values, the interpreter is done before Numba would have loaded the kernels
+    (`river_pa._core.jit`). Peeks at the second block (two chunks in memory at most)."""
+    second = next(blocks, None)
+    if second is not None:
+        return itertools.chain([second], blocks), "Numba"
+    size = len(first.csr.data) + len(first)
+    if size > INTERPRET_VALUES:
+        return blocks, "Numba"
+    return blocks, (f"interpreted: {size:,} values and rows, less work than loading the "
+                    "compiled kernels")
 
 
 def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
@@ -676,7 +707,7 @@ def run(args) -> int:
         "model": type(model).__name__,
         "params": model._get_params(), "delay": args.delay, "seconds": result.seconds,
         "events_per_s": result.events / max(result.seconds, 1e-9),
-        "compile_s": result.compile_seconds, "path": result.path,
+        "compile_s": result.compile_seconds, "path": result.path, "kernels": result.kernels,
     }
     rows = snapshots(result, summary)
     report.print_summary(rows[-1])
