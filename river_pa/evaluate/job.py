@@ -27,6 +27,7 @@ fails after the checks (after the summary is printed).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -37,6 +38,7 @@ import time
 import numpy as np
 
 from river_pa import report
+from river_pa._core import jit
 from river_pa.evaluate import datasets, fastmetrics
 
 __all__ = ["Result", "evaluate", "evaluate_many", "run"]
@@ -46,6 +48,9 @@ DEFAULT_METRICS = {
     "multiclass": ["Accuracy", "MacroF1", "CrossEntropy"],
     "regression": ["MAE", "RMSE", "R2"],
 }
+# Values (entries + rows) up to which a single-block job runs the array path's kernels in the
+# interpreter: about 1 us each, 0.1 s in all, what loading them from Numba's cache costs.
+INTERPRET_VALUES = 100_000
 DEFAULT_MODELS = {"binary": "PAClassifier", "multiclass": "PAMultiClassifier",
                   "regression": "PARegressor"}
 
@@ -126,13 +131,50 @@ class Row:
     rss_mib: float
 
 
+class Series(list):
+    """The report rows a run keeps for its plot and summary: at most `cap` (>= 2), evenly spaced.
+
+    It holds every `stride`-th row (the first one included) and the newest one. When it holds
+    more than `cap`, every other row is dropped and the stride doubles, so `--every 1` on a
+    long stream keeps about `cap` rows (O(cap) memory, not O(events)) spread over the whole
+    run, while the newest row, the run's final figures, is always the exact one. The rows of
+    a single run's --report-path are written as they come (`on_row`), all of them; a run of
+    several models writes these kept rows. Nothing here is written by hand for speed: no
+    library keeps a decimated series with an exact last element.
+
+    >>> rows = Series(cap=4)
+    >>> for step in range(1, 12):
+    ...     rows.append(step)
+    >>> rows, rows.stride
+    ([1, 5, 9, 11], 4)
+
+    """
+
+    def __init__(self, cap: int = 1000):
+        super().__init__()
+        self.cap, self.stride, self.count = cap, 1, 0
+
+    def append(self, row) -> None:
+        if (self.count - 1) % self.stride:  # the newest row so far is off the grid: replaced
+            self.pop()
+        super().append(row)
+        self.count += 1
+        if len(self) > self.cap:
+            newest, on_grid = self[-1], (self.count - 1) % self.stride == 0
+            self[:] = (self if on_grid else self[:-1])[::2]
+            self.stride *= 2
+            if (self.count - 1) % self.stride:
+                super().append(newest)
+
+
 @dataclasses.dataclass
 class Result:
-    rows: list
+    rows: Series  # at most Series.cap report rows; rows[-1] holds the final figures
     values: dict
     seconds: float
     path: str
     compile_seconds: float = 0.0
+    kernels: str = "Numba"
 
     @property
     def events(self) -> int:
@@ -155,7 +197,7 @@ class _Clock:
 
     def __init__(self, on_row, spent: float = 0.0):
         """`spent`: seconds the run already took before (reading the first chunk)."""
-        self.rows = []
+        self.rows = Series()
         self._on_row = on_row
         self._start = self._last = time.perf_counter() - spent
         self._last_step = 0
@@ -335,13 +377,22 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
     """
     blocks, first = _first_block(source, delay, every)
     why_not = _compiled_why_not(first, model, delay)
-    compile_seconds = source.compile_seconds + warm_up(model, first, why_not is None, metrics)
+    kernels = "Numba"
+    if why_not is None:
+        blocks, kernels = _kernel_tier(first, blocks)
+    interpret = kernels != "Numba"
+    compile_seconds = source.compile_seconds
+    if not interpret:
+        compile_seconds += warm_up(model, first, why_not is None, metrics)
     clock = _Clock(on_row, source.read_seconds)
     if why_not is None:
-        if _run_compiled(first, blocks, model, metrics, every, clock):
+        with jit.interpreted() if interpret else contextlib.nullcontext():
+            done = _run_compiled(first, blocks, model, metrics, every, clock)
+        if done:
             path = f"compiled: {type(model).__name__}.progressive_csr"
         else:
             why_not = "two columns share one weight (hash collision)"
+            kernels = "Numba"
     if why_not is not None:
         import river.evaluate
         import river.metrics  # noqa: F401  (1-3 s: imported before the clock starts)
@@ -349,7 +400,23 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
         clock = _Clock(on_row, source.read_seconds)
         _run_river(first, blocks, model, metrics, delay, every, clock)
         path = f"River iter_progressive_val_score: {why_not}"
-    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds)
+    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds,
+                  kernels)
+
+
+def _kernel_tier(first, blocks) -> tuple:
+    """(the blocks after `first`, "Numba" or why the array path runs its kernels
+    interpreted): when `first` is all the events and they hold at most `INTERPRET_VALUES`
+    values, the interpreter is done before Numba would have loaded the kernels
+    (`river_pa._core.jit`). Peeks at the second block (two chunks in memory at most)."""
+    second = next(blocks, None)
+    if second is not None:
+        return itertools.chain([second], blocks), "Numba"
+    size = len(first.csr.data) + len(first)
+    if size > INTERPRET_VALUES:
+        return blocks, "Numba"
+    return blocks, (f"interpreted: {size:,} values and rows, less work than loading the "
+                    "compiled kernels")
 
 
 def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
@@ -380,7 +447,7 @@ def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
         bundle = build_metrics(metrics, model)
         steps = river_evaluate.iter_progressive_val_score(
             stream, model, river_metrics.base.Metrics(bundle), delay=delay or None, step=every)
-        runs[label] = [steps, bundle, [], 0.0, 0, 0.0, compile_seconds]
+        runs[label] = [steps, bundle, Series(), 0.0, 0, 0.0, compile_seconds]
     active = list(runs)
     while active:
         for label in list(active):
@@ -607,7 +674,7 @@ def run(args) -> int:
         "model": type(model).__name__,
         "params": model._get_params(), "delay": args.delay, "seconds": result.seconds,
         "events_per_s": result.events / max(result.seconds, 1e-9),
-        "compile_s": result.compile_seconds, "path": result.path,
+        "compile_s": result.compile_seconds, "path": result.path, "kernels": result.kernels,
     }
     rows = snapshots(result, summary)
     report.print_summary(rows[-1])
