@@ -455,10 +455,15 @@ class Daemon:
         return known >= self._log_end(tp)
 
     def _log_end(self, tp: TopicPartition) -> int:
-        """The broker's end offset of `tp`, asked at most once per poll (-1: unknown)."""
+        """The broker's end offset of `tp`, asked at most once per poll (2**63: unknown).
+
+        The first question of a poll asks for every assigned partition in one request: one
+        round trip per partition took an eighth of the learner's time on 2 x 6 partitions.
+        """
         if tp not in self.log_ends:
+            wanted = {tp, *self.consumer.assignment()}.difference(self.log_ends)
             try:
-                self.log_ends[tp] = self.offsets_client.end_offsets([tp])[tp]
+                self.log_ends.update(self.offsets_client.end_offsets(list(wanted)))
             except KafkaError as exc:  # the broker is away: hold the other side back
                 log.warning("end offset of %s unknown (%s)", tp, exc)
                 self.log_ends[tp] = 2**63
