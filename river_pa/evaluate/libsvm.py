@@ -306,11 +306,15 @@ class CSR:
             yield dict(zip(ind[lo:hi], data[lo:hi]))
 
 
-def _parse_buffer(raw):
-    """`_parse` over a buffer's bytes."""
+def _parse_buffer(raw, name: str, first_line: int) -> tuple[CSR, int]:
+    """(`_parse` of a buffer's bytes as a CSR, the newlines in it); DataError on a bad line."""
     buf = np.frombuffer(raw, dtype=np.uint8)
     newlines, colons = _count_lines_and_colons(buf)
-    return _parse(buf, newlines + 1, colons, _POW10_HI, _POW10_LO)
+    labels, indptr, indices, data, error, line = _parse(buf, newlines + 1, colons, _POW10_HI,
+                                                        _POW10_LO)
+    if error:
+        raise DataError(f"{name}:{first_line + line - 1}: {_ERRORS[error]}")
+    return CSR(indptr, indices, data, labels), newlines
 
 
 def parse_libsvm(raw, name: str = "<bytes>", first_line: int = 1) -> CSR:
@@ -326,10 +330,7 @@ def parse_libsvm(raw, name: str = "<bytes>", first_line: int = 1) -> CSR:
     river_pa.evaluate.libsvm.DataError: f.svm:2: expected 'index:value' (an integer index, a colon and a number)
 
     """
-    labels, indptr, indices, data, error, line = _parse_buffer(raw)
-    if error:
-        raise DataError(f"{name}:{first_line + line - 1}: {_ERRORS[error]}")
-    return CSR(indptr, indices, data, labels)
+    return _parse_buffer(raw, name, first_line)[0]
 
 
 def _zstd_open(path, mode, **text):
@@ -381,10 +382,12 @@ def iter_libsvm(path, chunk_bytes: int | None = None, raw=None):
                 if len(carry) > MAX_LINE_BYTES:
                     raise DataError(f"{path}:{line}: line longer than {MAX_LINE_BYTES} bytes")
                 continue
-            text = carry + block[: cut + 1] if carry else block[: cut + 1]
+            text = memoryview(block)[: cut + 1]  # no copy of the block
+            if carry:
+                text = carry + text
             carry = block[cut + 1 :]
-            csr = parse_libsvm(text, path, line)
-            line += text.count(b"\n")
+            csr, newlines = _parse_buffer(text, path, line)
+            line += newlines
             if len(csr):
                 yield csr
     if carry:
