@@ -131,9 +131,45 @@ class Row:
     rss_mib: float
 
 
+class Series(list):
+    """The report rows a run keeps for its plot and summary: at most `cap` (>= 2), evenly spaced.
+
+    It holds every `stride`-th row (the first one included) and the newest one. When it holds
+    more than `cap`, every other row is dropped and the stride doubles, so `--every 1` on a
+    long stream keeps about `cap` rows (O(cap) memory, not O(events)) spread over the whole
+    run, while the newest row, the run's final figures, is always the exact one. The rows of
+    a single run's --report-path are written as they come (`on_row`), all of them; a run of
+    several models writes these kept rows. Nothing here is written by hand for speed: no
+    library keeps a decimated series with an exact last element.
+
+    >>> rows = Series(cap=4)
+    >>> for step in range(1, 12):
+    ...     rows.append(step)
+    >>> rows, rows.stride
+    ([1, 5, 9, 11], 4)
+
+    """
+
+    def __init__(self, cap: int = 1000):
+        super().__init__()
+        self.cap, self.stride, self.count = cap, 1, 0
+
+    def append(self, row) -> None:
+        if (self.count - 1) % self.stride:  # the newest row so far is off the grid: replaced
+            self.pop()
+        super().append(row)
+        self.count += 1
+        if len(self) > self.cap:
+            newest, on_grid = self[-1], (self.count - 1) % self.stride == 0
+            self[:] = (self if on_grid else self[:-1])[::2]
+            self.stride *= 2
+            if (self.count - 1) % self.stride:
+                super().append(newest)
+
+
 @dataclasses.dataclass
 class Result:
-    rows: list
+    rows: Series  # at most Series.cap report rows; rows[-1] holds the final figures
     values: dict
     seconds: float
     path: str
@@ -161,7 +197,7 @@ class _Clock:
 
     def __init__(self, on_row, spent: float = 0.0):
         """`spent`: seconds the run already took before (reading the first chunk)."""
-        self.rows = []
+        self.rows = Series()
         self._on_row = on_row
         self._start = self._last = time.perf_counter() - spent
         self._last_step = 0
@@ -411,7 +447,7 @@ def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
         bundle = build_metrics(metrics, model)
         steps = river_evaluate.iter_progressive_val_score(
             stream, model, river_metrics.base.Metrics(bundle), delay=delay or None, step=every)
-        runs[label] = [steps, bundle, [], 0.0, 0, 0.0, compile_seconds]
+        runs[label] = [steps, bundle, Series(), 0.0, 0, 0.0, compile_seconds]
     active = list(runs)
     while active:
         for label in list(active):
