@@ -164,8 +164,12 @@ def test_predictors_join_leave_are_killed_and_come_back_while_events_flow(kafka,
     served = {(v["source"]["partition"], v["daemon"]) for i in last_ids for v in got[i]}
     assert served == {(p, name) for name, parts in owned.items() for p in parts}
     assert {v["daemon"] for vs in got.values() for v in vs} >= {"p1", "p2", "p3b"}
-    # the learner, alone in its group, learned each labelled event exactly once: the metric
-    # is the exact progressive one, and the ghosts are the only orphans
+    # the learner, alone in its group, learned each labelled event exactly once, and the
+    # ghosts are the only orphans
     assert report["events"] == report["learned"] == N_EVENTS
     assert report["pending"] == report["early_labels"] == report["expired"] == 0
-    assert report["metrics"]["Accuracy"] == river_reference(rows, DELAY)
+    # its metric is the progressive one up to the order of a few records: it merges 12
+    # partitions written while it reads, and a record can be released before an older one
+    # not yet in the log on another partition (tests/kafka/test_roles.py pauses its learner
+    # for the exact equality; this one must learn while events flow)
+    assert abs(report["metrics"]["Accuracy"] - river_reference(rows, DELAY)) <= 5 / N_EVENTS
