@@ -27,6 +27,7 @@ def run(args) -> int:
         OutputError, explain, quiet_normal_operation, unreachable,
     )
     from river_pa.connectors.reporting import check_report_path, serve_metrics
+    from river_pa.connectors.lease import run_learner
     from river_pa.connectors.roles import Predictor
     from river_pa.connectors.snapshots import SnapshotError
     from river_pa.registry import make_model
@@ -66,6 +67,8 @@ def run(args) -> int:
             "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s runs code in this daemon at its "
             "next start; set --checkpoint-key (or RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
     try:
+        if cfg.role == "learn":  # standby until elected (connectors/lease.py)
+            return run_learner(cfg, model)
         return (Predictor if cfg.role == "predict" else Daemon)(cfg, model).run()
     except CheckpointError as exc:
         print(f"river-pa serve: checkpoint: {exc}", file=sys.stderr)
