@@ -10,15 +10,15 @@ The active learner assigns itself every partition of the events and labels topic
 group rebalances; partitions added later are followed), restores the whole state of the
 group's learner (model, pending, early labels, metrics, offsets) from the state topic under
 the name `<group_id>.learner`, commits offsets under `<group_id>`, and checks the lease at
-every batch and before every write (model snapshot, report, checkpoint, commit). It steps
-down, writing nothing more, when the lease is gone (revoked, or lost with the session) or its
-loop stalled longer than the session timeout (a SIGSTOP, a paused VM: the coordinator may
-have expired it meanwhile, and its consumer cannot know yet), and when its producer is
-fenced: with `--exactly-once` every learner of the group uses the transactional id
-`<group_id>.learner`, so a new active learner's `init_transactions` aborts the old one's open
-transaction and the old producer's later writes are refused (`ProducerFencedError`). A
-learner that stepped down closes its clients and becomes a standby again, in the same
-process. Kafka has the election (a group) and the fencing (transactions) but no lease on top of
+every batch, and before every write (model snapshot, report, checkpoint, commit) it has the
+coordinator confirm it: an offset commit of the lease partition, which the coordinator refuses
+from a member whose session expired (a SIGSTOP, a paused VM: its consumer cannot know yet) or
+of an older generation. It steps down, writing nothing more, when the lease is gone or not
+confirmed, and when its producer is fenced: with `--exactly-once` every learner of the group
+uses the transactional id `<group_id>.learner`, so a new active learner's `init_transactions`
+aborts the old one's open transaction and the old producer's later writes are refused
+(`ProducerFencedError`). A learner that stepped down closes its clients and becomes a standby
+again, in the same process. Kafka has the election (a group) and the fencing (transactions) but no lease on top of
 them, hence this module.
 
 """
@@ -31,8 +31,10 @@ import time
 
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
-from kafka.errors import InvalidProducerEpochError, KafkaError, ProducerFencedError
-from kafka.structs import MemberState, TopicPartition
+from kafka.errors import (
+    CommitFailedError, InvalidProducerEpochError, KafkaError, ProducerFencedError,
+)
+from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.daemon import Daemon, ensure_topic
@@ -52,16 +54,14 @@ class LeaseLost(RuntimeError):
 class Lease:
     """This process's membership of the lease group; `held` says whether it is the active one.
 
-    The lease is valid while partition 0 of the lease topic is assigned to this member and
-    `held` is called at least every `session_timeout_ms` (a longer gap: the process stalled,
-    and the coordinator may have given the partition to another member meanwhile).
+    The lease is this member's while partition 0 of the lease topic is assigned to it; `held`
+    says what the consumer knows, `confirm` asks the coordinator.
     """
 
     def __init__(self, cfg: ServeConfig):
         self.topic, self.group = f"{cfg.events_topic}.lease", f"{cfg.group_id}.lease"
         ensure_topic(cfg, self.topic)
         self.tp = TopicPartition(self.topic, 0)
-        self.confirmed: float | None = None  # monotonic time of the last `held` that was true
         self.consumer = KafkaConsumer(**{
             "bootstrap_servers": cfg.bootstrap_servers,
             "group_id": self.group,
@@ -74,20 +74,34 @@ class Lease:
             **client_settings(cfg.kafka, KafkaConsumer),
         })
         self.consumer.subscribe([self.topic])
-        self.session_s = self.consumer.config["session_timeout_ms"] / 1000  # [kafka] may set it
+        # a confirmation waits this long for a rebalance to complete ([kafka] may set the session)
+        self.confirm_s = max(2 * self.consumer.config["session_timeout_ms"] / 1000, 5.0)
 
     def held(self, timeout_ms: int = 0) -> bool:
-        """Poll the lease consumer (joining, heartbeats, rebalances); True while this member
-        holds the lease."""
+        """Poll the lease consumer (joining, heartbeats, rebalances); True while partition 0
+        is assigned to this member as far as it knows."""
         self.consumer.poll(timeout_ms=timeout_ms)
-        now = time.monotonic()
-        stalled = self.confirmed is not None and now - self.confirmed > self.session_s
-        if stalled:
-            log.warning("the learner's loop stalled for %.1f s (session timeout %.1f s): the "
-                        "lease may be another learner's", now - self.confirmed, self.session_s)
-        ok = not stalled and self.tp in self.consumer.assignment()
-        self.confirmed = now if ok else None
-        return ok
+        return self.tp in self.consumer.assignment()
+
+    def confirm(self) -> bool:
+        """True when the coordinator accepts an offset commit of the lease partition from this
+        member: its session has not expired and its generation is the group's. A rebalance
+        under way (a standby joining) is waited for, up to `confirm_s`."""
+        deadline = time.monotonic() + self.confirm_s
+        while self.held():
+            try:
+                self.consumer.commit({self.tp: OffsetAndMetadata(0, "", -1)}, timeout_ms=1000)
+                return True
+            except CommitFailedError as exc:  # expired, or another generation: not ours
+                log.warning("the coordinator refused the lease: %s", exc)
+                return False
+            except KafkaError as exc:  # a rebalance under way, the coordinator moving
+                if time.monotonic() > deadline:
+                    log.warning("the lease could not be confirmed in %.0f s: %s",
+                                self.confirm_s, exc)
+                    return False
+                self.held(100)
+        return False
 
     def wait(self, stopping) -> bool:
         """Wait as a standby until this member holds the lease (True) or `stopping()` (False)."""
@@ -139,20 +153,16 @@ class Learner(Daemon):
             self.partitions_checked = time.monotonic()
             self._follow_partitions()
 
-    def _start(self) -> None:
-        super()._start()
-        self.lease.confirmed = None  # the restore may outlast the session: the heartbeat
-        # thread kept the membership meanwhile, not a stall (the first `_step` checks it)
-
-    def _confirm(self) -> None:
-        """Raise LeaseLost unless the lease is held; the producer's unsent records (e.g. a
-        model snapshot) are dropped first, so nothing more reaches the broker."""
-        if not self.lease.held():
+    def _confirm(self, ask_coordinator: bool = True) -> None:
+        """Raise LeaseLost unless the lease is held (and confirmed by the coordinator); the
+        producer's unsent records (e.g. a model snapshot) are dropped first, so nothing more
+        reaches the broker."""
+        if not (self.lease.confirm() if ask_coordinator else self.lease.held()):
             self.producer.close(timeout=0)
             raise LeaseLost(f"the lease {self.lease.topic} of group {self.lease.group} is lost")
 
     def _step(self) -> None:
-        self._confirm()
+        self._confirm(ask_coordinator=False)  # polled at every batch: membership, rebalances
         super()._step()
 
     def _publish_model(self) -> None:

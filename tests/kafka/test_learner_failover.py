@@ -10,7 +10,7 @@ import time
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 
 from river_pa.connectors import checkpoint, snapshots
 from river_pa.connectors.replay import elec2, records, send_all
@@ -79,8 +79,9 @@ def setup_stream(kafka, elec2_path):
     return rows, events, labels
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
-def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_once):
+def mid_stream(kafka, elec2_path, exactly_once):
+    """The stream, the uninterrupted learner's final state, then learner a (active, a third
+    of the labels learned) and learner b (standby) of one group."""
     rows, events, labels = setup_stream(kafka, elec2_path)
     eo = ("--exactly-once",) if exactly_once else ()
     clean = uninterrupted(kafka, events, labels, eo)
@@ -91,6 +92,12 @@ def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_o
     kafka.wait_for_log("b", STANDBY, b, 120)
     assert ACTIVE not in kafka.log("b")
     kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] >= N_EVENTS // 3, a, 240)
+    return rows, events, clean, group, a, b
+
+
+@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_once):
+    rows, events, clean, group, a, b = mid_stream(kafka, elec2_path, exactly_once)
     a.send_signal(signal.SIGKILL)
     a.wait()
     for path in kafka.tmp_path.iterdir():  # a's machine is gone: nothing of it is read again
@@ -113,16 +120,9 @@ def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_o
     assert configs["topic"][f"{events}.state"]["cleanup.policy"]["value"] == "compact"
 
 
-def test_a_zombie_learner_steps_down_and_writes_nothing(kafka, elec2_path):
-    rows, events, labels = setup_stream(kafka, elec2_path)
-    eo = ("--exactly-once",)
-    clean = uninterrupted(kafka, events, labels, eo)
-    group = f"{events}-learn"
-    a = learner(kafka, events, labels, "a", group, *eo)
-    kafka.wait_for_log("a", ACTIVE, a, 120)
-    b = learner(kafka, events, labels, "b", group, *eo)
-    kafka.wait_for_log("b", STANDBY, b, 120)
-    kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] >= N_EVENTS // 3, a, 240)
+@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+def test_a_zombie_learner_steps_down_and_writes_nothing(kafka, elec2_path, exactly_once):
+    rows, events, clean, group, a, b = mid_stream(kafka, elec2_path, exactly_once)
     a.send_signal(signal.SIGSTOP)  # its session expires: b is elected
     try:
         kafka.wait_for_log("b", ACTIVE, b, 120)
@@ -137,9 +137,35 @@ def test_a_zombie_learner_steps_down_and_writes_nothing(kafka, elec2_path):
     assert report["events_this_run"] < N_EVENTS
     assert kafka.stop(b) == 0
     assert_same(kafka.checkpoint_state("b"), clean, rows)
-    assert_same(newest_state(kafka, events, group, True), clean, rows)
+    assert_same(newest_state(kafka, events, group, exactly_once), clean, rows)
     wait_count(kafka, "a", ACTIVE, 2, a)  # b left: a is elected again, restores b's state
     assert kafka.stop(a) == 0
+
+
+def test_partitions_added_later_are_learned_from(kafka, elec2_path):
+    rows = elec2(str(elec2_path), N_EVENTS)
+    stream = list(records(rows, DELAY))
+    cut = next(i for i, r in enumerate(stream) if r[0] == "event" and r[1] == f"e{N_EVENTS // 2}")
+    events, labels = kafka.topics("events", "labels", partitions=2)
+    send_all(kafka.producer(), stream[:cut], events, labels)
+    a = learner(kafka, events, labels, "a", f"{events}-learn")
+    labelled = sum(r[0] == "label" for r in stream[:cut])
+    kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == labelled, a, 240)
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    try:
+        admin.create_partitions({t: NewPartitions(3) for t in (events, labels)})
+    finally:
+        admin.close()
+    kafka.wait_for_log("a", "learning from 6 partitions", a, 120)
+    send_all(kafka.producer(), stream[cut:], events, labels)
+    report = kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS, a, 240)
+    assert kafka.stop(a) == 0
+    assert report["learned"] == N_EVENTS and report["orphan_labels"] == 0
+    assert report["metrics"]["Accuracy"] == river_reference(rows, DELAY)
+    counts = {}
+    for record in kafka.read_all(events):
+        counts[record.partition] = counts.get(record.partition, 0) + 1
+    assert counts.get(2, 0) > 0  # the new partition held events
 
 
 def test_a_fenced_learner_steps_down_and_is_elected_again(kafka, elec2_path):
