@@ -15,21 +15,16 @@ __all__ = ["run"]
 
 def run(args) -> int:
     """Serve with the parsed flags `args` until SIGTERM/SIGINT; returns the exit status
-    (1: configuration, report path, cluster unusable or an output lost, 2: unknown model,
+    (1: configuration, report path, metrics port in use, cluster unusable (also at a stop
+    signal with no broker left) or an output lost, 2: unknown model,
     parameter or metric, a model that fails at start or on `MODEL_FAILURES_TO_STOP` records in
     a row, 3: checkpoint), with one line on stderr."""
-    from kafka.errors import KafkaError
-
     from river_pa.connectors.checkpoint import CheckpointError, check_writable
     from river_pa.connectors.config import from_args
-    from river_pa.connectors.daemon import Daemon, ModelError, check_model
-    from river_pa.connectors.kafka_io import (
-        OutputError, explain, quiet_normal_operation, unreachable,
-    )
+    from river_pa.connectors.daemon import check_model
+    from river_pa.connectors.kafka_io import quiet_normal_operation
+    from river_pa.connectors.metrics import Endpoints
     from river_pa.connectors.reporting import check_report_path, serve_metrics
-    from river_pa.connectors.lease import run_learner
-    from river_pa.connectors.roles import Predictor
-    from river_pa.connectors.snapshots import SnapshotError
     from river_pa.registry import make_model
 
     try:
@@ -58,6 +53,32 @@ def run(args) -> int:
         print(f"river-pa serve: cannot append to --report-path {cfg.report_path} "
               f"({exc.strerror})", file=sys.stderr)
         return 1
+    endpoints = None
+    if cfg.metrics_port is not None:  # bound before connecting: a port in use is one line
+        try:
+            endpoints = Endpoints(cfg.metrics_port)
+        except OSError as exc:
+            print(f"river-pa serve: cannot serve --metrics-port {cfg.metrics_port} "
+                  f"({exc.strerror})", file=sys.stderr)
+            return 1
+    try:
+        return _serve(cfg, model, endpoints)
+    finally:
+        if endpoints is not None:
+            endpoints.close()
+
+
+def _serve(cfg, model, endpoints) -> int:
+    """Connect and run the daemon of `cfg.role` (see `run` for the exit statuses)."""
+    from kafka.errors import KafkaError
+
+    from river_pa.connectors.checkpoint import CheckpointError
+    from river_pa.connectors.daemon import Daemon, ModelError
+    from river_pa.connectors.kafka_io import OutputError, explain, unreachable
+    from river_pa.connectors.lease import run_learner
+    from river_pa.connectors.roles import Predictor
+    from river_pa.connectors.snapshots import SnapshotError
+
     no_broker = unreachable(cfg)  # in about a second, not after kafka-python's 10 s retries
     if no_broker:
         print(f"river-pa serve: {no_broker}", file=sys.stderr)
@@ -68,8 +89,14 @@ def run(args) -> int:
             "next start; set --checkpoint-key (or RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
     try:
         if cfg.role == "learn":  # standby until elected (connectors/lease.py)
-            return run_learner(cfg, model)
-        return (Predictor if cfg.role == "predict" else Daemon)(cfg, model).run()
+            if endpoints is not None:
+                endpoints.start()
+            return run_learner(cfg, model, endpoints)
+        daemon = (Predictor if cfg.role == "predict" else Daemon)(cfg, model)
+        if endpoints is not None:
+            endpoints.daemon = daemon
+            endpoints.start()
+        return daemon.run()
     except CheckpointError as exc:
         print(f"river-pa serve: checkpoint: {exc}", file=sys.stderr)
         return 3

@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import json
 import os
+import socket
 import tomllib
 from dataclasses import dataclass, field
 
@@ -50,6 +51,8 @@ class ServeConfig:
     report_every: int = 1000
     report_seconds: float = 10.0
     report_path: str | None = "river-pa-report.jsonl"
+    metrics_port: int | None = None
+    liveness_seconds: float = 60.0
     pending_max: int = 100_000
     pending_max_bytes: int = 256 * 2**20
     pending_ttl_ms: int | None = None
@@ -76,7 +79,8 @@ _FLAGS_HELP = {
     "metrics_topic": "topic the report snapshots are written to",
     "dead_letter_topic": "topic bad records go to, unchanged, with the reason in headers",
     "group_id": "Kafka consumer group; daemons of one group share the partitions",
-    "client_id": "Kafka client id of this daemon",
+    "client_id": "Kafka client id of this daemon ('{hostname}' in it, and in --transactional-id,"
+                 " is replaced by the host name: one setting for scaled replicas)",
     "auto_offset_reset": "where a partition with no committed offset starts: earliest or latest",
     "model": "a river_pa class name, or 'module:attribute' naming a River estimator class or "
              "instance (the module is imported: trusted modules only)",
@@ -98,6 +102,9 @@ _FLAGS_HELP = {
     "report_every": "a report snapshot after this many events",
     "report_seconds": "a report snapshot after this many seconds",
     "report_path": "JSONL report file the snapshots are appended to (river-pa report renders it)",
+    "metrics_port": "serve Prometheus /metrics and the /livez and /readyz probes on this HTTP "
+                    "port (0: any free port, logged; default: off)",
+    "liveness_seconds": "/livez answers 503 once the loop has made no step for this long",
     "pending_max": "events kept waiting for their label at most (the oldest are expired)",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
     "pending_max_bytes": "memory budget of the events waiting for a label (features and "
@@ -267,9 +274,9 @@ def from_args(args: dict, environ=None) -> ServeConfig:
 
 _POSITIVE = ("rolling_window", "checkpoint_every", "publish_every", "pending_max", "pending_max_bytes",
              "max_record_bytes", "max_poll_records", "max_buffered", "session_timeout_ms",
-             "batch_seconds")
+             "batch_seconds", "liveness_seconds")
 _NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
-                 "poll_timeout_ms")
+                 "poll_timeout_ms", "metrics_port")
 
 
 def _check_values(cfg: ServeConfig) -> ServeConfig:
@@ -281,6 +288,13 @@ def _check_values(cfg: ServeConfig) -> ServeConfig:
             continue
         if value < 0 or (value == 0 and name in _POSITIVE):  # from TOML: status 1
             raise SystemExit(f"river-pa serve: {name} must be {_bound(name)}, got {value}")
+    if cfg.metrics_port is not None and cfg.metrics_port > 65535:
+        raise SystemExit(f"river-pa serve: metrics_port must be a TCP port (0-65535), got "
+                         f"{cfg.metrics_port}")
+    for name in ("client_id", "transactional_id"):
+        value = getattr(cfg, name)
+        if value and "{hostname}" in value:  # e.g. each replica of a scaled compose service
+            setattr(cfg, name, value.replace("{hostname}", socket.gethostname()))
     if cfg.role not in ("both", "learn", "predict"):
         raise SystemExit(f"river-pa serve: role must be both, learn or predict, got {cfg.role!r}")
     if cfg.model_topic is None:

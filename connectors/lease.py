@@ -74,8 +74,11 @@ class Lease:
             **client_settings(cfg.kafka, KafkaConsumer),
         })
         self.consumer.subscribe([self.topic])
-        # a confirmation waits this long for a rebalance to complete ([kafka] may set the session)
-        self.confirm_s = max(2 * self.consumer.config["session_timeout_ms"] / 1000, 5.0)
+        session_s = self.consumer.config["session_timeout_ms"] / 1000  # [kafka] may set it
+        self.confirm_s = max(2 * session_s, 5.0)  # how long a rebalance under way is waited for
+        # a confirmation stands for a quarter of the session: the member heartbeats every
+        # quarter, so the coordinator cannot expire it sooner; any stall makes it stale
+        self.valid_s, self.confirmed_at = session_s / 4, -float("inf")
 
     def held(self, timeout_ms: int = 0) -> bool:
         """Poll the lease consumer (joining, heartbeats, rebalances); True while partition 0
@@ -85,12 +88,17 @@ class Lease:
 
     def confirm(self) -> bool:
         """True when the coordinator accepts an offset commit of the lease partition from this
-        member: its session has not expired and its generation is the group's. A rebalance
-        under way (a standby joining) is waited for, up to `confirm_s`."""
-        deadline = time.monotonic() + self.confirm_s
+        member (its session has not expired and its generation is the group's), asked at most
+        once per `valid_s`. A rebalance under way (a standby joining) is waited for, up to
+        `confirm_s`."""
+        start = time.monotonic()
+        deadline = start + self.confirm_s
         while self.held():
+            if start - self.confirmed_at < self.valid_s:
+                return True
             try:
                 self.consumer.commit({self.tp: OffsetAndMetadata(0, "", -1)}, timeout_ms=1000)
+                self.confirmed_at = start
                 return True
             except CommitFailedError as exc:  # expired, or another generation: not ours
                 log.warning("the coordinator refused the lease: %s", exc)
@@ -139,7 +147,9 @@ class Learner(Daemon):
     def _follow_partitions(self) -> None:
         """Assign the partitions the input topics have now; new ones start at their committed
         offset (or `auto_offset_reset`), the others where processing stopped."""
-        self.consumer.topics()  # a metadata request: partitions added since are known
+        for client in (self.consumer, self.offsets_client):  # a metadata request each: the
+            if client is not None:                          # partitions added since are known
+                client.topics()
         wanted = {TopicPartition(t, p) for t in self.topics
                   for p in self.consumer.partitions_for_topic(t) or ()}
         if wanted != self.consumer.assignment():
@@ -164,6 +174,10 @@ class Learner(Daemon):
     def _step(self) -> None:
         self._confirm(ask_coordinator=False)  # polled at every batch: membership, rebalances
         super()._step()
+
+    def _publish(self) -> None:
+        self._confirm()
+        super()._publish()
 
     def _publish_model(self) -> None:
         self._confirm()
@@ -191,9 +205,11 @@ def fenced(exc: BaseException) -> bool:
     return False
 
 
-def run_learner(cfg: ServeConfig, model) -> int:
+def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
     """Run `--role learn`: standby until elected, active until the lease is lost or the
-    producer fenced, then standby again; 0 after SIGTERM/SIGINT. Other errors propagate."""
+    producer fenced, then standby again; 0 after SIGTERM/SIGINT. Other errors propagate.
+    The metrics `endpoints` (connectors/metrics.py), if any, show the daemon of the current
+    term (a standby: live, not ready, nothing counted yet)."""
     stop = []
 
     def on_signal(signum, frame):
@@ -204,12 +220,14 @@ def run_learner(cfg: ServeConfig, model) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):  # a term installs its own, restored here
             signal.signal(sig, on_signal)
         lease = Lease(cfg)
+        term = Learner(cfg, model, lease)  # a standby's endpoints show it: nothing served yet
+        if endpoints is not None:
+            endpoints.daemon = term
         try:
             if not lease.wait(lambda: bool(stop)):
                 break
             log.info("active learner: holds the lease %s of group %s; restoring the state "
                      "from %s", lease.topic, lease.group, cfg.state_topic)
-            term = Learner(cfg, model, lease)
             try:
                 term.run()
             except (LeaseLost, KafkaError, OutputError) as exc:

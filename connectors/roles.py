@@ -65,7 +65,6 @@ class Predictor(Daemon):
             return self.model_manifest is not None
         self.model, self.model_manifest = state["model"], manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
-        self.events_at_publish = self.stats.counts["events"]
         log.info("model version %d from %s (%d events learned)", manifest["version"],
                  self.cfg.model_topic, state["learned"])
         return True
@@ -80,18 +79,28 @@ class Predictor(Daemon):
     def _persist(self) -> None:
         """A predictor keeps nothing: its offsets alone are committed."""
 
-    def _report(self) -> dict:
-        """The report, with the model in use and how stale it is: seconds since the learner
-        published it, and events this predictor served with it."""
-        staleness = {"model_version": None, "model_learned": None, "model_age_s": None,
-                     "events_since_model": None}
-        if self.snapshot is not None:
+    def figures(self) -> dict:
+        """The report's figures, with the model in use and how stale it is: seconds since
+        the learner published it (`model_age_s`), events the learner has learned since
+        (`learned_since_model`, from its newest progress record) and the seconds they took
+        (`stale_s`: 0 while the learner learns nothing, however old the model)."""
+        staleness = dict.fromkeys(("model_version", "model_learned", "model_age_s",
+                                   "learned_since_model", "stale_s"))
+        snapshot, progress = self.snapshot, self.model_reader.progress
+        if snapshot is not None:
+            ahead = max(progress["learned"] - snapshot["learned"], 0) if progress else 0
+            stale_ms = progress["time_ms"] - snapshot["published_at_ms"] if ahead else 0
             staleness = {"model_version": self.model_manifest["version"],
-                         "model_learned": self.snapshot["learned"],
-                         "model_age_s": time.time() - self.snapshot["published_at_ms"] / 1000,
-                         "events_since_model": self.stats.counts["events"] - self.events_at_publish}
-        snapshot = {**self.stats.snapshot(0), "early_labels": 0, **staleness}
-        return self.reporter.publish(snapshot, self.events_this_run)
+                         "model_learned": snapshot["learned"],
+                         "model_age_s": time.time() - snapshot["published_at_ms"] / 1000,
+                         "learned_since_model": ahead, "stale_s": max(stale_ms, 0) / 1000}
+        return {**self.stats.snapshot(0), "early_labels": 0, "pending_bytes": 0, **staleness}
+
+    def _readiness(self, assigned) -> tuple[bool, str]:
+        """(ready, why not): partitions and a model (a predictor steps only once it has one)."""
+        if self.model_manifest is None:
+            return False, "no model yet"
+        return super()._readiness(assigned)
 
     def run(self) -> int:
         try:

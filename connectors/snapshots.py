@@ -3,7 +3,8 @@
 A snapshot `name` of version v is written as chunks keyed `name/v/i` (at most `CHUNK_BYTES`
 each, so any size fits the broker's `max.message.bytes`, 1 MiB by default), then a manifest
 keyed `name` (JSON: version, chunk count, size, SHA-256), then tombstones for the chunks of the
-version before. Compaction keeps the newest manifest and the chunks it names; a reader reads
+version before. Beside it, a small record keyed `name.progress` (JSON) says how far the
+writer has come since (the learner's events learned and the time). Compaction keeps the newest manifest and the chunks it names; a reader reads
 the one partition to its end, takes the newest manifest and checks size and digest. Kafka has
 no such mechanism and kafka-python none either, hence this module (Kafka Streams and Quix
 Streams keep state the same way: a compacted changelog topic read to its end on restore).
@@ -21,7 +22,8 @@ from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 from kafka.structs import TopicPartition
 
-__all__ = ["CHUNK_BYTES", "Reader", "SnapshotError", "ensure_topic", "publish", "restore"]
+__all__ = ["CHUNK_BYTES", "Reader", "SnapshotError", "ensure_topic", "publish", "restore",
+           "send_progress"]
 
 CHUNK_BYTES = 512 * 1024
 
@@ -54,6 +56,23 @@ def publish(send, topic: str, name: str, payload: bytes, previous: dict | None) 
         for i in range(previous["chunks"]):
             send(topic, None, key=f"{name}/{previous['version']}/{i}".encode())
     return manifest
+
+
+def send_progress(send, topic: str, name: str, progress: dict) -> None:
+    """Send `progress` (a JSON object with int ``learned`` and ``time_ms``) keyed
+    `<name>.progress`; compaction keeps the newest."""
+    send(topic, json.dumps(progress).encode(), key=f"{name}.progress".encode())
+
+
+def _progress(value: bytes | None) -> dict | None:
+    """A progress record's JSON, or None when it is not one (ignored, like a tombstone)."""
+    try:
+        progress = json.loads(value) if value is not None else None
+    except ValueError:
+        return None
+    ok = isinstance(progress, dict) and all(type(progress.get(k)) is int
+                                            for k in ("learned", "time_ms"))
+    return progress if ok else None
 
 
 def restore(consumer: KafkaConsumer, topic: str, name: str,
@@ -95,6 +114,8 @@ class Reader:
         self.manifest: dict | None = None
         self.chunks: dict[bytes, bytes] = {}
         self.prefix = f"{name}/".encode()
+        self.progress_key = f"{name}.progress".encode()
+        self.progress: dict | None = None  # the newest valid progress record
 
     def read_to_end(self, timeout_s: float) -> None:
         """Read every record now in the topic (SnapshotError after `timeout_s`)."""
@@ -111,6 +132,8 @@ class Reader:
         for record in self.consumer.poll(timeout_ms=timeout_ms).get(self.tp, ()):
             if record.key == self.name.encode():
                 self.manifest = _manifest(record.value) if record.value is not None else None
+            elif record.key == self.progress_key:
+                self.progress = _progress(record.value) or self.progress
             elif record.key is not None and record.key.startswith(self.prefix):
                 if record.value is None:
                     self.chunks.pop(record.key, None)

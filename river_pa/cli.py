@@ -91,12 +91,17 @@ def _add_evaluate(sub) -> None:
     p.set_defaults(run=_run_evaluate)
 
 
-def _add_serve(sub) -> None:
+def _add_serve(sub, flags: bool) -> None:
+    """serve's subparser; its flags (`flags`) only when it may run: their module,
+    river_pa.connectors.config, takes 10-50 ms to import that evaluate and report do not need."""
+    summary = "the Kafka daemon: consume events, predict, learn, report"
+    if not flags:
+        sub.add_parser("serve", help=summary)
+        return
     from river_pa.connectors import config  # the standard library only
 
-    p = sub.add_parser("serve", help="the Kafka daemon: consume events, predict, learn, report",
-                       description=config.__doc__.split("\n\n")[0] + " Defaults shown are "
-                       "the built-in ones.")
+    p = sub.add_parser("serve", help=summary, description=config.__doc__.split("\n\n")[0] +
+                       " Defaults shown are the built-in ones.")
     config.add_arguments(p)
     p.set_defaults(run=_run_serve)
 
@@ -129,8 +134,9 @@ def _run_report(args) -> int:
     return main(args.file, args.png)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `river-pa` parser with its subcommands."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `river-pa` parser with its subcommands; `command`, if given, is the one about to
+    run (evaluate or report: serve's flags are not defined)."""
     from river_pa import __version__
 
     parser = _Parser(prog="river-pa", description="Passive-Aggressive and parameter-free "
@@ -138,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"river-pa {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="{evaluate,serve,report}")
     _add_evaluate(sub)
-    _add_serve(sub)
+    _add_serve(sub, command not in ("evaluate", "report"))
     _add_report(sub)
     return parser
 
@@ -150,9 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     2
 
     """
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else 1
     if not hasattr(args, "run"):

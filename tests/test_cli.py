@@ -99,3 +99,13 @@ def test_the_command_line_imports_each_side_lazily():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_evaluate_and_report_do_not_import_serve_flags():
+    """serve's flags (river_pa.connectors.config) are defined only when serve may run."""
+    code = ("import sys; from river_pa import cli; cli.build_parser('{}'); "
+            "print('river_pa.connectors.config' in sys.modules)")
+    seen = [subprocess.run([sys.executable, "-c", code.format(c)], capture_output=True,
+                           text=True, timeout=120, check=True).stdout.strip()
+            for c in ("evaluate", "report", "serve")]
+    assert seen == ["False", "False", "True"]

@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from river_pa._core import _numba
+from river_pa._core import _numba, jit
 
 VARIANTS = {"PA": _numba.PA, "PA-I": _numba.PA_I, "PA-II": _numba.PA_II}
 _MAX_FLOAT = float(np.finfo(np.float64).max)
@@ -319,10 +319,10 @@ def check_csr(indptr, indices, data, n_keys: int) -> tuple:
         outside = (indices < 0) | (indices >= n_keys)
         uniq, local = np.unique(np.where(outside, -1, indices), return_inverse=True)
         local = np.where(outside, -1, local.reshape(-1))
-        columns, ranks, bad, why = _numba.csr_columns(indptr, local, len(uniq))
+        columns, ranks, bad, why = jit.kernel(_numba.csr_columns)(indptr, local, len(uniq))
         columns = uniq[columns]
     else:
-        columns, ranks, bad, why = _numba.csr_columns(indptr, indices, n_keys)
+        columns, ranks, bad, why = jit.kernel(_numba.csr_columns)(indptr, indices, n_keys)
     if bad >= 0:
         row = int(np.searchsorted(indptr, bad, side="right")) - 1
         column = int(indices[bad])

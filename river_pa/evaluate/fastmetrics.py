@@ -21,6 +21,8 @@ import math
 import numpy as np
 from numba import njit
 
+from river_pa._core import jit
+
 __all__ = ["MarginMetrics", "RiverMarginMetrics", "SUPPORTED"]
 
 # The compiled metrics; for classification, whether River's metric object needs labels
@@ -134,9 +136,9 @@ class MarginMetrics:
     def update(self, y: np.ndarray, margins: np.ndarray) -> None:
         """Add events: `y` the targets (+1/-1 for binary), `margins` the predictions."""
         if self.task == "binary":
-            _update_binary(self._state, y, margins, self.use_proba)
+            jit.kernel(_update_binary)(self._state, y, margins, self.use_proba)
         else:
-            _update_regression(self._state, y, margins)
+            jit.kernel(_update_regression)(self._state, y, margins)
 
     def values(self) -> dict:
         """Each metric's current value, by name."""

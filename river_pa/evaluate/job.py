@@ -19,14 +19,17 @@ Two paths give the same numbers:
 
 Exit status: 0 on success, 2 on a usage error (unknown data set, model, parameter or metric:
 one line naming the valid choices; an unreadable data file or a bad line in it; a --report-path
-or --plot that cannot take the output, checked before any event is read), 1 when the model
-rejects an event during the run (the message names the data and the event number) or a write
-fails after the checks (after the summary is printed).
+or --plot that cannot take the output, checked before any event is read; an event of a CSV
+or JSONL file that the model refuses, e.g. a string value: the message names the file and
+line), 1 when the model rejects an event of a libsvm file or a River data set during the run
+(the message names the data and the event number) or a write fails after the checks (after
+the summary is printed).
 
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
@@ -37,6 +40,7 @@ import time
 import numpy as np
 
 from river_pa import report
+from river_pa._core import jit
 from river_pa.evaluate import datasets, fastmetrics
 
 __all__ = ["Result", "evaluate", "evaluate_many", "run"]
@@ -46,6 +50,9 @@ DEFAULT_METRICS = {
     "multiclass": ["Accuracy", "MacroF1", "CrossEntropy"],
     "regression": ["MAE", "RMSE", "R2"],
 }
+# Values (entries + rows) up to which a single-block job runs the array path's kernels in the
+# interpreter: about 1 us each, 0.1 s in all, what loading them from Numba's cache costs.
+INTERPRET_VALUES = 100_000
 DEFAULT_MODELS = {"binary": "PAClassifier", "multiclass": "PAMultiClassifier",
                   "regression": "PARegressor"}
 
@@ -126,13 +133,50 @@ class Row:
     rss_mib: float
 
 
+class Series(list):
+    """The report rows a run keeps for its plot and summary: at most `cap` (>= 2), evenly spaced.
+
+    It holds every `stride`-th row (the first one included) and the newest one. When it holds
+    more than `cap`, every other row is dropped and the stride doubles, so `--every 1` on a
+    long stream keeps about `cap` rows (O(cap) memory, not O(events)) spread over the whole
+    run, while the newest row, the run's final figures, is always the exact one. The rows of
+    a single run's --report-path are written as they come (`on_row`), all of them; a run of
+    several models writes these kept rows. Nothing here is written by hand for speed: no
+    library keeps a decimated series with an exact last element.
+
+    >>> rows = Series(cap=4)
+    >>> for step in range(1, 12):
+    ...     rows.append(step)
+    >>> rows, rows.stride
+    ([1, 5, 9, 11], 4)
+
+    """
+
+    def __init__(self, cap: int = 1000):
+        super().__init__()
+        self.cap, self.stride, self.count = cap, 1, 0
+
+    def append(self, row) -> None:
+        if (self.count - 1) % self.stride:  # the newest row so far is off the grid: replaced
+            self.pop()
+        super().append(row)
+        self.count += 1
+        if len(self) > self.cap:
+            newest, on_grid = self[-1], (self.count - 1) % self.stride == 0
+            self[:] = (self if on_grid else self[:-1])[::2]
+            self.stride *= 2
+            if (self.count - 1) % self.stride:
+                super().append(newest)
+
+
 @dataclasses.dataclass
 class Result:
-    rows: list
+    rows: Series  # at most Series.cap report rows; rows[-1] holds the final figures
     values: dict
     seconds: float
     path: str
     compile_seconds: float = 0.0
+    kernels: str = "Numba"
 
     @property
     def events(self) -> int:
@@ -155,7 +199,7 @@ class _Clock:
 
     def __init__(self, on_row, spent: float = 0.0):
         """`spent`: seconds the run already took before (reading the first chunk)."""
-        self.rows = []
+        self.rows = Series()
         self._on_row = on_row
         self._start = self._last = time.perf_counter() - spent
         self._last_step = 0
@@ -224,7 +268,7 @@ def _run_compiled(first, blocks, model, names: list[str], every: int, clock: _Cl
         except ValueError:
             if step == 0:
                 return False
-            margins = _margins_one_by_one(model, block.x, block.y, step)
+            margins = _margins_one_by_one(model, block, step)
         y = datasets.target_array(block.y, block.task)
         lo = 0
         while lo < len(block):
@@ -239,17 +283,63 @@ def _run_compiled(first, blocks, model, names: list[str], every: int, clock: _Cl
     return True
 
 
-def _margins_one_by_one(model, xs: list, ys: list, step: int) -> np.ndarray:
-    """The margins of a predict-then-learn loop over dicts; errors name the event."""
+def _margins_one_by_one(model, block, step: int) -> np.ndarray:
+    """The margins of a predict-then-learn loop over a block's dicts; errors name the event
+    (`_refused`)."""
     margin = getattr(model, "decision_function_one", model.predict_one)
-    out = np.empty(len(ys))
-    for i, (x, y) in enumerate(zip(xs, ys)):
+    out = np.empty(len(block))
+    for i, (x, y) in enumerate(block):
         try:
             out[i] = margin(x)
             model.learn_one(x, y)
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"event {step + i + 1}: {exc}") from exc
+            raise _refused(exc, block, i, step + i + 1) from exc
     return out
+
+
+def _refused(exc: Exception, block, i: int, event: int, note: str = "") -> Exception:
+    """The error of a model that refused event number `event`, the `i`-th (0-based) of
+    `block`: for a CSV or JSONL file a DataError naming the file and line (a bad line, exit
+    status 2, like the reader's), else the model's error type naming the event."""
+    where = block.where(i) if block is not None else None
+    if where:
+        return datasets.DataError(f"{where}{note}: {exc}")
+    return type(exc)(f"event {event}{note}: {exc}")
+
+
+class _Events:
+    """The events of a source's blocks for `readers` River loops (one `itertools.tee` copy
+    each, `stream(r)`), counted per reader, so that an error names the event the failing
+    reader took (`refused`); the blocks every reader has passed are let go."""
+
+    def __init__(self, first, blocks, readers: int = 1):
+        self.read = 0  # events taken from the source
+        self._count = [0] * readers
+        self._blocks: dict = {}  # number of events before the block -> block
+        events = self._events(itertools.chain([first], blocks))
+        self._streams = itertools.tee(events, readers) if readers > 1 else [events]
+
+    def _events(self, blocks):
+        for block in blocks:
+            done = min(self._count)
+            for start in [s for s, b in self._blocks.items() if s + len(b) <= done]:
+                del self._blocks[start]
+            self._blocks[self.read] = block
+            for event in block:
+                self.read += 1
+                yield event
+
+    def stream(self, r: int = 0):
+        for event in self._streams[r]:
+            self._count[r] += 1
+            yield event
+
+    def refused(self, exc: Exception, r: int = 0, note: str = "") -> Exception:
+        """`_refused` for the last event reader `r` took."""
+        n = self._count[r]
+        start, block = next(((s, b) for s, b in self._blocks.items() if s < n <= s + len(b)),
+                            (n - 1, None))
+        return _refused(exc, block, n - start - 1, n, note)
 
 
 def _run_river(first, blocks, model, names: list[str], delay: int, every: int,
@@ -259,17 +349,9 @@ def _run_river(first, blocks, model, names: list[str], delay: int, every: int,
 
     metrics = build_metrics(names, model)
     bundle = river_metrics.base.Metrics(metrics)
-    read = 0
-
-    def events():
-        nonlocal read
-        for block in itertools.chain([first], blocks):
-            for event in block:
-                read += 1  # the events read so far
-                yield event
-
+    events = _Events(first, blocks)
     steps = river_evaluate.iter_progressive_val_score(
-        events(), model, bundle, delay=delay or None, step=every
+        events.stream(), model, bundle, delay=delay or None, step=every
     )
     try:
         for state in steps:
@@ -277,10 +359,10 @@ def _run_river(first, blocks, model, names: list[str], delay: int, every: int,
     except datasets.DataError:
         raise
     except (TypeError, ValueError) as exc:  # name where: River's loop does not
-        where = f"event {read}" + (f" (or the one it learned, {delay} earlier)" if delay else "")
-        raise type(exc)(f"{where}: {exc}") from exc
-    if not clock.rows or clock.rows[-1].step != read:
-        clock.checkpoint(read, {type(m).__name__: m.get() for m in metrics})
+        note = f" (or the one it learned, {delay} earlier)" if delay else ""
+        raise events.refused(exc, note=note) from exc
+    if not clock.rows or clock.rows[-1].step != events.read:
+        clock.checkpoint(events.read, {type(m).__name__: m.get() for m in metrics})
 
 
 def warm_up(model, first, compiled: bool, names: list[str]) -> float:
@@ -335,13 +417,22 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
     """
     blocks, first = _first_block(source, delay, every)
     why_not = _compiled_why_not(first, model, delay)
-    compile_seconds = source.compile_seconds + warm_up(model, first, why_not is None, metrics)
+    kernels = "Numba"
+    if why_not is None:
+        blocks, kernels = _kernel_tier(first, blocks)
+    interpret = kernels != "Numba"
+    compile_seconds = source.compile_seconds
+    if not interpret:
+        compile_seconds += warm_up(model, first, why_not is None, metrics)
     clock = _Clock(on_row, source.read_seconds)
     if why_not is None:
-        if _run_compiled(first, blocks, model, metrics, every, clock):
+        with jit.interpreted() if interpret else contextlib.nullcontext():
+            done = _run_compiled(first, blocks, model, metrics, every, clock)
+        if done:
             path = f"compiled: {type(model).__name__}.progressive_csr"
         else:
             why_not = "two columns share one weight (hash collision)"
+            kernels = "Numba"
     if why_not is not None:
         import river.evaluate
         import river.metrics  # noqa: F401  (1-3 s: imported before the clock starts)
@@ -349,7 +440,23 @@ def evaluate(source, model, metrics: list[str], delay: int = 0, every: int = 100
         clock = _Clock(on_row, source.read_seconds)
         _run_river(first, blocks, model, metrics, delay, every, clock)
         path = f"River iter_progressive_val_score: {why_not}"
-    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds)
+    return Result(clock.rows, clock.rows[-1].values, clock.seconds, path, compile_seconds,
+                  kernels)
+
+
+def _kernel_tier(first, blocks) -> tuple:
+    """(the blocks after `first`, "Numba" or why the array path runs its kernels
+    interpreted): when `first` is all the events and they hold at most `INTERPRET_VALUES`
+    values, the interpreter is done before Numba would have loaded the kernels
+    (`river_pa._core.jit`). Peeks at the second block (two chunks in memory at most)."""
+    second = next(blocks, None)
+    if second is not None:
+        return itertools.chain([second], blocks), "Numba"
+    size = len(first.csr.data) + len(first)
+    if size > INTERPRET_VALUES:
+        return blocks, "Numba"
+    return blocks, (f"interpreted: {size:,} values and rows, less work than loading the "
+                    "compiled kernels")
 
 
 def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
@@ -365,22 +472,15 @@ def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
     from river import metrics as river_metrics
 
     blocks, first = _first_block(source, delay, every)
-    read = 0
-
-    def events():
-        nonlocal read
-        for block in itertools.chain([first], blocks):
-            for event in block:
-                read += 1
-                yield event
-
+    events = _Events(first, blocks, len(models))
     runs = {}
-    for (label, model), stream in zip(models.items(), itertools.tee(events(), len(models))):
+    for r, (label, model) in enumerate(models.items()):
+        stream = events.stream(r)
         compile_seconds = warm_up(model, first, False, metrics)
         bundle = build_metrics(metrics, model)
         steps = river_evaluate.iter_progressive_val_score(
             stream, model, river_metrics.base.Metrics(bundle), delay=delay or None, step=every)
-        runs[label] = [steps, bundle, [], 0.0, 0, 0.0, compile_seconds]
+        runs[label] = [steps, bundle, Series(), 0.0, 0, 0.0, compile_seconds]
     active = list(runs)
     while active:
         for label in list(active):
@@ -394,13 +494,13 @@ def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
             except datasets.DataError:
                 raise
             except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{label}: event {read}: {exc}") from exc
+                raise events.refused(exc, list(runs).index(label), f" ({label})") from exc
             run[3] += time.perf_counter() - start
             _row(run, state["Step"])
     out = {}
     for label, (_, bundle, rows, seconds, _, _, compile_seconds) in runs.items():
-        if not rows or rows[-1].step != read:
-            _row(runs[label], read)
+        if not rows or rows[-1].step != events.read:
+            _row(runs[label], events.read)
         out[label] = Result(rows, rows[-1].values, seconds, "River iter_progressive_val_score: "
                             "several models in one pass", compile_seconds)
     return out
@@ -607,7 +707,7 @@ def run(args) -> int:
         "model": type(model).__name__,
         "params": model._get_params(), "delay": args.delay, "seconds": result.seconds,
         "events_per_s": result.events / max(result.seconds, 1e-9),
-        "compile_s": result.compile_seconds, "path": result.path,
+        "compile_s": result.compile_seconds, "path": result.path, "kernels": result.kernels,
     }
     rows = snapshots(result, summary)
     report.print_summary(rows[-1])

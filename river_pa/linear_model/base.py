@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from river_pa._core import jit
 from river_pa._core.batch import frame_arrays
 from river_pa._core.cache import EventCache
 from river_pa._core.features import Vocabulary, as_array, cached_columns, make_index
@@ -232,7 +233,7 @@ class SparseLinear(EventCache):
             self._index.check_room(n_new)  # past max_keys: nothing changes
             self._grow(self._index.size + n_new)
             pos = self._index.insert(col_keys)
-        margins, self.intercept, bad = _numba.learn_csr(
+        margins, self.intercept, bad = jit.kernel(_numba.learn_csr)(
             self._task, self._variant, float(self.C), self._epsilon, self._w, self.intercept,
             self._intercept_norm, indptr, pos[ranks], data, y, sw)
         self._version += 1

@@ -166,8 +166,9 @@ class PASequenceTagger(base.Estimator):
         indptr = np.fromiter(accumulate(map(len, xs), initial=0), np.int64, len(xs) + 1)
         return indptr, keys, _values(xs)
 
-    def _encode(self, ys, m: int, learn: bool) -> np.ndarray:
-        """Tag indices of `ys`; with `learn`, unseen tags are added (after every check)."""
+    def _new_tags(self, ys, m: int, learn: bool) -> list:
+        """The tags of `ys` never seen, in order of appearance, after every check (without
+        `learn` an unseen tag is an error); nothing changes here."""
         if not isinstance(ys, list | tuple) or len(ys) != m:
             n = len(ys) if isinstance(ys, list | tuple) else type(ys).__name__
             raise ValueError(f"ys must be a list of one tag per token: xs has {m} tokens, ys {n}")
@@ -180,12 +181,13 @@ class PASequenceTagger(base.Estimator):
                 raise ValueError(f"tag {i} {str(err).removeprefix('a label ')}") from None
             if not learn and tag not in self._tag_index:
                 raise ValueError(f"tag {i} ({tag!r}) was never seen in training")
-        if learn:
-            new = [tag for tag in dict.fromkeys(ys) if tag not in self._tag_index]
-            check_class_room(self, len(self._tag_list), new)
-            for tag in new:
-                self._add_tag(tag)
-        return np.fromiter(map(self._tag_index.__getitem__, ys), np.int64, m)
+        new = [tag for tag in dict.fromkeys(ys) if tag not in self._tag_index]
+        check_class_room(self, len(self._tag_list), new)
+        return new
+
+    def _encode(self, ys) -> np.ndarray:
+        """Tag indices of `ys` (every tag known)."""
+        return np.fromiter(map(self._tag_index.__getitem__, ys), np.int64, len(ys))
 
     # -- state -----------------------------------------------------------------------------
 
@@ -227,8 +229,11 @@ class PASequenceTagger(base.Estimator):
     def learn_one(self, xs: list[dict], ys: list) -> None:
         """One prediction-based PA step on the sentence `xs` with gold tags `ys`."""
         indptr, keys, val = self._parse(xs)
-        y = self._encode(ys, len(xs), learn=True)
-        idx = self._index.insert(keys)
+        new = self._new_tags(ys, len(xs), learn=True)
+        idx = self._index.insert(keys)  # TooManyFeaturesError: nothing has changed yet
+        for tag in new:
+            self._add_tag(tag)
+        y = self._encode(ys)
         self._grow_features()
         _numba.learn(
             self._variant, float(self.C), self._E, self._T, self._UE, self._UT, self.average,
@@ -246,6 +251,9 @@ class PASequenceTagger(base.Estimator):
 
     def score_one(self, xs: list[dict], ys: list) -> float:
         """w . Phi(x, y) under the prediction weights; every tag of `ys` must be known."""
-        y = self._encode(ys, len(xs), learn=False) if isinstance(xs, list | tuple) else None
+        y = None
+        if isinstance(xs, list | tuple):
+            self._new_tags(ys, len(xs), learn=False)
+            y = self._encode(ys)
         S, T = self._scores(xs)
         return float(_numba.sequence_score(S, T, y))

@@ -18,7 +18,7 @@ import zstandard
 
 from river_pa import PAClassifier, cli
 from river_pa.evaluate import datasets, libsvm
-from river_pa.evaluate.job import evaluate
+from river_pa.evaluate.job import Series, evaluate, evaluate_many
 
 
 def lines(n: int, seed: int = 0) -> bytes:
@@ -205,8 +205,38 @@ def test_every_does_not_shrink_the_compiled_calls(tmp_path):
 
     path = tmp_path / "d.svm"
     path.write_bytes(lines(2000))
-    every_1 = evaluate(datasets.load(str(path)), Counted(), ["Accuracy"], every=1)
-    assert calls == [1, 2000]  # the warm-up's one event, then the whole file in one call
+    rows = []
+    every_1 = evaluate(datasets.load(str(path)), Counted(), ["Accuracy"], every=1, on_row=rows.append)
+    assert calls == [2000]  # the whole file in one call (interpreted: no warm-up call)
+    assert every_1.kernels.startswith("interpreted")
     every_500 = evaluate(datasets.load(str(path)), PAClassifier(), ["Accuracy"], every=500)
-    assert len(every_1.rows) == 2000
-    assert [r.values for r in every_1.rows[499::500]] == [r.values for r in every_500.rows]
+    assert len(rows) == 2000
+    assert [r.values for r in rows[499::500]] == [r.values for r in every_500.rows]
+
+
+@pytest.mark.parametrize("delay", [0, 3], ids=["compiled", "river"])
+def test_every_1_keeps_a_bounded_series_and_exact_final_figures(tmp_path, delay):
+    # Result.rows held one row per event: memory grew with the stream
+    path = tmp_path / "d.svm"
+    path.write_bytes(lines(30_000, seed=2))
+    names = ["Accuracy", "LogLoss"]
+    every_1 = evaluate(datasets.open_source(str(path)), PAClassifier(), names, delay, every=1)
+    once = evaluate(datasets.open_source(str(path)), PAClassifier(), names, delay, every=10**6)
+    kept = [r.step for r in every_1.rows]
+    assert len(kept) <= Series().cap < 30_000 // 20
+    stride = every_1.rows.stride  # evenly spaced from the first event, and the last one
+    assert kept == list(range(1, 30_000, stride)) + [30_000]
+    assert stride == 32  # 30,000 / 32 = 938 rows fit in 1,000, / 16 = 1,875 do not
+    assert every_1.rows[-1].values == once.rows[-1].values == every_1.values
+    assert [r.step for r in once.rows] == [30_000]
+
+
+def test_several_models_keep_a_bounded_series(tmp_path):
+    path = tmp_path / "d.svm"
+    path.write_bytes(lines(5_000, seed=3))
+    models = {"PA": PAClassifier(variant="PA"), "PA-I": PAClassifier()}
+    every_1 = evaluate_many(datasets.open_source(str(path)), models, ["Accuracy"], every=1)
+    alone = evaluate(datasets.open_source(str(path)), PAClassifier(), ["Accuracy"], every=5000)
+    for result in every_1.values():  # 5,000 / 8 = 625 rows fit in 1,000, / 4 = 1,250 do not
+        assert [r.step for r in result.rows] == list(range(1, 5_000, 8)) + [5_000]
+    assert every_1["PA-I"].rows[-1].values == alone.values

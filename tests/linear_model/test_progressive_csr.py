@@ -3,7 +3,9 @@ for bit on real data, and refuses bad batches before the model changes."""
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -211,3 +213,18 @@ def test_predicting_a_sparse_batch_leaves_it_as_it_was():
                       shape=(1, 6))
     PAClassifier().predict_many(X)  # unseen columns all sit at the sink: merged there
     assert X.indices.tolist() == [5, 1, 3] and X.data.tolist() == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("interpret", [False, True])
+def test_a_step_beyond_float64_stops_the_batch_in_both_kernel_tiers(interpret):
+    """Row 1 needs a weight of 1e450: the interpreted kernels, like Numba's, stop there with
+    row 0 learned (a quiet inf, no warning), and give the same model."""
+    from river_pa._core import jit
+
+    model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
+    with jit.interpreted() if interpret else contextlib.nullcontext():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(ValueError, match="row 1 .the rows before it are learned"):
+                model.progressive_csr([0, 1, 2], [0, 0], [1.0, 1e-150], [2.0, 1e300], ["a"])
+    assert model.weights == {"a": 2.0} and model.intercept == 0.0

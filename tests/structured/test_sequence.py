@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from river_pa import PASequenceTagger
+from river_pa._core.validation import TooManyFeaturesError
 from river_pa.structured import _numba as kernels
 
 
@@ -190,6 +191,21 @@ def test_nan_tags_are_rejected_and_add_no_tag():
             model.learn_one([{"a": 1.0}, {"b": 1.0}], ["X", float("nan")])
     assert model._tag_list == ["X"]
     assert pickle.dumps(model) == snapshot
+
+
+def test_too_many_features_adds_no_tag():
+    # the new tag entered the tag list and widened every weight matrix before the vocabulary
+    # refused the sentence's new feature keys
+    model = PASequenceTagger()
+    model.learn_one([{"a": 1.0}], ["X"])
+    model._index.max_keys = 2
+    snapshot = pickle.dumps(model)
+    with pytest.raises(TooManyFeaturesError, match="2 new feature keys"):
+        model.learn_one([{"b": 1.0}, {"c": 1.0}], ["X", "Y"])
+    assert model.tags == ["X"]
+    assert pickle.dumps(model) == snapshot
+    model.learn_one([{"b": 1.0}], ["Y"])  # one more key fits, with its new tag
+    assert model.tags == ["X", "Y"] and model.predict_one([{"b": 1.0}]) == ["Y"]
 
 
 def test_bad_parameters():

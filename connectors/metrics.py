@@ -1,0 +1,155 @@
+"""Prometheus metrics and health endpoints of `river-pa serve --metrics-port N`.
+
+`/metrics` is prometheus-client's exposition of a registry of our own, whose one collector reads
+the daemon's figures when scraped (the loop pays nothing per event); `/livez` answers 200 while
+the loop makes steps and 503 once it has made none for `--liveness-seconds`; `/readyz` answers
+200 when the member has partitions (and, for a predictor, a model), else 503.
+
+The server is the standard library's WSGI server in a daemon thread (what prometheus-client's
+own `start_wsgi_server` runs): prometheus-client serves only `/metrics`, and the probes need two
+more paths on the same port.
+
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+__all__ = ["Endpoints", "Health", "collect"]
+
+log = logging.getLogger("river_pa.serve")
+
+# figures of `Daemon.figures()`: name -> (Prometheus name, help); counters get `_total`
+COUNTERS = {
+    "events": ("river_pa_events", "events decoded and predicted"),
+    "labelled": ("river_pa_labelled", "labelled predictions scored by the progressive metric"),
+    "learned": ("river_pa_learned", "events learned"),
+    "expired": ("river_pa_expired", "events evicted from the pending store unlabelled"),
+    "orphan_labels": ("river_pa_orphan_labels", "labels whose event never came"),
+}
+GAUGES = {
+    "pending": ("river_pa_pending_events", "events waiting for their label"),
+    "pending_bytes": ("river_pa_pending_bytes", "memory of the events waiting (bytes)"),
+    "early_labels": ("river_pa_early_labels", "labels waiting for their event"),
+    "model_version": ("river_pa_model_version", "version of the model published or in use"),
+    "model_learned": ("river_pa_model_learned", "events learned by that model"),
+    "model_age_s": ("river_pa_model_age_seconds", "seconds since the learner published it"),
+    "learned_since_model": ("river_pa_learned_since_model",
+                            "events the learner has learned since that model (staleness)"),
+    "stale_s": ("river_pa_model_stale_seconds",
+                "seconds of learning since that model (0 while the learner learns nothing)"),
+}
+
+
+def collect(daemon) -> list:
+    """The metric families of `daemon` now (its `figures()`, lag and role)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+
+    figures = daemon.figures()
+    info = InfoMetricFamily("river_pa_daemon", "the daemon's role, model and client id")
+    info.add_metric([], {"role": daemon.cfg.role, "model": daemon.model_name,
+                         "client_id": daemon.cfg.client_id})
+    families = [info]
+    for key, (name, text) in COUNTERS.items():
+        families.append(CounterMetricFamily(name, text, value=figures[key]))
+    dead = CounterMetricFamily("river_pa_dead_letters", "records sent to the dead-letter topic",
+                               labels=["reason"])
+    for reason, count in sorted(figures["dead_letter_reasons"].items()):
+        dead.add_metric([reason], count)
+    families.append(dead)
+    for key, (name, text) in GAUGES.items():
+        if figures.get(key) is not None:
+            families.append(GaugeMetricFamily(name, text, value=figures[key]))
+    for key, name in (("metrics", "river_pa_metric"), ("rolling", "river_pa_rolling_metric")):
+        family = GaugeMetricFamily(name, f"progressive validation ({key})", labels=["metric"])
+        for metric, value in figures[key].items():
+            if value is not None:
+                family.add_metric([metric], value)
+        families.append(family)
+    lag = GaugeMetricFamily("river_pa_consumer_lag", "records of the partition not processed yet",
+                            labels=["topic", "partition"])
+    for (topic, partition), value in sorted(daemon.health.lag.items()):
+        lag.add_metric([topic, str(partition)], value)
+    families.append(lag)
+    return families
+
+
+class _Collector:
+    def __init__(self, endpoints: "Endpoints"):
+        self.endpoints = endpoints
+
+    def collect(self):
+        daemon = self.endpoints.daemon
+        return collect(daemon) if daemon is not None else []
+
+
+class Endpoints:
+    """The HTTP server of `/metrics`, `/livez` and `/readyz` on `port` (0: any free port),
+    bound here (OSError when the port is in use) and served from a daemon thread once
+    `start` is called; `daemon` is set once the daemon exists (503 and no figures before)."""
+
+    def __init__(self, port: int, host: str = ""):
+        from wsgiref.simple_server import WSGIRequestHandler, make_server  # 18 ms: lazily
+
+        from prometheus_client import CollectorRegistry, make_wsgi_app
+        from prometheus_client.exposition import ThreadingWSGIServer
+
+        class QuietHandler(WSGIRequestHandler):
+            def log_message(self, format, *args):  # a scrape every few seconds is not news
+                log.debug("metrics endpoint: " + format, *args)
+
+
+        self.daemon = None
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Collector(self))
+        self.metrics_app = make_wsgi_app(registry)
+        self.server = make_server(host, port, self.app, ThreadingWSGIServer,
+                                  handler_class=QuietHandler)
+        self.port = self.server.server_port
+
+    def start(self) -> None:
+        """Serve from a daemon thread."""
+        threading.Thread(target=self.server.serve_forever, name="river-pa-metrics",
+                         daemon=True).start()
+        log.info("metrics and health endpoints on port %d (/metrics, /livez, /readyz)", self.port)
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self.server.shutdown()
+        self.server.server_close()
+
+    def app(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        if path in ("/livez", "/readyz"):
+            ok, why = self.probe(path)
+            start_response("200 OK" if ok else "503 Service Unavailable",
+                           [("Content-Type", "text/plain; charset=utf-8")])
+            return [why.encode() + b"\n"]
+        return self.metrics_app(environ, start_response)
+
+    def probe(self, path: str) -> tuple[bool, str]:
+        """(healthy, why) for "/livez" or "/readyz". Before the loop's first step (restoring
+        state, waiting for a first model) the daemon is live but not ready."""
+        health = self.daemon.health if self.daemon is not None else None
+        if health is None or health.beat is None:
+            return path == "/livez", "starting"
+        if path == "/readyz":
+            return health.ready, health.why
+        idle, limit = time.monotonic() - health.beat, self.daemon.cfg.liveness_seconds
+        if idle > limit:
+            return False, f"no step of the loop for {idle:.0f} s (limit {limit:g} s)"
+        return True, "ok"
+
+
+class Health:
+    """What the loop tells the endpoints, written by the main thread at each step: when it
+    last stepped (`beat`), whether it is ready (and `why` not), the lag of each partition."""
+
+    def __init__(self):
+        self.beat: float | None = None
+        self.ready = False
+        self.why = "starting"
+        self.lag: dict[tuple[str, int], int] = {}
+        self.lag_at = 0.0
