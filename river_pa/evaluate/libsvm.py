@@ -27,6 +27,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import itertools
 import lzma
 import os
 
@@ -104,7 +105,7 @@ def _scale_hard(m, exp10, ph, pl):
     return p + (_two_prod_err(hi, ph) + (hi * pl + lo * ph))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _count_lines_and_colons(buf):
     """(newlines, colons) in `buf`: bounds on the rows and features `_parse` will find."""
     newlines = 0
@@ -116,7 +117,7 @@ def _count_lines_and_colons(buf):
     return newlines, colons
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
     """Parse libsvm bytes into (labels, indptr, indices, data, error, error line).
 
@@ -306,11 +307,20 @@ class CSR:
             yield dict(zip(ind[lo:hi], data[lo:hi]))
 
 
-def _parse_buffer(raw):
-    """`_parse` over a buffer's bytes."""
+def _parse_raw(raw) -> tuple:
+    """`_parse` of a buffer's bytes and the newlines in it; releases the GIL (nogil), so a
+    thread can parse the next chunk while the caller learns from this one."""
     buf = np.frombuffer(raw, dtype=np.uint8)
     newlines, colons = _count_lines_and_colons(buf)
-    return _parse(buf, newlines + 1, colons, _POW10_HI, _POW10_LO)
+    return _parse(buf, newlines + 1, colons, _POW10_HI, _POW10_LO), newlines
+
+
+def _as_csr(parsed: tuple, name: str, first_line: int) -> CSR:
+    """The CSR of `_parse`'s output; DataError naming the bad line."""
+    labels, indptr, indices, data, error, line = parsed
+    if error:
+        raise DataError(f"{name}:{first_line + line - 1}: {_ERRORS[error]}")
+    return CSR(indptr, indices, data, labels)
 
 
 def parse_libsvm(raw, name: str = "<bytes>", first_line: int = 1) -> CSR:
@@ -326,10 +336,7 @@ def parse_libsvm(raw, name: str = "<bytes>", first_line: int = 1) -> CSR:
     river_pa.evaluate.libsvm.DataError: f.svm:2: expected 'index:value' (an integer index, a colon and a number)
 
     """
-    labels, indptr, indices, data, error, line = _parse_buffer(raw)
-    if error:
-        raise DataError(f"{name}:{first_line + line - 1}: {_ERRORS[error]}")
-    return CSR(indptr, indices, data, labels)
+    return _as_csr(_parse_raw(raw)[0], name, first_line)
 
 
 def _zstd_open(path, mode, **text):
@@ -363,34 +370,47 @@ def iter_libsvm(path, chunk_bytes: int | None = None, raw=None):
     (default `CHUNK_BYTES`) decompressed bytes each, cut at line ends; memory is bounded by
     the chunk, not the file. With `raw`, an open binary file of `path`, read from it.
 
-    DataError names the file and line of a bad line, or of one longer than `MAX_LINE_BYTES`.
+    One thread parses the next chunk while the caller uses this one (as Vowpal Wabbit's
+    parser thread does): at most two chunks and their arrays are held. DataError names the
+    file and line of a bad line, or of one longer than `MAX_LINE_BYTES`.
 
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     path = os.fspath(path)
-    chunk_bytes = chunk_bytes or CHUNK_BYTES
     line = 1
+    pending = None
+    with open_data(path, "rb", raw) as f, ThreadPoolExecutor(1) as pool:
+        for text in itertools.chain(_texts(f, chunk_bytes or CHUNK_BYTES), [b""]):  # b"": end
+            future = pool.submit(_parse_raw, text) if text else None
+            if pending is not None:
+                parsed, newlines = pending.result()
+                csr = _as_csr(parsed, path, line)
+                line += newlines
+                if len(csr):
+                    yield csr
+            if text is None:
+                raise DataError(f"{path}:{line}: line longer than {MAX_LINE_BYTES} bytes")
+            pending = future
+
+
+def _texts(f, chunk_bytes: int):
+    """The bytes of `f` in pieces of about `chunk_bytes` cut after a line end (the last piece
+    as it ends); None, then nothing, where a line is longer than `MAX_LINE_BYTES`."""
     carry = b""
-    with open_data(path, "rb", raw) as f:
-        while True:
-            block = f.read(chunk_bytes)
-            if not block:
-                break
-            cut = block.rfind(b"\n")
-            if cut < 0:  # no line end in this block: grow the carried line, within bounds
-                carry += block
-                if len(carry) > MAX_LINE_BYTES:
-                    raise DataError(f"{path}:{line}: line longer than {MAX_LINE_BYTES} bytes")
-                continue
-            text = carry + block[: cut + 1] if carry else block[: cut + 1]
-            carry = block[cut + 1 :]
-            csr = parse_libsvm(text, path, line)
-            line += text.count(b"\n")
-            if len(csr):
-                yield csr
+    while block := f.read(chunk_bytes):
+        cut = block.rfind(b"\n")
+        if cut < 0:  # no line end in this block: grow the carried line, within bounds
+            carry += block
+            if len(carry) > MAX_LINE_BYTES:
+                yield None
+                return
+            continue
+        text = memoryview(block)[: cut + 1]  # no copy of the block
+        yield carry + text if carry else text
+        carry = block[cut + 1 :]
     if carry:
-        csr = parse_libsvm(carry, path, line)
-        if len(csr):
-            yield csr
+        yield carry
 
 
 def read_libsvm(path) -> CSR:
