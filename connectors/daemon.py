@@ -432,9 +432,7 @@ class Daemon:
         self.unassigned_since = now
         partitions = len(self.consumer.partitions_for_topic(self.cfg.events_topic) or ())
         members = group_size(self.cfg)
-        # no member yet: our first join is still under way (it took over 10 s on a loaded
-        # machine), and starting it again would only make it longer
-        if 0 < members < partitions:
+        if partitions > members:
             log.warning("no partition assigned for %.0f s although %s has %d partitions and the "
                         "group %d members: rejoining", wait_s,
                         self.cfg.events_topic, partitions, members)
