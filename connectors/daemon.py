@@ -432,6 +432,8 @@ class Daemon:
         self.unassigned_since = now
         partitions = len(self.consumer.partitions_for_topic(self.cfg.events_topic) or ())
         members = group_size(self.cfg)
+        # also with no member at all: a first join that never completed (seen under load:
+        # with the rejoin skipped for that case, daemons sat for 2 minutes with nothing)
         if partitions > members:
             log.warning("no partition assigned for %.0f s although %s has %d partitions and the "
                         "group %d members: rejoining", wait_s,
