@@ -156,6 +156,7 @@ _NORMAL_OPERATION = {
                                     ("Heartbeat failed for group %s: coordinator", "")],
     "kafka.coordinator.assignors.range": [("No partition metadata for topic", "")],  # being created
     "kafka.coordinator.assignors.roundrobin": [("No partition metadata for topic", "")],
+    "kafka.coordinator.assignors.sticky.sticky_assignor": [("No partition metadata for topic", "")],
     "kafka.cluster": [("Topic %s not found in cluster metadata", ""),  # an output's first send
                       ("Metadata refresh: failed", "Cancelled")],  # at close
 }

@@ -30,6 +30,16 @@ def test_flags_beat_environment_beat_toml(tmp_path):
     assert cfg.exactly_once is True and cfg.model_params == {"C": 0.5}
 
 
+def test_every_learner_of_a_group_shares_its_state_topic_and_transactional_id():
+    learn = load_config(["--role", "learn", "--group-id", "g", "--events-topic", "ev",
+                         "--client-id", "host-7"], {})
+    assert (learn.state_topic, learn.transactional_id) == ("ev.state", "g.learner")
+    both = load_config(["--group-id", "g", "--events-topic", "ev"], {})
+    assert (both.state_topic, both.transactional_id) == (None, None)  # as before
+    named = load_config(["--role", "learn", "--state-topic", "s", "--transactional-id", "t"], {})
+    assert (named.state_topic, named.transactional_id) == ("s", "t")
+
+
 def test_unknown_client_settings_are_refused_by_name():
     with pytest.raises(SystemExit, match=r"\['port'\]"):
         load_config([], {"RIVER_PA_KAFKA_PORT": "19092"})
