@@ -75,6 +75,7 @@ def _serve(cfg, model, endpoints) -> int:
     from river_pa.connectors.checkpoint import CheckpointError
     from river_pa.connectors.daemon import Daemon, ModelError
     from river_pa.connectors.kafka_io import OutputError, explain, unreachable
+    from river_pa.connectors.lease import run_learner
     from river_pa.connectors.roles import Predictor
     from river_pa.connectors.snapshots import SnapshotError
 
@@ -87,6 +88,10 @@ def _serve(cfg, model, endpoints) -> int:
             "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s runs code in this daemon at its "
             "next start; set --checkpoint-key (or RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
     try:
+        if cfg.role == "learn":  # standby until elected (connectors/lease.py)
+            if endpoints is not None:
+                endpoints.start()
+            return run_learner(cfg, model, endpoints)
         daemon = (Predictor if cfg.role == "predict" else Daemon)(cfg, model)
         if endpoints is not None:
             endpoints.daemon = daemon

@@ -93,7 +93,8 @@ _FLAGS_HELP = {
     "checkpoint_every": "checkpoint and commit after this many records",
     "checkpoint_seconds": "checkpoint and commit after this many seconds",
     "state_topic": "compacted topic that keeps a copy of every checkpoint; restored from when the"
-                   " local checkpoint is missing (a new node)",
+                   " local checkpoint is missing (a new node); with --role learn the copy is "
+                   "always restored, and the default is '<events_topic>.state'",
     "model_topic": "compacted topic of the model snapshots the learner publishes and the "
                    "predictors restore (default '<events_topic>.model')",
     "publish_every": "the learner publishes the model after this many events",
@@ -102,7 +103,7 @@ _FLAGS_HELP = {
     "report_seconds": "a report snapshot after this many seconds",
     "report_path": "JSONL report file the snapshots are appended to (river-pa report renders it)",
     "metrics_port": "serve Prometheus /metrics and the /livez and /readyz probes on this HTTP "
-                    "port (0: any free port, logged; default: off)",
+                    "port, 0: any free port, logged (default: off)",
     "liveness_seconds": "/livez answers 503 once the loop has made no step for this long",
     "pending_max": "events kept waiting for their label at most (the oldest are expired)",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
@@ -115,7 +116,9 @@ _FLAGS_HELP = {
     "max_buffered": "records buffered at most before fetching pauses (flow control)",
     "session_timeout_ms": "Kafka consumer group session timeout",
     "exactly_once": "predictions and offsets in one Kafka transaction",
-    "transactional_id": "default '<group_id>-<client_id>': give each daemon its own client id",
+    "transactional_id": "default '<group_id>-<client_id>': give each daemon its own client id;"
+                        " with --role learn '<group_id>.learner', one for every learner of the "
+                        "group, so a new active learner fences the old one",
     "kafka": "JSON object of extra kafka-python client settings (SASL/SSL, ...)",
 }
 
@@ -296,6 +299,9 @@ def _check_values(cfg: ServeConfig) -> ServeConfig:
         raise SystemExit(f"river-pa serve: role must be both, learn or predict, got {cfg.role!r}")
     if cfg.model_topic is None:
         cfg.model_topic = f"{cfg.events_topic}.model"
+    if cfg.role == "learn":  # every learner of the group shares its state and fences the others
+        cfg.state_topic = cfg.state_topic or f"{cfg.events_topic}.state"
+        cfg.transactional_id = cfg.transactional_id or f"{cfg.group_id}.learner"
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")

@@ -37,7 +37,7 @@ from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
 from river_pa.connectors.reporting import Reporter, Stats, serve_metrics
 from river_pa._core.validation import TooManyFeaturesError
 
-__all__ = ["Daemon"]
+__all__ = ["Daemon", "ensure_topic"]
 
 log = logging.getLogger("river_pa.serve")
 
@@ -73,8 +73,20 @@ def check_model(model) -> None:
         raise ValueError(f"model {type(model).__name__} fails on a synthetic event {x}: {line}") from None
 
 
+def ensure_topic(cfg: ServeConfig, topic: str) -> None:
+    """Create `topic` if it is missing: one partition, compacted, replicated min(3, brokers)."""
+    admin = make_admin(cfg)
+    try:
+        brokers = len(admin.describe_cluster()["brokers"])
+        snapshots.ensure_topic(admin, topic, min(3, brokers))
+    finally:
+        admin.close()
+
+
 class Daemon:
     """One serving process: a consumer, a producer, a model and its bookkeeping."""
+
+    local_checkpoint_wins = True  # over the state topic's copy (the learner: the topic wins)
 
     def __init__(self, cfg: ServeConfig, model):
         self.cfg = cfg
@@ -184,13 +196,14 @@ class Daemon:
             return
         self.state_manifest, payload = found
         path = Path(self.cfg.checkpoint_path)
-        if path.exists():
+        if path.exists() and self.local_checkpoint_wins:
             return  # the local file is at least as new: written before its copy was sent
         tmp = path.with_name(path.name + ".tmp")
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
             fh.write(payload)
         os.replace(tmp, path)
-        log.info("no local checkpoint: restored version %d (%d bytes) from %s",
+        log.info("%s: restored version %d (%d bytes) from %s",
+                 "no local checkpoint" if self.local_checkpoint_wins else "the group's state",
                  self.state_manifest["version"], len(payload), self.cfg.state_topic)
 
     # ---- the loop ------------------------------------------------------------------------
@@ -213,7 +226,7 @@ class Daemon:
         self.rebalances = RebalanceQueue()
         labels = cfg.labels_topic if cfg.role != "predict" else None
         self.topics = [cfg.events_topic] + ([labels] if labels else [])
-        self.consumer.subscribe(self.topics, listener=self.rebalances)
+        self._subscribe()
         self.merger = Merger(cfg.events_topic, labels, self._exhausted,
                              self.consumer.assignment if cfg.role == "learn" else None)
         self.reporter = Reporter(cfg.report_every, cfg.report_seconds, cfg.report_path,
@@ -229,6 +242,10 @@ class Daemon:
                 self.offsets_client.close()
         return 0
 
+    def _subscribe(self) -> None:
+        """Join the consumer group on the input topics (the learner assigns itself instead)."""
+        self.consumer.subscribe(self.topics, listener=self.rebalances)
+
     def _start(self) -> None:
         """Restore the state (from the state topic on a new node, then the checkpoint); the
         learner also reads the version of the newest model it published."""
@@ -243,12 +260,7 @@ class Daemon:
     def _snapshot_reader(self, topic: str, name: str) -> snapshots.Reader:
         """A reader of snapshot `name` that has read `topic` to its end (the topic is created,
         compacted, replicated up to 3 times, if it is missing); the caller closes it."""
-        admin = make_admin(self.cfg)
-        try:
-            brokers = len(admin.describe_cluster()["brokers"])
-            snapshots.ensure_topic(admin, topic, min(3, brokers))
-        finally:
-            admin.close()
+        ensure_topic(self.cfg, topic)
         reader = snapshots.Reader(make_offsets_client(self.cfg), topic, name)
         reader.read_to_end(120)
         return reader
@@ -455,10 +467,15 @@ class Daemon:
         return known >= self._log_end(tp)
 
     def _log_end(self, tp: TopicPartition) -> int:
-        """The broker's end offset of `tp`, asked at most once per poll (-1: unknown)."""
+        """The broker's end offset of `tp`, asked at most once per poll (2**63: unknown).
+
+        The first question of a poll asks for every assigned partition in one request: one
+        round trip per partition took an eighth of the learner's time on 2 x 6 partitions.
+        """
         if tp not in self.log_ends:
+            wanted = {tp, *self.consumer.assignment()}.difference(self.log_ends)
             try:
-                self.log_ends[tp] = self.offsets_client.end_offsets([tp])[tp]
+                self.log_ends.update(self.offsets_client.end_offsets(list(wanted)))
             except KafkaError as exc:  # the broker is away: hold the other side back
                 log.warning("end offset of %s unknown (%s)", tp, exc)
                 self.log_ends[tp] = 2**63

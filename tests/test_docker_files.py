@@ -6,13 +6,14 @@ import dataclasses
 import os
 import re
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-from river_pa.connectors.config import ServeConfig, build_parser
+from river_pa.connectors.config import ServeConfig, build_parser, from_args
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "compose.yaml"
@@ -56,10 +57,22 @@ def test_daemon_flags_and_environment_are_real_settings(compose):
     assert learn["group_id"] != predict["group_id"]  # the predictors share the events alone
     volumes = compose["services"]["learn"]["volumes"]
     assert volumes[0].split(":")[1] == str(Path(learn["checkpoint_path"]).parent)
-    # scaled replicas: nothing that must be unique per container is fixed
+    # scaled replicas: nothing that must be unique per container is fixed; with exactly-once
+    # each derives its client id, and so its transactional id, from its container's host name
     service = compose["services"]["predict"]
     assert not {"container_name", "ports", "volumes"} & set(service)
-    assert not {"client_id", "transactional_id", "exactly_once"} & set(predict)
+    assert "transactional_id" not in predict and predict["exactly_once"] is True
+    cfg = from_args(vars(build_parser().parse_args(service["command"])), service["environment"])
+    assert cfg.client_id == predict["client_id"].replace("{hostname}", socket.gethostname())
+    assert cfg.client_id != predict["client_id"] and cfg.transactional_id is None
+    # the learner's transactional id and state name are fixed: a restarted learner fences the
+    # previous one and restores its state
+    assert learn["exactly_once"] is True and "{hostname}" not in learn["transactional_id"]
+    assert "{hostname}" not in learn["client_id"]
+    for name in ("learn", "predict"):  # probes on the metrics port
+        assert parsed(compose["services"][name])["metrics_port"] == "9100"
+        probe = compose["services"][name]["healthcheck"]["test"]
+        assert probe[:3] == ["CMD", "python", "-c"] and "9100/livez" in probe[3]
     assert int(compose["services"]["kafka"]["environment"]["KAFKA_NUM_PARTITIONS"]) >= 3
     # checkpoints and snapshots are pickles: both sign or verify them, and refuse to start
     # without a key

@@ -86,7 +86,8 @@ class Data:
 
     `csr` holds the same events as CSR arrays with `csr.y` the targets as float64 (binary:
     +1/-1), or None when a feature is not numeric. With `csr`, the dicts `x` are built on
-    first use (the compiled path never needs them).
+    first use (the compiled path never needs them). A chunk of a CSV or JSONL file knows the
+    line of each event (`where`), so an event a model refuses is named like a bad line.
 
     """
 
@@ -95,11 +96,12 @@ class Data:
     compile_seconds = read_seconds = 0.0  # a Stream's: see there
 
     def __init__(self, name: str, task: str, y: list, x: list | None = None,
-                 csr: CSR | None = None):
+                 csr: CSR | None = None, path: str | None = None, lines: list | None = None):
         if x is None and csr is None:
             raise ValueError("Data needs feature dicts x or CSR arrays")
         self.name, self.task, self.y, self.csr = name, task, y, csr
         self._x = x
+        self.path, self.lines = path, lines
 
     @property
     def x(self) -> list:
@@ -120,15 +122,20 @@ class Data:
     def position(self) -> int:
         return 0
 
+    def where(self, i: int) -> str | None:
+        """'file:line' of event `i` (0-based) when the chunk was read from a CSV or JSONL file."""
+        return None if self.lines is None else f"{self.path}:{self.lines[i]}"
+
     def head(self, n: int) -> Data:
         """The first `n` events."""
         csr = None if self.csr is None else self.csr.head(n)
         x = None if self._x is None else self._x[:n]
-        return Data(self.name, self.task, self.y[:n], x, csr)
+        lines = None if self.lines is None else self.lines[:n]
+        return Data(self.name, self.task, self.y[:n], x, csr, self.path, lines)
 
     def without_csr(self) -> Data:
         """The same events as dicts only (the generic path)."""
-        return Data(self.name, self.task, self.y, self.x)
+        return Data(self.name, self.task, self.y, self.x, None, self.path, self.lines)
 
 
 class Stream:
@@ -173,11 +180,11 @@ class Stream:
         try:
             chunk = self._first
             while chunk is not None:
-                x, labels, csr = chunk
+                x, labels, csr, lines = chunk
                 y = self.targets.convert(labels, seen)
                 if csr is not None:
                     csr.y = target_array(y, self.task)
-                block = Data(self.name, self.task, y, x, csr)
+                block = Data(self.name, self.task, y, x, csr, self.path, lines)
                 if self.limit is not None and seen + len(block) >= self.limit:
                     yield block.head(self.limit - seen)
                     return
@@ -344,7 +351,7 @@ ROWS = 20_000  # events a CSV or JSONL chunk holds
 def _libsvm_chunks(path: str):
     def chunks(raw):
         for csr in iter_libsvm(path, raw=raw):
-            yield None, csr.y.tolist(), csr
+            yield None, csr.y.tolist(), csr, None
 
     return chunks
 
@@ -425,7 +432,7 @@ def _csv_rows(reader, path: str, target):
         csr = dicts_csr(x)
         if csr is None:
             _check_values(x, lines, path)
-        yield x, labels, csr
+        yield x, labels, csr, lines
 
 
 def dicts_csr(x: list) -> CSR | None:
@@ -472,7 +479,7 @@ def _jsonl_chunks(path: str):
                     csr = dicts_csr(x)
                     if csr is None:
                         _check_values(x, lines, path)
-                    yield x, labels, csr
+                    yield x, labels, csr, lines
 
     return chunks
 

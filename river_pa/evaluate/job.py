@@ -19,9 +19,11 @@ Two paths give the same numbers:
 
 Exit status: 0 on success, 2 on a usage error (unknown data set, model, parameter or metric:
 one line naming the valid choices; an unreadable data file or a bad line in it; a --report-path
-or --plot that cannot take the output, checked before any event is read), 1 when the model
-rejects an event during the run (the message names the data and the event number) or a write
-fails after the checks (after the summary is printed).
+or --plot that cannot take the output, checked before any event is read; an event of a CSV
+or JSONL file that the model refuses, e.g. a string value: the message names the file and
+line), 1 when the model rejects an event of a libsvm file or a River data set during the run
+(the message names the data and the event number) or a write fails after the checks (after
+the summary is printed).
 
 """
 
@@ -266,7 +268,7 @@ def _run_compiled(first, blocks, model, names: list[str], every: int, clock: _Cl
         except ValueError:
             if step == 0:
                 return False
-            margins = _margins_one_by_one(model, block.x, block.y, step)
+            margins = _margins_one_by_one(model, block, step)
         y = datasets.target_array(block.y, block.task)
         lo = 0
         while lo < len(block):
@@ -281,17 +283,63 @@ def _run_compiled(first, blocks, model, names: list[str], every: int, clock: _Cl
     return True
 
 
-def _margins_one_by_one(model, xs: list, ys: list, step: int) -> np.ndarray:
-    """The margins of a predict-then-learn loop over dicts; errors name the event."""
+def _margins_one_by_one(model, block, step: int) -> np.ndarray:
+    """The margins of a predict-then-learn loop over a block's dicts; errors name the event
+    (`_refused`)."""
     margin = getattr(model, "decision_function_one", model.predict_one)
-    out = np.empty(len(ys))
-    for i, (x, y) in enumerate(zip(xs, ys)):
+    out = np.empty(len(block))
+    for i, (x, y) in enumerate(block):
         try:
             out[i] = margin(x)
             model.learn_one(x, y)
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"event {step + i + 1}: {exc}") from exc
+            raise _refused(exc, block, i, step + i + 1) from exc
     return out
+
+
+def _refused(exc: Exception, block, i: int, event: int, note: str = "") -> Exception:
+    """The error of a model that refused event number `event`, the `i`-th (0-based) of
+    `block`: for a CSV or JSONL file a DataError naming the file and line (a bad line, exit
+    status 2, like the reader's), else the model's error type naming the event."""
+    where = block.where(i) if block is not None else None
+    if where:
+        return datasets.DataError(f"{where}{note}: {exc}")
+    return type(exc)(f"event {event}{note}: {exc}")
+
+
+class _Events:
+    """The events of a source's blocks for `readers` River loops (one `itertools.tee` copy
+    each, `stream(r)`), counted per reader, so that an error names the event the failing
+    reader took (`refused`); the blocks every reader has passed are let go."""
+
+    def __init__(self, first, blocks, readers: int = 1):
+        self.read = 0  # events taken from the source
+        self._count = [0] * readers
+        self._blocks: dict = {}  # number of events before the block -> block
+        events = self._events(itertools.chain([first], blocks))
+        self._streams = itertools.tee(events, readers) if readers > 1 else [events]
+
+    def _events(self, blocks):
+        for block in blocks:
+            done = min(self._count)
+            for start in [s for s, b in self._blocks.items() if s + len(b) <= done]:
+                del self._blocks[start]
+            self._blocks[self.read] = block
+            for event in block:
+                self.read += 1
+                yield event
+
+    def stream(self, r: int = 0):
+        for event in self._streams[r]:
+            self._count[r] += 1
+            yield event
+
+    def refused(self, exc: Exception, r: int = 0, note: str = "") -> Exception:
+        """`_refused` for the last event reader `r` took."""
+        n = self._count[r]
+        start, block = next(((s, b) for s, b in self._blocks.items() if s < n <= s + len(b)),
+                            (n - 1, None))
+        return _refused(exc, block, n - start - 1, n, note)
 
 
 def _run_river(first, blocks, model, names: list[str], delay: int, every: int,
@@ -301,17 +349,9 @@ def _run_river(first, blocks, model, names: list[str], delay: int, every: int,
 
     metrics = build_metrics(names, model)
     bundle = river_metrics.base.Metrics(metrics)
-    read = 0
-
-    def events():
-        nonlocal read
-        for block in itertools.chain([first], blocks):
-            for event in block:
-                read += 1  # the events read so far
-                yield event
-
+    events = _Events(first, blocks)
     steps = river_evaluate.iter_progressive_val_score(
-        events(), model, bundle, delay=delay or None, step=every
+        events.stream(), model, bundle, delay=delay or None, step=every
     )
     try:
         for state in steps:
@@ -319,10 +359,10 @@ def _run_river(first, blocks, model, names: list[str], delay: int, every: int,
     except datasets.DataError:
         raise
     except (TypeError, ValueError) as exc:  # name where: River's loop does not
-        where = f"event {read}" + (f" (or the one it learned, {delay} earlier)" if delay else "")
-        raise type(exc)(f"{where}: {exc}") from exc
-    if not clock.rows or clock.rows[-1].step != read:
-        clock.checkpoint(read, {type(m).__name__: m.get() for m in metrics})
+        note = f" (or the one it learned, {delay} earlier)" if delay else ""
+        raise events.refused(exc, note=note) from exc
+    if not clock.rows or clock.rows[-1].step != events.read:
+        clock.checkpoint(events.read, {type(m).__name__: m.get() for m in metrics})
 
 
 def warm_up(model, first, compiled: bool, names: list[str]) -> float:
@@ -432,17 +472,10 @@ def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
     from river import metrics as river_metrics
 
     blocks, first = _first_block(source, delay, every)
-    read = 0
-
-    def events():
-        nonlocal read
-        for block in itertools.chain([first], blocks):
-            for event in block:
-                read += 1
-                yield event
-
+    events = _Events(first, blocks, len(models))
     runs = {}
-    for (label, model), stream in zip(models.items(), itertools.tee(events(), len(models))):
+    for r, (label, model) in enumerate(models.items()):
+        stream = events.stream(r)
         compile_seconds = warm_up(model, first, False, metrics)
         bundle = build_metrics(metrics, model)
         steps = river_evaluate.iter_progressive_val_score(
@@ -461,13 +494,13 @@ def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
             except datasets.DataError:
                 raise
             except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{label}: event {read}: {exc}") from exc
+                raise events.refused(exc, list(runs).index(label), f" ({label})") from exc
             run[3] += time.perf_counter() - start
             _row(run, state["Step"])
     out = {}
     for label, (_, bundle, rows, seconds, _, _, compile_seconds) in runs.items():
-        if not rows or rows[-1].step != read:
-            _row(runs[label], read)
+        if not rows or rows[-1].step != events.read:
+            _row(runs[label], events.read)
         out[label] = Result(rows, rows[-1].values, seconds, "River iter_progressive_val_score: "
                             "several models in one pass", compile_seconds)
     return out

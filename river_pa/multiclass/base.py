@@ -109,9 +109,12 @@ class ScoringClassifier(EventCache):
     def _labelled_event(self, x: dict, y, w):
         """(label row, positions, values, ||x||^2, scores) of a training event, or None when
         the sample weight is 0. `x` is validated before the label can change the model; a new
-        label gets its row (with w = 0 too) and new keys their positions."""
+        label gets its row (with w = 0 too) and new keys their positions, after the check that
+        the keys fit (`TooManyFeaturesError` left the new label in place)."""
         w = check_sample_weight(w)
         self._event(x)
+        if w:
+            self._index.check_room(self._n_unseen)
         row = self._add_label(y)
         if w == 0.0:
             return None

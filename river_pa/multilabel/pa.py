@@ -153,6 +153,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         labels = self._check_targets(y)
         self._event(x)  # validates x before the labels change the model
         self._check_new_labels(labels)
+        if w:  # and that its new keys fit (TooManyFeaturesError left new labels in place)
+            self._index.check_room(self._n_unseen)
         for label in labels:
             self._add_label(label)
         if w == 0.0:

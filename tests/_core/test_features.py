@@ -183,6 +183,40 @@ def test_a_vocabulary_past_max_keys_refuses_the_event_and_changes_nothing(learn)
     assert model.predict_proba_one({"zz": 5.0, "a": 1.0})  # prediction never inserts
 
 
+@pytest.mark.parametrize("name, params, y0, y1", [
+    ("PAMultiClassifier", {}, "A", "B"), ("PACostSensitiveClassifier", {}, "A", "B"),
+    ("KernelPAClassifier", {}, "A", "B"),
+    ("PAMultiLabelClassifier", {}, {"p": True}, {"p": False, "q": True}),
+    ("PAClassifier", {"calibration": "temperature"}, True, False),
+])
+@pytest.mark.parametrize("learn", ["learn_one", "learn_many"])
+def test_too_many_new_keys_change_no_label_and_no_calibrator(name, params, y0, y1, learn):
+    # the new label got its row (and the caches their new shapes), and a calibrated
+    # PAClassifier's calibrator learned the event, before the vocabulary refused its keys
+    import pandas as pd
+
+    import river_pa
+    from river_pa._core.validation import TooManyFeaturesError
+
+    model = getattr(river_pa, name)(**params)
+    model.learn_one({"a": 1.0}, y0)
+    model._index.max_keys = 2
+    before = pickle.dumps(model)
+    X = pd.DataFrame({"b": [1.0], "c": [2.0]})
+    with pytest.raises(TooManyFeaturesError, match="2 new feature keys"):
+        if learn == "learn_one":
+            model.learn_one({"b": 1.0, "c": 2.0}, y1)
+        elif isinstance(y1, dict):
+            model.learn_many(X, pd.DataFrame([y1]))
+        else:
+            model.learn_many(X, pd.Series([y1]))
+    assert pickle.dumps(model) == before
+    model.learn_one({"b": 1.0}, y1)  # one new key fits, with the new label
+    if name != "PAClassifier":
+        assert model.classes == (["p", "q"] if isinstance(y1, dict) else ["A", "B"])
+    assert model._index.size == 3
+
+
 # -- the column table of array batches (issue 12: one vocabulary lookup per column met) --------
 
 def test_sparse_batches_through_the_column_table_equal_a_learn_one_loop():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 import tracemalloc
 
@@ -27,6 +28,16 @@ def test_flags_beat_environment_beat_toml(tmp_path):
     assert cfg.kafka == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
                          "ssl_check_hostname": False}
     assert cfg.exactly_once is True and cfg.model_params == {"C": 0.5}
+
+
+def test_every_learner_of_a_group_shares_its_state_topic_and_transactional_id():
+    learn = load_config(["--role", "learn", "--group-id", "g", "--events-topic", "ev",
+                         "--client-id", "host-7"], {})
+    assert (learn.state_topic, learn.transactional_id) == ("ev.state", "g.learner")
+    both = load_config(["--group-id", "g", "--events-topic", "ev"], {})
+    assert (both.state_topic, both.transactional_id) == (None, None)  # as before
+    named = load_config(["--role", "learn", "--state-topic", "s", "--transactional-id", "t"], {})
+    assert (named.state_topic, named.transactional_id) == ("s", "t")
 
 
 def test_unknown_client_settings_are_refused_by_name():
@@ -96,6 +107,8 @@ def test_bad_model_params_flag_says_what_is_wrong(capsys):
     ("checkpoint_every", 0, "> 0"),
     ("max_record_bytes", -1, "> 0"),
     ("pending_ttl_ms", -1, ">= 0"),
+    ("metrics_port", -1, ">= 0"),
+    ("liveness_seconds", 0, "> 0"),
 ])
 def test_out_of_range_values_are_a_bad_flag_or_a_configuration_error(tmp_path, capsys, name,
                                                                       value, bound):
@@ -190,3 +203,15 @@ def test_one_record_stamped_far_in_the_future_does_not_expire_the_store():
     store.add("future", Pending({}, None, store.clock(year_3000)))
     assert store.pop("future").ts < now + 60_000  # nor does it sit unexpirable at the head
     assert [e.ts for e in store.expire(now + 57_500)] == [now - 4000, now - 3000]
+
+
+def test_hostname_in_client_and_transactional_ids_and_the_metrics_port_range():
+    # one setting for every replica of a scaled service, each with ids of its own
+    host = socket.gethostname()
+    cfg = load_config(["--client-id", "predict-{hostname}"],
+                      {"RIVER_PA_TRANSACTIONAL_ID": "tx-{hostname}-1"})
+    assert (cfg.client_id, cfg.transactional_id) == (f"predict-{host}", f"tx-{host}-1")
+    assert load_config([], {}).metrics_port is None  # off by default
+    assert load_config([], {"RIVER_PA_METRICS_PORT": "0"}).metrics_port == 0
+    with pytest.raises(SystemExit, match=r"metrics_port must be a TCP port \(0-65535\), got 65536$"):
+        load_config(["--metrics-port", "65536"], environ={})

@@ -89,10 +89,23 @@ def test_a_rejected_event_names_the_model(tmp_path, capsys):
     data.write_text('{"x": {"a": 1.0}, "y": true}\n{"x": {"a": 2.0}, "y": false}\n'
                     '{"x": {"a": 1e308, "b": 1e308}, "y": true}\n')
     assert cli.main(["evaluate", str(data), "--quiet", "--model", "PAClassifier",
-                     "--model", "FullScaleInvariantClassifier"]) == 1
+                     "--model", "FullScaleInvariantClassifier"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("river-pa evaluate: event rejected:") and "event 3" in err
+    assert err.startswith(f"river-pa evaluate: {data}:3 (FullScaleInvariantClassifier): ")
     assert len(err.splitlines()) == 1
+
+
+def test_a_rejected_event_is_named_by_the_model_that_refused_it(tmp_path, capsys):
+    # the models take turns of --every events: the error named the events the first model
+    # had read (event 1500 here), not the one the second refused
+    data = tmp_path / "late.csv"
+    rows = [f"{i % 7},{i % 3},{'x' if i == 1201 else ''},{i % 2}" for i in range(1500)]
+    data.write_text("a,b,c,y\n" + "\n".join(rows) + "\n")
+    assert cli.main(["evaluate", str(data), "--target", "y", "--quiet", "--metric", "Accuracy",
+                     "--model", "river.tree:HoeffdingTreeClassifier",  # takes 'x' (nominal)
+                     "--model", "PAClassifier"]) == 2
+    assert capsys.readouterr().err == (f"river-pa evaluate: {data}:1203 (PAClassifier): "
+                                       "feature 'c' has a non-numeric value 'x' of type str\n")
 
 
 def test_a_calibrated_model_takes_the_river_path():

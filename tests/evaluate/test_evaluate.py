@@ -356,8 +356,8 @@ def test_bad_csv_and_jsonl_lines(tmp_path, capsys):
     bad_value = tmp_path / "bad_value.jsonl"
     bad_value.write_text('{"x": {"a": 1}, "y": true}\n{"x": {"a": 2}, "y": false}\n'
                          '{"x": {"a": "s"}, "y": true}\n')
-    assert main([str(bad_value), "--quiet", "--delay", "2"]) == 1  # a pipeline may take 's'
-    assert ("event rejected: bad_value.jsonl: event 3 (or the one it learned, 2 earlier): "
+    assert main([str(bad_value), "--quiet", "--delay", "2"]) == 2  # a pipeline may take 's'
+    assert (f"{bad_value}:3 (or the one it learned, 2 earlier): "
             "feature 'a' has a non-numeric value 's'" in capsys.readouterr().err)
 
 

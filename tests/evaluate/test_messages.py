@@ -121,6 +121,17 @@ def test_non_finite_csv_values_name_the_line(tmp_path, capsys):
     assert err == f"{path}:4: feature 'a': value inf is not finite"
 
 
+@pytest.mark.parametrize("delay", [0, 2])
+def test_a_string_value_a_learner_refuses_names_the_file_and_line(tmp_path, capsys, delay):
+    # the reader keeps strings (a River pipeline may encode them); PAClassifier refused the
+    # event with exit status 1 and its number, not the line, unlike every other bad line
+    path = tmp_path / "text.csv"
+    path.write_text("a,b,y\n1,2,0\n3,4,1\n\"5\",x,0\n")
+    err = run_bad(capsys, str(path), "--target", "y", "--delay", str(delay))
+    learned = " (or the one it learned, 2 earlier)" if delay else ""
+    assert err == f"{path}:4{learned}: feature 'b' has a non-numeric value 'x' of type str"
+
+
 @pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-Infinity", "1e400"])
 def test_a_non_finite_libsvm_value_says_so(tmp_path, capsys, value):
     path = tmp_path / "v.svm"

@@ -60,6 +60,12 @@ def cluster_bootstrap():
         broker_script("cluster-stop")
 
 
+def owns_partitions(member: dict) -> bool:
+    """Whether a member of `KafkaAdminClient.describe_groups` holds a partition."""
+    assignment = member.get("member_assignment") or {}
+    return any(a["partitions"] for a in assignment.get("assigned_partitions", ()))
+
+
 class Kafka:
     """Helpers over one broker: topics, producing, reading back, running the daemon."""
 
@@ -136,8 +142,10 @@ class Kafka:
             time.sleep(0.2)
 
     def wait_group(self, group: str, members: int, timeout_s: float = 60) -> None:
-        """Wait until the consumer group is Stable with `members` members (every daemon
-        started by this test must stay alive meanwhile: a dead one is the failure to show)."""
+        """Wait until the consumer group is Stable with `members` members, each holding a
+        partition (Stable alone does not say a member's assignment gave it anything: a test
+        that went on then could see one member serve every event); every daemon started by
+        this test must stay alive meanwhile: a dead one is the failure to show."""
         admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
         deadline = time.monotonic() + timeout_s
         try:
@@ -146,7 +154,8 @@ class Kafka:
                     info = admin.describe_groups([group])[group]
                 except KafkaError as exc:  # the coordinator is still loading, or moving
                     info = {"group_state": repr(exc), "members": []}
-                if info["group_state"] == "Stable" and len(info["members"]) == members:
+                if info["group_state"] == "Stable" and len(info["members"]) == members \
+                        and all(map(owns_partitions, info["members"])):
                     return
                 for proc in self.daemons:
                     assert proc.returncode is not None or proc.poll() is None, self.exited(proc)

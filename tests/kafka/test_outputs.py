@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kafka.admin import KafkaAdminClient, NewTopic
 
 N_GOOD = 10
@@ -105,3 +107,41 @@ def test_probabilities_in_predictions_are_always_floats(kafka):
     # kafka-python's messages about normal operation are not logged (README: start-up messages)
     for normal in ("not found in cluster metadata", "No partition metadata", "It is blocking"):
         assert normal not in kafka.log(), kafka.log()
+
+
+def test_record_slack_bounds_the_size_of_any_one_record_batch_without_headers():
+    """Outputs.send skips kafka-python's estimate when key + value + RECORD_SLACK fit: the
+    slack must bound the estimate for every varint width of the key and value lengths."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from river_pa.connectors.kafka_io import RECORD_SLACK
+
+    sizes = [0, 1, 127, 128, 16_383, 16_384, 2**21 - 1, 2**21, 2**22]
+    for key in (None, *(b"k" * n for n in sizes[:6])):
+        for n in sizes:
+            value = b"v" * n
+            extra = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, []) \
+                - len(key or b"") - n
+            assert 61 < extra <= RECORD_SLACK, (len(key or b""), n, extra)
+
+
+def test_a_record_one_byte_over_its_topic_limit_is_refused_before_the_broker(kafka):
+    """Near the limit the exact size decides: the largest record that fits is sent and read
+    back; one byte more raises MessageSizeTooLargeError and never reaches the producer."""
+    from kafka.errors import MessageSizeTooLargeError
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from river_pa.connectors.kafka_io import RECORD_SLACK, Outputs
+
+    (preds,) = kafka.topics("preds")
+    producer = kafka.producer()
+    outputs = Outputs(producer, f"{preds}-dlq", {preds: 2_000})
+    fits = max(n for n in range(2_000) if DefaultRecordBatchBuilder.estimate_size_in_bytes(
+        b"id", b"v" * n, []) <= 2_000)
+    assert fits + 2 + RECORD_SLACK > 2_000  # so the exact estimate decides here
+    outputs.send(preds, b"v" * fits, key=b"id")
+    with pytest.raises(MessageSizeTooLargeError, match="2001 bytes, topic .* at most 2000"):
+        outputs.send(preds, b"w" * (fits + 1), key=b"id")
+    outputs.check()
+    producer.close()
+    assert [r.value for r in kafka.read_all(preds)] == [b"v" * fits]

@@ -1,0 +1,242 @@
+"""Exactly one active learner (`river-pa serve --role learn`): election, standbys, fencing.
+
+Every learner process joins the consumer group `<group_id>.lease` on the one-partition topic
+`<events_topic>.lease` (created if missing; nothing is ever written to it). Kafka's group
+coordinator gives partition 0 to one member: that one is the active learner, the others are
+standbys that say so once and keep polling the lease consumer (keeping their membership).
+The cooperative sticky assignor keeps partition 0 with its owner when standbys come and go.
+
+The active learner assigns itself every partition of the events and labels topics (no
+group rebalances; partitions added later are followed), restores the whole state of the
+group's learner (model, pending, early labels, metrics, offsets) from the state topic under
+the name `<group_id>.learner`, commits offsets under `<group_id>`, and checks the lease at
+every batch, and before every write (model snapshot, report, checkpoint, commit) it has the
+coordinator confirm it: an offset commit of the lease partition, which the coordinator refuses
+from a member whose session expired (a SIGSTOP, a paused VM: its consumer cannot know yet) or
+of an older generation. It steps down, writing nothing more, when the lease is gone or not
+confirmed, and when its producer is fenced: with `--exactly-once` every learner of the group
+uses the transactional id `<group_id>.learner`, so a new active learner's `init_transactions`
+aborts the old one's open transaction and the old producer's later writes are refused
+(`ProducerFencedError`). A learner that stepped down closes its clients and becomes a standby
+again, in the same process. Kafka has the election (a group) and the fencing (transactions) but no lease on top of
+them, hence this module.
+
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+
+from kafka import KafkaConsumer
+from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kafka.errors import (
+    CommitFailedError, InvalidProducerEpochError, KafkaError, ProducerFencedError,
+)
+from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
+
+from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.daemon import Daemon, ensure_topic
+from river_pa.connectors.kafka_io import CLIENT_DEFAULTS, OutputError, client_settings
+
+__all__ = ["Lease", "LeaseLost", "Learner", "run_learner"]
+
+log = logging.getLogger("river_pa.serve")
+
+FENCED = (ProducerFencedError, InvalidProducerEpochError)
+
+
+class LeaseLost(RuntimeError):
+    """The active learner no longer holds the lease: it must write nothing more."""
+
+
+class Lease:
+    """This process's membership of the lease group; `held` says whether it is the active one.
+
+    The lease is this member's while partition 0 of the lease topic is assigned to it; `held`
+    says what the consumer knows, `confirm` asks the coordinator.
+    """
+
+    def __init__(self, cfg: ServeConfig):
+        self.topic, self.group = f"{cfg.events_topic}.lease", f"{cfg.group_id}.lease"
+        ensure_topic(cfg, self.topic)
+        self.tp = TopicPartition(self.topic, 0)
+        self.consumer = KafkaConsumer(**{
+            "bootstrap_servers": cfg.bootstrap_servers,
+            "group_id": self.group,
+            "client_id": f"{cfg.client_id}-lease",
+            "enable_auto_commit": False,
+            "session_timeout_ms": cfg.session_timeout_ms,
+            "heartbeat_interval_ms": max(cfg.session_timeout_ms // 4, 100),
+            "partition_assignment_strategy": (CooperativeStickyAssignor,),
+            **CLIENT_DEFAULTS,
+            **client_settings(cfg.kafka, KafkaConsumer),
+        })
+        self.consumer.subscribe([self.topic])
+        session_s = self.consumer.config["session_timeout_ms"] / 1000  # [kafka] may set it
+        self.confirm_s = max(2 * session_s, 5.0)  # how long a rebalance under way is waited for
+        # a confirmation stands for a quarter of the session: the member heartbeats every
+        # quarter, so the coordinator cannot expire it sooner; any stall makes it stale
+        self.valid_s, self.confirmed_at = session_s / 4, -float("inf")
+
+    def held(self, timeout_ms: int = 0) -> bool:
+        """Poll the lease consumer (joining, heartbeats, rebalances); True while partition 0
+        is assigned to this member as far as it knows."""
+        self.consumer.poll(timeout_ms=timeout_ms)
+        return self.tp in self.consumer.assignment()
+
+    def confirm(self) -> bool:
+        """True when the coordinator accepts an offset commit of the lease partition from this
+        member (its session has not expired and its generation is the group's), asked at most
+        once per `valid_s`. A rebalance under way (a standby joining) is waited for, up to
+        `confirm_s`."""
+        start = time.monotonic()
+        deadline = start + self.confirm_s
+        while self.held():
+            if start - self.confirmed_at < self.valid_s:
+                return True
+            try:
+                self.consumer.commit({self.tp: OffsetAndMetadata(0, "", -1)}, timeout_ms=1000)
+                self.confirmed_at = start
+                return True
+            except CommitFailedError as exc:  # expired, or another generation: not ours
+                log.warning("the coordinator refused the lease: %s", exc)
+                return False
+            except KafkaError as exc:  # a rebalance under way, the coordinator moving
+                if time.monotonic() > deadline:
+                    log.warning("the lease could not be confirmed in %.0f s: %s",
+                                self.confirm_s, exc)
+                    return False
+                self.held(100)
+        return False
+
+    def wait(self, stopping) -> bool:
+        """Wait as a standby until this member holds the lease (True) or `stopping()` (False)."""
+        said = False
+        while not stopping():
+            if self.held(500):  # 500 ms per poll: no busy loop, heartbeats go on meanwhile
+                return True
+            if not said and self.consumer.group_metadata().state == MemberState.STABLE:
+                log.info("standby: the lease %s of group %s is another learner's; waiting",
+                         self.topic, self.group)
+                said = True
+        return False
+
+    def close(self) -> None:
+        """Leave the group (a standby gets the lease at once) and close the consumer."""
+        self.consumer.close(autocommit=False)
+
+
+class Learner(Daemon):
+    """The daemon of one active term: it learns while `lease` is held, raises LeaseLost after."""
+
+    local_checkpoint_wins = False  # the group's state is the one in the state topic
+
+    def __init__(self, cfg: ServeConfig, model, lease: Lease):
+        super().__init__(cfg, model)
+        self.lease = lease
+        self.state_name = f"{cfg.group_id}.learner"  # shared by every learner of the group
+        self.partitions_checked = 0.0
+
+    def _subscribe(self) -> None:
+        """Assign every partition of the input topics to this consumer (no group join)."""
+        self._follow_partitions()
+        self.partitions_checked = time.monotonic()
+
+    def _follow_partitions(self) -> None:
+        """Assign the partitions the input topics have now; new ones start at their committed
+        offset (or `auto_offset_reset`), the others where processing stopped."""
+        for client in (self.consumer, self.offsets_client):  # a metadata request each: the
+            if client is not None:                          # partitions added since are known
+                client.topics()
+        wanted = {TopicPartition(t, p) for t in self.topics
+                  for p in self.consumer.partitions_for_topic(t) or ()}
+        if wanted != self.consumer.assignment():
+            log.info("learning from %d partitions of %s", len(wanted), ", ".join(self.topics))
+            self.consumer.assign(sorted(wanted))
+            self.positions_unknown = True  # `_step` seeks every partition (`_resume`)
+
+    def _check_membership(self, assigned) -> None:
+        """Follow partitions added to the input topics (checked every 10 s)."""
+        if time.monotonic() - self.partitions_checked >= 10:
+            self.partitions_checked = time.monotonic()
+            self._follow_partitions()
+
+    def _confirm(self, ask_coordinator: bool = True) -> None:
+        """Raise LeaseLost unless the lease is held (and confirmed by the coordinator); the
+        producer's unsent records (e.g. a model snapshot) are dropped first, so nothing more
+        reaches the broker."""
+        if not (self.lease.confirm() if ask_coordinator else self.lease.held()):
+            self.producer.close(timeout=0)
+            raise LeaseLost(f"the lease {self.lease.topic} of group {self.lease.group} is lost")
+
+    def _step(self) -> None:
+        self._confirm(ask_coordinator=False)  # polled at every batch: membership, rebalances
+        super()._step()
+
+    def _publish(self) -> None:
+        self._confirm()
+        super()._publish()
+
+    def _publish_model(self) -> None:
+        self._confirm()
+        super()._publish_model()
+
+    def _report(self) -> dict:
+        self._confirm()
+        return super()._report()
+
+    def _checkpoint_or_rollback(self) -> None:
+        self._confirm()
+        super()._checkpoint_or_rollback()
+
+
+def fenced(exc: BaseException) -> bool:
+    """True when `exc` (or what caused it) says another producer took our transactional id."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, FENCED) or any(isinstance(a, FENCED) for a in exc.args):
+            return True
+        if any(cls.__name__ in str(exc) for cls in FENCED):  # kafka-python formats some
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
+    """Run `--role learn`: standby until elected, active until the lease is lost or the
+    producer fenced, then standby again; 0 after SIGTERM/SIGINT. Other errors propagate.
+    The metrics `endpoints` (connectors/metrics.py), if any, show the daemon of the current
+    term (a standby: live, not ready, nothing counted yet)."""
+    stop = []
+
+    def on_signal(signum, frame):
+        log.info("signal %d: leaving the lease group", signum)
+        stop.append(signum)
+
+    while not stop:
+        for sig in (signal.SIGTERM, signal.SIGINT):  # a term installs its own, restored here
+            signal.signal(sig, on_signal)
+        lease = Lease(cfg)
+        term = Learner(cfg, model, lease)  # a standby's endpoints show it: nothing served yet
+        if endpoints is not None:
+            endpoints.daemon = term
+        try:
+            if not lease.wait(lambda: bool(stop)):
+                break
+            log.info("active learner: holds the lease %s of group %s; restoring the state "
+                     "from %s", lease.topic, lease.group, cfg.state_topic)
+            try:
+                term.run()
+            except (LeaseLost, KafkaError, OutputError) as exc:
+                if not (isinstance(exc, LeaseLost) or fenced(exc)):
+                    raise
+                log.warning("stepping down, writing nothing more: %s", exc)
+                continue
+            if term.stopping:
+                break
+        finally:
+            lease.close()
+    return 0
