@@ -552,6 +552,10 @@ class Daemon:
     def _predict(self, x: dict):
         if not self.is_classifier:
             return self.model.predict_one(x), None
+        if self.cfg.role == "learn" and not self.stats.uses_proba:
+            # the learner emits nothing and its metric scores labels: no probabilities (a
+            # fifth of its per-event prediction and conversion cost)
+            return self.model.predict_one(x), None
         # floats always: River's sigmoid gives the int 0 or 1 beyond |m| > 30
         proba = {k: float(p) for k, p in self.model.predict_proba_one(x).items()}
         if self.label_from_proba:  # what River's Classifier.predict_one does, without a 2nd pass
