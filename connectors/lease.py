@@ -32,8 +32,8 @@ import time
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafka.errors import (
-    CommitFailedError, InvalidProducerEpochError, KafkaError, ProducerFencedError,
-    RebalanceInProgressError,
+    CommitFailedError, IllegalStateError, InvalidProducerEpochError, KafkaError,
+    ProducerFencedError, RebalanceInProgressError,
 )
 from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
@@ -233,7 +233,10 @@ def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
             try:
                 term.run()
             except (LeaseLost, KafkaError, OutputError) as exc:
-                if not (isinstance(exc, LeaseLost) or fenced(exc)):
+                # IllegalStateError ("Cannot call send in state READY"): kafka-python 3.0.12
+                # after another producer's init_transactions ended our transaction under us
+                ended = cfg.exactly_once and isinstance(exc, IllegalStateError)
+                if not (isinstance(exc, LeaseLost) or fenced(exc) or ended):
                     raise
                 log.warning("stepping down, writing nothing more: %s", exc)
                 continue
