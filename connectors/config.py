@@ -103,7 +103,7 @@ _FLAGS_HELP = {
     "report_seconds": "a report snapshot after this many seconds",
     "report_path": "JSONL report file the snapshots are appended to (river-pa report renders it)",
     "metrics_port": "serve Prometheus /metrics and the /livez and /readyz probes on this HTTP "
-                    "port (0: any free port, logged; default: off)",
+                    "port, 0: any free port, logged (default: off)",
     "liveness_seconds": "/livez answers 503 once the loop has made no step for this long",
     "pending_max": "events kept waiting for their label at most (the oldest are expired)",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",

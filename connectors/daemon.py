@@ -37,7 +37,7 @@ from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
 from river_pa.connectors.reporting import Reporter, Stats, serve_metrics
 from river_pa._core.validation import TooManyFeaturesError
 
-__all__ = ["Daemon", "ensure_topic"]
+__all__ = ["Daemon", "ensure_topic", "watch_stop"]
 
 log = logging.getLogger("river_pa.serve")
 
@@ -81,6 +81,24 @@ def ensure_topic(cfg: ServeConfig, topic: str) -> None:
         snapshots.ensure_topic(admin, topic, min(3, brokers))
     finally:
         admin.close()
+
+
+def watch_stop(cfg: ServeConfig) -> None:
+    """Call at a stop signal: once the stop has taken `STOP_GRACE_S`, a daemon thread exits
+    the process with status 1 (no final checkpoint) when no broker of `cfg` accepts a
+    connection: the last flush, commit and close would wait for one for minutes (a restart
+    resumes from the last checkpoint, as after SIGKILL). While a broker is reachable the stop
+    goes on (a large final checkpoint takes its time)."""
+    def watch():
+        time.sleep(STOP_GRACE_S)
+        while not (gone := unreachable(cfg, timeout_s=1.0)):
+            time.sleep(1.0)
+        sys.stderr.write(f"river-pa serve: stopped without a final checkpoint: {gone} (the "
+                         "records since the last one are served again at the next start)\n")
+        sys.stderr.flush()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="river-pa-stop", daemon=True).start()
 
 
 class Daemon:
@@ -268,24 +286,8 @@ class Daemon:
     def _on_signal(self, signum, frame) -> None:
         log.info("signal %d: finishing the current batch", signum)
         if not self.stopping:
-            threading.Thread(target=self._exit_if_broker_gone, daemon=True).start()
+            watch_stop(self.cfg)
         self.stopping = True
-
-    def _exit_if_broker_gone(self) -> None:
-        """Once a stop has taken `STOP_GRACE_S`, exit with status 1 and no final checkpoint
-        when no broker accepts a connection: the last flush, commit and close would wait for
-        it for minutes (a restart resumes from the last checkpoint, as after SIGKILL). While a
-        broker is reachable the stop goes on (a large final checkpoint takes its time)."""
-        time.sleep(STOP_GRACE_S)
-        while True:
-            gone = unreachable(self.cfg, timeout_s=1.0)
-            if gone:
-                sys.stderr.write(f"river-pa serve: stopped without a final checkpoint: {gone} "
-                                 "(the records since the last one are served again at the next "
-                                 "start)\n")
-                sys.stderr.flush()
-                os._exit(1)
-            time.sleep(1.0)
 
     def _step(self) -> None:
         """Poll (without waiting while ready records remain), then process one bounded batch."""
@@ -549,6 +551,10 @@ class Daemon:
 
     def _predict(self, x: dict):
         if not self.is_classifier:
+            return self.model.predict_one(x), None
+        if self.cfg.role == "learn" and not self.stats.uses_proba:
+            # the learner emits nothing and its metric scores labels: no probabilities (a
+            # fifth of its per-event prediction and conversion cost)
             return self.model.predict_one(x), None
         # floats always: River's sigmoid gives the int 0 or 1 beyond |m| > 30
         proba = {k: float(p) for k, p in self.model.predict_proba_one(x).items()}

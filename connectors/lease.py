@@ -38,7 +38,7 @@ from kafka.errors import (
 from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.daemon import Daemon, ensure_topic
+from river_pa.connectors.daemon import Daemon, ensure_topic, watch_stop
 from river_pa.connectors.kafka_io import CLIENT_DEFAULTS, OutputError, client_settings
 
 __all__ = ["Lease", "LeaseLost", "Learner", "run_learner"]
@@ -216,6 +216,8 @@ def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
 
     def on_signal(signum, frame):
         log.info("signal %d: leaving the lease group", signum)
+        if not stop:  # leaving waits for the broker: not for ever when it is gone
+            watch_stop(cfg)
         stop.append(signum)
 
     while not stop:

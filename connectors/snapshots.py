@@ -68,7 +68,7 @@ def _progress(value: bytes | None) -> dict | None:
     """A progress record's JSON, or None when it is not one (ignored, like a tombstone)."""
     try:
         progress = json.loads(value) if value is not None else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
         return None
     ok = isinstance(progress, dict) and all(type(progress.get(k)) is int
                                             for k in ("learned", "time_ms"))
@@ -93,7 +93,7 @@ def _manifest(value: bytes) -> dict:
     record must not stop a reader that restarts at the same record)."""
     try:
         manifest = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
         manifest = None
     fields = {"version": int, "chunks": int, "bytes": int, "sha256": str}
     if not (isinstance(manifest, dict)

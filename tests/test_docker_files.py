@@ -56,7 +56,7 @@ def test_daemon_flags_and_environment_are_real_settings(compose):
     assert learn["model_topic"] == predict["model_topic"]
     assert learn["group_id"] != predict["group_id"]  # the predictors share the events alone
     volumes = compose["services"]["learn"]["volumes"]
-    assert volumes[0].split(":")[1] == str(Path(learn["checkpoint_path"]).parent)
+    assert volumes[0].split(":")[1] == str(Path(learn["report_path"]).parent)
     # scaled replicas: nothing that must be unique per container is fixed; with exactly-once
     # each derives its client id, and so its transactional id, from its container's host name
     service = compose["services"]["predict"]
@@ -65,10 +65,16 @@ def test_daemon_flags_and_environment_are_real_settings(compose):
     cfg = from_args(vars(build_parser().parse_args(service["command"])), service["environment"])
     assert cfg.client_id == predict["client_id"].replace("{hostname}", socket.gethostname())
     assert cfg.client_id != predict["client_id"] and cfg.transactional_id is None
-    # the learner's transactional id and state name are fixed: a restarted learner fences the
-    # previous one and restores its state
-    assert learn["exactly_once"] is True and "{hostname}" not in learn["transactional_id"]
-    assert "{hostname}" not in learn["client_id"]
+    # two learners, an active one and a standby, each with its own checkpoint file and client
+    # id, one transactional id and one state for the group: the new active learner fences the
+    # old one and restores its state from the state topic
+    service = compose["services"]["learn"]
+    assert service["deploy"]["replicas"] == 2 and learn["exactly_once"] is True
+    assert not learn["checkpoint_path"].startswith(volumes[0].split(":")[1] + "/")
+    assert "transactional_id" not in learn and learn["state_topic"]
+    cfg = from_args(vars(build_parser().parse_args(service["command"])), service["environment"])
+    assert cfg.client_id == learn["client_id"].replace("{hostname}", socket.gethostname())
+    assert cfg.transactional_id == f"{learn['group_id']}.learner"
     for name in ("learn", "predict"):  # probes on the metrics port
         assert parsed(compose["services"][name])["metrics_port"] == "9100"
         probe = compose["services"][name]["healthcheck"]["test"]

@@ -133,9 +133,11 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         label = encode_binary_label(y)
-        if self._calibrator is not None and check_sample_weight(w):
-            self._calibrator.learn(self._margin_one(x), label > 0.0)  # x validated first
-        self._learn_event(x, label, w)
+        if self._calibrator is None or not check_sample_weight(w):
+            return self._learn_event(x, label, w)
+        margin = self._margin_one(x)  # the progressive margin, before the step
+        self._learn_event(x, label, w)  # a refused event (e.g. too many new keys) changes
+        self._calibrator.learn(margin, label > 0.0)  # nothing, the calibrator included
 
     _targets = staticmethod(encode_binary_labels)
 

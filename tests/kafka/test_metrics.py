@@ -80,14 +80,14 @@ def test_learner_and_predictor_metrics_and_probes(kafka, elec2_path):
     l_port = port_of(kafka, "learner", learner)
     procs = [predictor, learner]
     none = frozenset()
-    wait_until(lambda: scrape(l_port)[("river_pa_learned_total", none)] == N_EVENTS - DELAY,
+    wait_until(lambda: scrape(l_port).get(("river_pa_learned_total", none)) == N_EVENTS - DELAY,
                procs, kafka, "the learner never learned the first labels")
     send_all(producer, stream[-DELAY:], events, labels)
 
     def done():  # every label learned and every partition of both topics processed to its end
         m = scrape(l_port)
         lag = {k: v for k, v in m.items() if k[0] == "river_pa_consumer_lag"}
-        finished = m[("river_pa_learned_total", none)] == N_EVENTS and len(lag) == 4
+        finished = m.get(("river_pa_learned_total", none)) == N_EVENTS and len(lag) == 4
         return finished and set(lag.values()) == {0} and m
 
     learned = wait_until(done, procs, kafka, "the learner never processed everything")

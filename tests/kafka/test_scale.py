@@ -115,7 +115,9 @@ def test_predictors_join_leave_are_killed_and_come_back_while_events_flow(kafka,
     last_ids = {r[1] for r in chunks[-1] if r[0] == "event"}
     events, labels, preds = kafka.topics("events", "labels", "preds", partitions=6)
     group = f"{events}-predict"
-    eo = ("--exactly-once",) if exactly_once else ()
+    # a session of 6 s, not the fixture's 2: a member stalled on a busy machine must not be
+    # evicted (a rebalance nobody asked for) while the last chunk is checked against owners
+    flags = ("--session-timeout-ms", "6000") + (("--exactly-once",) if exactly_once else ())
     slot = ("--transactional-id", f"{events}-slot3")  # p3's comeback fences the killed p3
     flow = Flow(kafka, chunks, events, labels)
     flow.start()
@@ -123,14 +125,14 @@ def test_predictors_join_leave_are_killed_and_come_back_while_events_flow(kafka,
     learner = kafka.serve_stream(events, labels, f"{events}-unused", "--role", "learn",
                                  "--publish-every", "300", "--publish-seconds", "0.5",
                                  "--checkpoint-seconds", "0.5", "--pending-ttl-ms", "300000",
-                                 *eo, name="learner")
-    p1 = predictor(kafka, events, preds, "p1", *eo)
+                                 *flags, name="learner")
+    p1 = predictor(kafka, events, preds, "p1", *flags)
     flow.release()  # 1: one predictor, from the learner's first snapshot on
     wait_members(kafka, group, {"p1"}, [learner, p1])
-    p2 = predictor(kafka, events, preds, "p2", *eo)
+    p2 = predictor(kafka, events, preds, "p2", *flags)
     flow.release()  # 2
     wait_members(kafka, group, {"p1", "p2"}, [learner, p1, p2])
-    p3 = predictor(kafka, events, preds, "p3", *eo, *slot)
+    p3 = predictor(kafka, events, preds, "p3", *flags, *slot)
     flow.release()  # 3
     wait_members(kafka, group, {"p1", "p2", "p3"}, [learner, p1, p2, p3])
     flow.release()  # 2, gracefully: its last predictions and offsets committed, then it leaves
@@ -139,7 +141,7 @@ def test_predictors_join_leave_are_killed_and_come_back_while_events_flow(kafka,
     flow.release()  # 1: p3 dies without a word; the coordinator evicts it after the session
     kafka.stop(p3, signal.SIGKILL)
     wait_members(kafka, group, {"p1"}, [learner, p1])
-    p3b = predictor(kafka, events, preds, "p3b", *eo, *slot)  # 2 again: a new node
+    p3b = predictor(kafka, events, preds, "p3b", *flags, *slot)  # 2 again: a new node
     flow.release()
     owned = wait_members(kafka, group, {"p1", "p3b"}, [learner, p1, p3b])
     flow.release()  # the last chunk flows into a stable group of two
@@ -162,8 +164,12 @@ def test_predictors_join_leave_are_killed_and_come_back_while_events_flow(kafka,
     served = {(v["source"]["partition"], v["daemon"]) for i in last_ids for v in got[i]}
     assert served == {(p, name) for name, parts in owned.items() for p in parts}
     assert {v["daemon"] for vs in got.values() for v in vs} >= {"p1", "p2", "p3b"}
-    # the learner, alone in its group, learned each labelled event exactly once: the metric
-    # is the exact progressive one, and the ghosts are the only orphans
+    # the learner, alone in its group, learned each labelled event exactly once, and the
+    # ghosts are the only orphans
     assert report["events"] == report["learned"] == N_EVENTS
     assert report["pending"] == report["early_labels"] == report["expired"] == 0
-    assert report["metrics"]["Accuracy"] == river_reference(rows, DELAY)
+    # its metric is the progressive one up to the order of a few records: it merges 12
+    # partitions written while it reads, and a record can be released before an older one
+    # not yet in the log on another partition (tests/kafka/test_roles.py pauses its learner
+    # for the exact equality; this one must learn while events flow)
+    assert abs(report["metrics"]["Accuracy"] - river_reference(rows, DELAY)) <= 5 / N_EVENTS
