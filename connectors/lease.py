@@ -32,7 +32,8 @@ import time
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafka.errors import (
-    CommitFailedError, InvalidProducerEpochError, KafkaError, ProducerFencedError,
+    CommitFailedError, IllegalStateError, InvalidProducerEpochError, KafkaError,
+    ProducerFencedError, RebalanceInProgressError,
 )
 from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
@@ -89,21 +90,25 @@ class Lease:
     def confirm(self) -> bool:
         """True when the coordinator accepts an offset commit of the lease partition from this
         member (its session has not expired and its generation is the group's), asked at most
-        once per `valid_s`. A rebalance under way (a standby joining) is waited for, up to
-        `confirm_s`."""
+        once per `valid_s`; then the consumer is polled. The commit comes first: a member that
+        was expired (a SIGSTOP) is refused before a poll could rejoin it with its stale claim
+        on the partition, which moved the lease away from the new owner. A rebalance under
+        way (a standby joining) is waited for, up to `confirm_s`."""
         start = time.monotonic()
         deadline = start + self.confirm_s
-        while self.held():
+        while self.tp in self.consumer.assignment():
             if start - self.confirmed_at < self.valid_s:
-                return True
+                return self.held()
             try:
                 self.consumer.commit({self.tp: OffsetAndMetadata(0, "", -1)}, timeout_ms=1000)
                 self.confirmed_at = start
-                return True
-            except CommitFailedError as exc:  # expired, or another generation: not ours
-                log.warning("the coordinator refused the lease: %s", exc)
-                return False
-            except KafkaError as exc:  # a rebalance under way, the coordinator moving
+                continue
+            except KafkaError as exc:
+                rebalancing = any(isinstance(a, RebalanceInProgressError) for a in exc.args)
+                if isinstance(exc, CommitFailedError) and not rebalancing:
+                    log.warning("the coordinator refused the lease: %s", exc)
+                    return False  # expired, or another generation: not ours
+                # a rebalance under way (a standby joining), the coordinator moving
                 if time.monotonic() > deadline:
                     log.warning("the lease could not be confirmed in %.0f s: %s",
                                 self.confirm_s, exc)
@@ -133,9 +138,10 @@ class Learner(Daemon):
 
     local_checkpoint_wins = False  # the group's state is the one in the state topic
 
-    def __init__(self, cfg: ServeConfig, model, lease: Lease):
+    lease: Lease  # set by `run_learner` before `run`
+
+    def __init__(self, cfg: ServeConfig, model):
         super().__init__(cfg, model)
-        self.lease = lease
         self.state_name = f"{cfg.group_id}.learner"  # shared by every learner of the group
         self.partitions_checked = 0.0
 
@@ -163,20 +169,16 @@ class Learner(Daemon):
             self.partitions_checked = time.monotonic()
             self._follow_partitions()
 
-    def _confirm(self, ask_coordinator: bool = True) -> None:
-        """Raise LeaseLost unless the lease is held (and confirmed by the coordinator); the
+    def _confirm(self) -> None:
+        """Raise LeaseLost unless the lease is held and confirmed by the coordinator; the
         producer's unsent records (e.g. a model snapshot) are dropped first, so nothing more
         reaches the broker."""
-        if not (self.lease.confirm() if ask_coordinator else self.lease.held()):
+        if not self.lease.confirm():
             self.producer.close(timeout=0)
             raise LeaseLost(f"the lease {self.lease.topic} of group {self.lease.group} is lost")
 
-    def _step(self) -> None:
-        self._confirm(ask_coordinator=False)  # polled at every batch: membership, rebalances
-        super()._step()
-
     def _publish(self) -> None:
-        self._confirm()
+        self._confirm()  # called after every batch: the lease consumer is polled there
         super()._publish()
 
     def _publish_model(self) -> None:
@@ -221,10 +223,10 @@ def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
     while not stop:
         for sig in (signal.SIGTERM, signal.SIGINT):  # a term installs its own, restored here
             signal.signal(sig, on_signal)
-        lease = Lease(cfg)
-        term = Learner(cfg, model, lease)  # a standby's endpoints show it: nothing served yet
+        term = Learner(cfg, model)  # a standby's endpoints show it: nothing served yet
         if endpoints is not None:
             endpoints.daemon = term
+        term.lease = lease = Lease(cfg)
         try:
             if not lease.wait(lambda: bool(stop)):
                 break
@@ -233,7 +235,10 @@ def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
             try:
                 term.run()
             except (LeaseLost, KafkaError, OutputError) as exc:
-                if not (isinstance(exc, LeaseLost) or fenced(exc)):
+                # IllegalStateError ("Cannot call send in state READY"): kafka-python 3.0.12
+                # after another producer's init_transactions ended our transaction under us
+                ended = cfg.exactly_once and isinstance(exc, IllegalStateError)
+                if not (isinstance(exc, LeaseLost) or fenced(exc) or ended):
                     raise
                 log.warning("stepping down, writing nothing more: %s", exc)
                 continue
