@@ -116,16 +116,20 @@ class Lease:
                 self.held(100)
         return False
 
-    def wait(self, stopping) -> bool:
-        """Wait as a standby until this member holds the lease (True) or `stopping()` (False)."""
+    def wait(self, stopping, health) -> bool:
+        """Wait as a standby until this member holds the lease (True) or `stopping()` (False).
+        `health` (the endpoints') beats at each poll and is ready once this member is in the
+        group: a standby does its job, and a rolling update must not wait for it to lead."""
         said = False
         while not stopping():
             if self.held(500):  # 500 ms per poll: no busy loop, heartbeats go on meanwhile
                 return True
+            health.beat = time.monotonic()
             if not said and self.consumer.group_metadata().state == MemberState.STABLE:
                 log.info("standby: the lease %s of group %s is another learner's; waiting",
                          self.topic, self.group)
                 said = True
+                health.ready, health.why = True, "standby: another learner holds the lease"
         return False
 
     def close(self) -> None:
@@ -211,7 +215,7 @@ def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
     """Run `--role learn`: standby until elected, active until the lease is lost or the
     producer fenced, then standby again; 0 after SIGTERM/SIGINT. Other errors propagate.
     The metrics `endpoints` (connectors/metrics.py), if any, show the daemon of the current
-    term (a standby: live, not ready, nothing counted yet)."""
+    term (a standby: live, ready once in the lease group, nothing counted yet)."""
     stop = []
 
     def on_signal(signum, frame):
@@ -228,8 +232,9 @@ def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
             endpoints.daemon = term
         term.lease = lease = Lease(cfg)
         try:
-            if not lease.wait(lambda: bool(stop)):
+            if not lease.wait(lambda: bool(stop), term.health):
                 break
+            term.health.ready, term.health.why = False, "restoring the state"
             log.info("active learner: holds the lease %s of group %s; restoring the state "
                      "from %s", lease.topic, lease.group, cfg.state_topic)
             try:

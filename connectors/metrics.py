@@ -63,6 +63,8 @@ def collect(daemon) -> list:
         if figures.get(key) is not None:
             families.append(GaugeMetricFamily(name, text, value=figures[key]))
     for key, name in (("metrics", "river_pa_metric"), ("rolling", "river_pa_rolling_metric")):
+        if not figures["labelled"]:  # a predictor, a standby: no metric, not a metric of 0
+            continue
         family = GaugeMetricFamily(name, f"progressive validation ({key})", labels=["metric"])
         for metric, value in figures[key].items():
             if value is not None:

@@ -82,6 +82,15 @@ def test_learner_and_predictor_metrics_and_probes(kafka, elec2_path):
     none = frozenset()
     wait_until(lambda: scrape(l_port).get(("river_pa_learned_total", none)) == N_EVENTS - DELAY,
                procs, kafka, "the learner never learned the first labels")
+    # a standby learner (same flags, same group) is live and ready, and shows no metric
+    standby = kafka.serve_stream(events, labels, f"{events}-unused", "--role", "learn",
+                                 "--metrics-port", "0", "--checkpoint-seconds", "0.5",
+                                 name="standby", group=f"{events}-learner")
+    s_port = port_of(kafka, "standby", standby)
+    wait_until(lambda: get(s_port, "/readyz") == (200, "standby: another learner holds the lease\n"),
+               procs + [standby], kafka, "the standby never said it stands by")
+    assert not {k for k in scrape(s_port) if k[0] in ("river_pa_metric", "river_pa_rolling_metric")}
+    assert kafka.stop(standby) == 0
     send_all(producer, stream[-DELAY:], events, labels)
 
     def done():  # every label learned and every partition of both topics processed to its end
@@ -116,6 +125,8 @@ def test_learner_and_predictor_metrics_and_probes(kafka, elec2_path):
     assert staleness[("river_pa_model_learned", none)] == model_learned
     assert staleness[("river_pa_model_stale_seconds", none)] > 0
     assert get(p_port, "/readyz") == (200, "ok\n")
+    # a predictor scores nothing: no metric series rather than a metric of 0
+    assert not {k for k in staleness if k[0] in ("river_pa_metric", "river_pa_rolling_metric")}
     # the learner's progressive metric, on its endpoint and in its report
     report = kafka.wait_for_report("learner.jsonl", lambda r: r["learned"] == N_EVENTS, learner)
     accuracy = learned[("river_pa_metric", frozenset({("metric", "Accuracy")}))]
