@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import socket
 import tomllib
 from dataclasses import dataclass, field
@@ -302,10 +303,28 @@ def _check_values(cfg: ServeConfig) -> ServeConfig:
     if cfg.role == "learn":  # every learner of the group shares its state and fences the others
         cfg.state_topic = cfg.state_topic or f"{cfg.events_topic}.state"
         cfg.transactional_id = cfg.transactional_id or f"{cfg.group_id}.learner"
+    _check_topics(cfg)
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")
     return cfg
+
+
+# Kafka's rule for topic names (kafka.common.internals.Topic): a bad one was a traceback at
+# start, or at the first write for an output topic
+_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+_OPTIONAL_TOPICS = ("labels_topic", "metrics_topic", "state_topic")  # "" or unset: none
+
+
+def _check_topics(cfg: ServeConfig) -> None:
+    for name in ("events_topic", "predictions_topic", "dead_letter_topic", "model_topic",
+                 *_OPTIONAL_TOPICS):
+        value = getattr(cfg, name)
+        if name in _OPTIONAL_TOPICS and not value:
+            continue
+        if not _TOPIC.fullmatch(value) or value in (".", ".."):
+            raise SystemExit(f"river-pa serve: {name} must be a Kafka topic name (1-249 of "
+                             f"a-z A-Z 0-9 . _ -), got {value!r:.80}")
 
 
 _TOML_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),

@@ -215,3 +215,19 @@ def test_hostname_in_client_and_transactional_ids_and_the_metrics_port_range():
     assert load_config([], {"RIVER_PA_METRICS_PORT": "0"}).metrics_port == 0
     with pytest.raises(SystemExit, match=r"metrics_port must be a TCP port \(0-65535\), got 65536$"):
         load_config(["--metrics-port", "65536"], environ={})
+
+
+@pytest.mark.parametrize("flag, value", [("--events-topic", "bad topic!"), ("--events-topic", ""),
+                                         ("--predictions-topic", "bad!p"),
+                                         ("--dead-letter-topic", "x" * 250),
+                                         ("--model-topic", ".."), ("--labels-topic", "é")])
+def test_a_topic_name_kafka_refuses_is_one_line(flag, value):
+    # a traceback at start (events, labels) or at the first write (predictions, dead letters)
+    name = flag[2:].replace("-", "_")
+    with pytest.raises(SystemExit, match=f"^river-pa serve: {name} must be a Kafka topic name"):
+        load_config([flag, value], environ={})
+
+
+def test_optional_topics_may_be_off_and_legal_names_pass():
+    cfg = load_config(["--metrics-topic", "", "--events-topic", "a.b_c-1"], environ={})
+    assert (cfg.metrics_topic, cfg.events_topic, cfg.model_topic) == ("", "a.b_c-1", "a.b_c-1.model")
