@@ -151,7 +151,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         else:
             metavar = {"int": "N", "int | None": "N", "float": "X", "dict": "JSON"}.get(f.type)
             parser.add_argument(flag, type=_parser_for(f), default=None, help=help_,
-                                metavar=metavar)
+                                metavar=metavar, choices=_CHOICES.get(f.name))
+
+
+# flags of a few values: a bad one is argparse's error (status 2) like any bad flag
+_CHOICES = {"role": ("both", "learn", "predict"), "auto_offset_reset": ("earliest", "latest")}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,6 +186,8 @@ def _parser_for(f: dataclasses.Field):
         value = kind(text)
         if value < 0 or (value == 0 and f.name in _POSITIVE):
             raise argparse.ArgumentTypeError(f"must be {_bound(f.name)}, got {text!r:.60}")
+        if f.name == "metrics_port" and value > 65535:
+            raise argparse.ArgumentTypeError(f"must be a TCP port (0-65535), got {text!r:.60}")
         return value
 
     bounded.__name__ = kind.__name__  # argparse says "invalid int value: 'x'"

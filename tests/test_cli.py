@@ -62,6 +62,8 @@ def test_the_old_evaluate_names_still_work(tmp_path):
     (["evaluate", "--delay", "x"], "river-pa evaluate: argument --delay: invalid int value: 'x'"),
     (["serve", "--rolling-window", "x"], "argument --rolling-window: invalid int value: 'x'"),
     (["serve", "--model-params", "[1]"], "argument --model-params: not a JSON object: '[1]'"),
+    (["serve", "--role", "nope"], "argument --role: invalid choice: 'nope'"),
+    (["serve", "--metrics-port", "99999"], "argument --metrics-port: must be a TCP port"),
     (["report"], "river-pa report: the following arguments are required: file"),
     ([], "usage: river-pa"),
 ])
