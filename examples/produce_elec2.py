@@ -12,11 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from kafka import KafkaProducer
 
-from kafka import KafkaProducer  # noqa: E402
-
-from river_pa.connectors.replay import elec2, records, send_all  # noqa: E402
+# the installed package (`pip install .`): the source tree's river_pa/ has no connectors
+from river_pa.connectors.replay import elec2, records, send_all
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "elec2" / "elec.csv.gz"
 
