@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 from river import datasets, linear_model
 
 import river_pa
+from streams import progressive_seconds
 
 LEARNERS = {
     "PAClassifier()": lambda: river_pa.PAClassifier(),
@@ -29,11 +29,7 @@ LEARNERS = {
 
 
 def events_per_s(model, events) -> float:
-    start = time.perf_counter()
-    for x, y in events:
-        model.predict_proba_one(x)
-        model.learn_one(x, y)
-    return len(events) / (time.perf_counter() - start)
+    return len(events) / progressive_seconds(model, events, "predict_proba_one")
 
 
 def main(argv=None) -> dict:

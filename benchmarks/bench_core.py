@@ -51,14 +51,6 @@ from river_pa import PAClassifier  # noqa: E402
 BATCH = 1024
 
 
-def progressive(model, stream) -> float:
-    """Seconds to run predict_one then learn_one over the stream."""
-    predict, learn = model.predict_one, model.learn_one
-    start = time.perf_counter()
-    for x, y in stream:
-        predict(x)
-        learn(x, y)
-    return time.perf_counter() - start
 
 
 def interleaved(systems: dict, run, reps: int) -> dict:
@@ -174,7 +166,7 @@ def main(argv=None):
             }
             if name == "sparse":
                 systems["ours-hash"] = lambda: PAClassifier(variant="PA-I", n_features=2**18)
-            med = interleaved(systems, lambda m: progressive(m, stream), args.reps)
+            med = interleaved(systems, lambda m: streams.progressive_seconds(m, stream), args.reps)
             rate = {k: len(stream) / t for k, t in med.items()}
             line = f"  {name:13s} river {rate['river']:>10,.0f}/s  ours {rate['ours']:>10,.0f}/s"
             line += f"  ratio {med['river'] / med['ours']:5.2f}x (target >= {targets[name]}x)"

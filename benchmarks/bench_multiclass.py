@@ -19,13 +19,13 @@ import argparse
 import importlib.util
 import pickle
 import statistics
-import time
 from pathlib import Path
 
 from river import multiclass, linear_model, stream
 from sklearn.datasets import load_digits
 
 import river_pa
+from streams import progressive_seconds
 
 
 def _usps_example():
@@ -38,11 +38,7 @@ def _usps_example():
 
 def progressive(model, events) -> float:
     """Seconds per event of predict_one + learn_one over `events`."""
-    start = time.perf_counter()
-    for x, y in events:
-        model.predict_one(x)
-        model.learn_one(x, y)
-    return (time.perf_counter() - start) / len(events)
+    return progressive_seconds(model, events) / len(events)
 
 
 def bench_linear(rounds: int, repeat: int) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 from river import linear_model, optim
@@ -27,16 +26,12 @@ from river import linear_model, optim
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import river_pa  # noqa: E402
-from streams import dense  # noqa: E402
+from streams import dense, progressive_seconds  # noqa: E402
 
 
 def progressive(model, events) -> float:
     """Events per second of predict_one + learn_one over `events`."""
-    start = time.perf_counter()
-    for x, y in events:
-        model.predict_one(x)
-        model.learn_one(x, y)
-    return len(events) / (time.perf_counter() - start)
+    return len(events) / progressive_seconds(model, events)
 
 
 def interleaved(systems: dict, events, rounds: int) -> dict[str, float]:

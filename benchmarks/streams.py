@@ -11,6 +11,8 @@ Labels come from a hidden linear separator with 5% label noise, so learners keep
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from river import datasets
 
@@ -51,3 +53,14 @@ def to_libsvm(stream, path) -> None:
         for x, y in stream:
             feats = " ".join(f"{int(k[1:]) + 1}:{v!r}" for k, v in x.items())
             f.write(f"{'+1' if y else '-1'} {feats}\n")
+
+
+def progressive_seconds(model, events, predict: str = "predict_one") -> float:
+    """Seconds to run `predict` (`predict_one` or `predict_proba_one`) then `learn_one` over
+    `events`, the progressive loop every benchmark times."""
+    predict, learn = getattr(model, predict), model.learn_one
+    start = time.perf_counter()
+    for x, y in events:
+        predict(x)
+        learn(x, y)
+    return time.perf_counter() - start
