@@ -175,9 +175,9 @@ class ArgmaxPrediction:
     def predict_proba_many(self, X, *, columns=None) -> pd.DataFrame:
         """A column of probabilities per label seen, on X's index (0..n-1 for an array)."""
         S = self._scores_many(X, columns)
-        if S.shape[1]:
-            if self._calibrator is not None:
-                S = S * self._calibrator.a
+        if S.shape[1] and self._calibrator is not None:
+            S = self._calibrator.softmax_rows(S)
+        elif S.shape[1]:
             S = np.exp(S - S.max(axis=1, keepdims=True))
             S /= S.sum(axis=1, keepdims=True)
         import pandas as pd
