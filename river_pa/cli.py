@@ -15,6 +15,7 @@ repeatable `--metric`, `--report-path`. A usage error is one line on stderr with
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 __all__ = ["build_parser", "main"]
@@ -165,7 +166,21 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_usage(sys.stderr)
         return 2
-    return args.run(args) or 0
+    try:
+        status = args.run(args) or 0
+        sys.stdout.flush()  # here, not at exit: a reader that left raises now, not in Python
+        return status
+    except BrokenPipeError:  # `river-pa report FILE | head`: the reader left, end quietly
+        return _reader_left()
+
+
+def _reader_left() -> int:
+    """Point stdout at /dev/null (Python flushes it again at exit, which would raise anew:
+    the recipe of the `signal` module's note on SIGPIPE) and return 141, the status of a
+    process that SIGPIPE ended."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + 13
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import sys
 
 import pytest
 from river import datasets as river_datasets
@@ -73,3 +75,22 @@ def test_a_file_without_snapshots_is_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == f"river-pa report: {path} holds no report\n"
     assert cli.main(["report", str(tmp_path / "missing.jsonl")]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_report_into_a_closed_pipe_ends_quietly(tmp_path, monkeypatch, capsys):
+    """`river-pa report FILE | head -2`: the reader leaves after the table (which rich writes,
+    and whose broken pipe rich handles itself), so the last line, the path of the PNG, raises
+    BrokenPipeError (it was a traceback); the command ends quietly with SIGPIPE's status 141.
+    stdout is a real pipe whose reading end is closed, and the table is skipped, so the first
+    write is that last line."""
+    path = tmp_path / "run.jsonl"
+    assert cli.main(["evaluate", "phishing", "--limit", "300", "--every", "100", "--quiet",
+                     "--report-path", str(path)]) == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with open(write_end, "w") as closed_pipe:
+        monkeypatch.setattr(sys, "stdout", closed_pipe)
+        monkeypatch.setattr(report.render, "print_summary", lambda snapshot: None)
+        assert cli.main(["report", str(path)]) == 141
+        monkeypatch.undo()
+    assert capsys.readouterr().err == ""
