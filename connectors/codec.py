@@ -2,7 +2,8 @@
 
 Every check lives here, so a record is validated once, in the loop, and the rest of the
 daemon only sees clean `Event` and `Label` values. A bad record raises `BadRecord` with a
-short machine-readable reason that becomes the dead-letter `reason` header.
+short machine-readable reason that becomes the dead-letter `reason` header. Arrays and
+objects nested more than `MAX_DEPTH` levels are `too_deep` whatever the JSON parser's version.
 
 """
 
@@ -11,10 +12,12 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import reprlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
 import orjson
 
 from river_pa._core.validation import TooManyClassesError
@@ -25,8 +28,8 @@ __all__ = [
 ]
 
 REASONS = (
-    "oversize", "undecodable", "invalid_json", "not_an_object", "missing_id", "missing_x",
-    "bad_x", "non_numeric", "non_finite", "bad_label", "bad_ts", "label_rejected",
+    "oversize", "too_deep", "undecodable", "invalid_json", "not_an_object", "missing_id",
+    "missing_x", "bad_x", "non_numeric", "non_finite", "bad_label", "bad_ts", "label_rejected",
     "too_many_classes", "too_many_features", "model_error", "output_rejected",
 )
 
@@ -131,11 +134,37 @@ def _parse_int(token: str) -> int:
     return value
 
 
+# The daemon's own nesting limit, checked before any parser runs: orjson's (1,024 levels in
+# recent releases, none in 3.8) and its error message change across releases, and the standard
+# library's fallback overflows the stack first, so a deep record's reason depended on both.
+MAX_DEPTH = 64
+# A JSON string, or an unterminated one up to the end (always matching keeps the scan linear).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+_BRACKET_STEP = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 / -1 as int8
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[{]}")))
+
+
+def _check_depth(raw: bytes) -> None:
+    """Raise BadRecord("too_deep") for arrays and objects nested more than MAX_DEPTH levels.
+
+    Hand-written: neither orjson nor the json module takes a depth limit. A record with at
+    most MAX_DEPTH brackets (every ordinary event) costs two byte counts; any other has its
+    strings cut out and the running depth of the brackets left computed by numpy.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return
+    steps = _STRING.sub(b"", raw).translate(_BRACKET_STEP, _NOT_BRACKETS)
+    depth = np.cumsum(np.frombuffer(steps, np.int8), dtype=np.int64).max(initial=0)
+    if depth > MAX_DEPTH:
+        raise BadRecord("too_deep", f"arrays and objects nested more than {MAX_DEPTH} levels")
+
+
 def _load_object(raw: bytes | None, max_bytes: int) -> dict:
     if raw is None:
         raise BadRecord("undecodable", "null value (tombstone)")
     if len(raw) > max_bytes:
         raise BadRecord("oversize", f"{len(raw)} bytes > {max_bytes}")
+    _check_depth(raw)
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -210,8 +239,6 @@ def _only_bad_records(decode):
             return decode(raw, check_label, max_bytes)
         except BadRecord:
             raise
-        except RecursionError:  # orjson stops at 1024 levels, the json fallback overflows
-            raise BadRecord("invalid_json", "nested too deeply") from None
         except Exception as exc:  # a decoder path not thought of: still a dead letter
             raise BadRecord("undecodable", f"{type(exc).__name__}: {exc}") from None
     return guarded

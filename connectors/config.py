@@ -108,8 +108,9 @@ _FLAGS_HELP = {
     "liveness_seconds": "/livez answers 503 once the loop has made no step for this long",
     "pending_max": "events kept waiting for their label at most (the oldest are expired)",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
-    "pending_max_bytes": "memory budget of the events waiting for a label (features and "
-                         "predictions, bytes); the oldest are evicted and counted as expired",
+    "pending_max_bytes": "memory budget of the events waiting for a label (ids, features and "
+                         "predictions, bytes; early labels have one of their own); the oldest "
+                         "are evicted and counted as expired",
     "max_record_bytes": "records larger than this are dead-lettered as oversize",
     "max_poll_records": "records processed at most per batch",
     "poll_timeout_ms": "how long a poll waits for records when none are ready",

@@ -33,7 +33,7 @@ from river_pa.connectors.kafka_io import (
 )
 from river_pa.connectors.merge import Merger
 from river_pa.connectors.metrics import Health
-from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
+from river_pa.connectors.pending import Pending, PendingStore
 from river_pa.connectors.reporting import Reporter, Stats, serve_metrics
 from river_pa._core.validation import TooManyFeaturesError
 
@@ -530,7 +530,7 @@ class Daemon:
         if y is None:
             early = self.early.pop(event.id)
             if early is None:
-                entry = Pending(event.x, scored, now, entry_bytes(event.x, scored))
+                entry = Pending(event.x, scored, now)
                 self._count_expired(self.pending.add(event.id, entry))
                 self.model_failures = 0
                 return
@@ -545,7 +545,7 @@ class Daemon:
             return self._dead_letter(record, exc)
         entry = self.pending.pop(label.id)
         if entry is None:  # its event has not come (yet): kept, bounded like pending events
-            early = Pending({}, label.y, self.early.clock(record.timestamp), entry_bytes({}, label.y))
+            early = Pending({}, label.y, self.early.clock(record.timestamp))
             self._count_orphans(self.early.add(label.id, early))  # y_pred holds the label
             return
         self.stats.score(label.y, entry.y_pred, record.timestamp - entry.ts)

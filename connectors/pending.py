@@ -1,7 +1,8 @@
 """Bounded store of predictions that wait for their late label.
 
 Entries leave the store in three ways: their label arrives (`pop`), the store is full (by count
-or by bytes) and the oldest entry is evicted, or the entry is older than the TTL measured on
+or by bytes: ids, features and predictions, so the checkpoint that holds the store stays within
+a small multiple of the budget) and the oldest entry is evicted, or the entry is older than the TTL measured on
 event time (the Kafka record timestamps, so that a replay expires exactly the same entries as
 the first run). Evictions are returned to the caller, who counts them; nothing is dropped
 silently. Event time is not trusted blindly: it never runs ahead of the wall clock (`clock`), so
@@ -21,18 +22,23 @@ from typing import Any
 __all__ = ["Pending", "PendingStore", "entry_bytes"]
 
 
-def entry_bytes(x: dict, y_pred: Any) -> int:
-    """Memory held by a pending entry's features and prediction: the dicts, their keys and
-    values (the small ints and floats of an event; nested objects are not followed)."""
-    size = sys.getsizeof(x) + sum(map(sys.getsizeof, x)) + sum(map(sys.getsizeof, x.values()))
-    if isinstance(y_pred, dict):
-        size += sys.getsizeof(y_pred) + sum(map(sys.getsizeof, y_pred.values()))
-    return size + 200  # the entry, its id and the store's slot
+def entry_bytes(rid: str, x: dict, y_pred: Any) -> int:
+    """Memory held by a pending entry: its id (the store's key), its features and its
+    prediction (an early label: the label), the dicts with their keys and values (the small
+    ints and floats of an event; nested objects are not followed)."""
+    size = sys.getsizeof(rid) + _dict_bytes(x)
+    size += _dict_bytes(y_pred) if isinstance(y_pred, dict) else sys.getsizeof(y_pred)
+    return size + 200  # the entry and the store's slot
+
+
+def _dict_bytes(d: dict) -> int:
+    return sys.getsizeof(d) + sum(map(sys.getsizeof, d)) + sum(map(sys.getsizeof, d.values()))
 
 
 @dataclass
 class Pending:
-    """What is needed to score and learn once the label arrives (`nbytes`: `entry_bytes`)."""
+    """What is needed to score and learn once the label arrives (`nbytes`: `entry_bytes`, set
+    by `PendingStore.add`)."""
 
     x: dict
     y_pred: Any
@@ -64,6 +70,7 @@ class PendingStore:
         evicted = []
         if rid in self._items:
             evicted.append(self._remove(rid))
+        entry.nbytes = entry_bytes(rid, entry.x, entry.y_pred)
         self._items[rid] = entry
         self.nbytes += entry.nbytes
         while len(self._items) > self.max_size or self.nbytes > self.max_bytes:

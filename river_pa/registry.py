@@ -38,7 +38,8 @@ def learners() -> dict[str, type]:
 
 
 def _estimator(name: str):
-    """The estimator class or instance `name` refers to; nothing is called (no factories)."""
+    """The estimator class or instance `name` refers to; nothing is called (no factories).
+    ValueError, one line naming --model and `name`, for any name that resolves to none."""
     if ":" not in name:
         if name in river_pa.__all__:  # imports this learner's family only, not all seven
             cls = getattr(river_pa, name)
@@ -46,20 +47,28 @@ def _estimator(name: str):
                 return cls
         known = learners()
         if name not in known:
-            raise ValueError(
-                f"unknown model {name!r}; choose one of {', '.join(sorted(known))}, "
-                "or give an import path 'module:EstimatorClass' or 'module:estimator_instance'"
-            )
+            raise _refused(name, f"unknown model; choose one of {', '.join(sorted(known))}, or "
+                                 "give an import path 'module:EstimatorClass' or "
+                                 "'module:estimator_instance'")
         return known[name]
     module, _, attr = name.partition(":")
+    if not (all(part.isidentifier() for part in module.split(".")) and attr.isidentifier()):
+        raise _refused(name, "not 'module:attribute' (an absolute dotted module name, no "
+                             "relative import, and one attribute name)")
     try:
         obj = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ValueError(f"cannot import model {name!r}: {exc}") from None
+    except (ImportError, AttributeError) as exc:
+        raise _refused(name, str(exc)) from None
+    except (Exception, SystemExit) as exc:  # its top-level code raised (or exited)
+        raise _refused(name, f"importing {module} raised {type(exc).__name__}: {exc}") from None
     if isinstance(obj, base.Estimator) or (inspect.isclass(obj) and issubclass(obj, base.Estimator)):
         return obj
-    raise ValueError(f"{name} is a {type(obj).__name__}, not a River estimator class or instance "
-                     "(factories are not called: name the class, or a module-level instance)")
+    raise _refused(name, f"a {type(obj).__name__}, not a River estimator class or instance "
+                         "(factories are not called: name the class, or a module-level instance)")
+
+
+def _refused(name: str, why: str) -> ValueError:
+    return ValueError(f"--model {name!r}: {why}".splitlines()[0])
 
 
 def _check_params(name: str, cls, params: dict) -> None:
@@ -83,7 +92,9 @@ def make_model(name: str, params: dict | None = None) -> base.Estimator:
     The attribute must be a River estimator class (checked with issubclass before anything is
     called; built with `params`) or an estimator instance (cloned with `params`). Raises
     ValueError naming the valid choices for an unknown model or parameter, or saying why the
-    attribute is refused, and the estimator's own ValueError for a bad parameter value.
+    attribute is refused (one line naming --model and `name`, also for a module that cannot
+    be imported or raises on import), and the estimator's own ValueError for a bad parameter
+    value.
 
     >>> make_model("PAClassifier", {"variant": "PA-II", "C": 0.5})
     PAClassifier (
@@ -100,7 +111,7 @@ def make_model(name: str, params: dict | None = None) -> base.Estimator:
     >>> make_model("os:system", {"command": "echo hello"})
     Traceback (most recent call last):
     ...
-    ValueError: os:system is a builtin_function_or_method, not a River estimator class or instance (factories are not called: name the class, or a module-level instance)
+    ValueError: --model 'os:system': a builtin_function_or_method, not a River estimator class or instance (factories are not called: name the class, or a module-level instance)
 
     """
     obj = _estimator(name)

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# Install river-pa with its test dependencies, start the services the tests need (a local Apache
-# Kafka broker, scripts/kafka.sh), run the whole test suite, and stop the broker if it started it.
-# Extra arguments go to pytest (e.g. `bash scripts/test.sh tests/linear_model/test_pa_updates.py -x`).
+# Install river-pa with its test dependencies in the repository's own virtual environment
+# (.venv: created on first use, reused after; a fresh clone always builds it new), each
+# dependency at its newest release, so the machine's own packages can hide no missing or wrong
+# pin. Then start the services the tests need (a local Apache Kafka broker, scripts/kafka.sh,
+# which gets the same python), run the whole test suite with that python, and stop the broker
+# if it started it. Extra arguments go to pytest (e.g. `bash scripts/test.sh
+# tests/linear_model/test_pa_updates.py -x`); the exit status is pytest's (5: no test collected).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
+# a .venv without a working pip (an interrupted creation) is built again
+if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  python3 -m venv --clear .venv
+fi
+export PYTHON="$PWD/.venv/bin/python"
+"$PYTHON" -m pip install --quiet --disable-pip-version-check --upgrade --upgrade-strategy eager \
+  -e ".[test]"
 if ! bash scripts/kafka.sh status >/dev/null 2>&1; then
   bash scripts/kafka.sh start
   trap 'bash scripts/kafka.sh stop' EXIT
 fi
-python3 -m pytest "$@"
+"$PYTHON" -m pytest "$@"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 
@@ -111,3 +112,43 @@ def test_evaluate_and_report_do_not_import_serve_flags():
                            text=True, timeout=120, check=True).stdout.strip()
             for c in ("evaluate", "report", "serve")]
     assert seen == ["False", "False", "True"]
+
+
+MODEL_MODULES = {  # modules on the path of the tests below
+    "raises_on_import": 'raise RuntimeError("boom\\nsecond line")\n',
+    "exits_on_import": "import sys\nsys.exit(0)\n",
+}
+
+
+@pytest.mark.parametrize("spec, why", [
+    # a relative import raised TypeError out of `serve`: a traceback and status 1
+    (".evil:x", "not 'module:attribute' (an absolute dotted module name, no relative import"),
+    ("river.linear_model:", "not 'module:attribute'"),
+    ("no_such_module_here:Model", "No module named 'no_such_module_here'"),
+    ("river.linear_model:Nope", "module 'river.linear_model' has no attribute 'Nope'"),
+    ("os:sep", "a str, not a River estimator class or instance"),
+    ("Nope", "unknown model; choose one of CoordinateScaleInvariantClassifier,"),
+    ("raises_on_import:Model", "importing raises_on_import raised RuntimeError: boom"),
+    ("exits_on_import:Model", "importing exits_on_import raised SystemExit: 0"),
+])
+def test_a_model_spec_that_names_no_estimator_is_one_line_with_status_2(tmp_path, spec, why):
+    for name, code in MODEL_MODULES.items():
+        (tmp_path / f"{name}.py").write_text(code)
+    done = subprocess.run(
+        [sys.executable, "-m", "river_pa", "serve", "--model", spec,
+         "--bootstrap-servers", "127.0.0.1:1"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.startswith(f"river-pa serve: --model {spec!r}: {why}"), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize("spec", ["river..linear_model:X", ":LinearRegression", "river:",
+                                  "river.linear_model:LinearRegression:x", " os:sep", "os.:sep"])
+def test_a_malformed_model_spec_imports_nothing(spec):
+    from river_pa.registry import make_model
+
+    with pytest.raises(ValueError) as info:
+        make_model(spec)
+    assert str(info.value).startswith(f"--model {spec!r}: not 'module:attribute'")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +12,9 @@ from river import linear_model
 
 import river_pa
 
-from river_pa.connectors.codec import REASONS, BadRecord, decode_event, decode_label, encode_json, label_check_for
+from river_pa.connectors.codec import (
+    MAX_DEPTH, REASONS, BadRecord, Event, decode_event, decode_label, encode_json, label_check_for,
+)
 
 BINARY = label_check_for(linear_model.PAClassifier())
 REGRESSION = label_check_for(linear_model.LinearRegression())
@@ -86,26 +89,58 @@ def nested(depth: int, open_: bytes = b"[", close: bytes = b"]") -> bytes:
 
 
 DEEP = nested(5000)
+SHALLOW = b"[" + b"[1], " * 100 + b"{}]"  # more brackets than MAX_DEPTH, two levels deep
+
+
+@pytest.mark.parametrize("raw", [
+    # orjson 3.8 parses any depth, newer releases refuse more than 1,024 levels (with messages
+    # that change between releases) and the standard-library fallback overflows the stack: the
+    # reason was invalid_json, bad_label, bad_ts or non_numeric depending on orjson's release
+    b'{"id": "a", "x": {"f": ' + DEEP + b"}} trailing",
+    b'{"id": "a", "x": {"f": ' + DEEP[:5000] + b"NaN" + DEEP[5000:] + b"}}",
+    b"[" * 100_000,
+    b'{"id": "a", "x": {}, "y": ' + DEEP + b"}",
+    b'{"id": "a", "x": {}, "ts": ' + DEEP + b"}",
+    b'{"id": "a", "x": {"f": ' + DEEP + b"}}",
+    b'{"id": "a", "x": {"f": ' + nested(1025, b'{"a":', b"}") + b"}}",
+    # one level past the limit, alone or among 200 shallow brackets
+    b'{"id": "a", "x": {}, "y": ' + nested(MAX_DEPTH) + b"}",
+    b'{"id": "a", "x": {}, "z": ' + SHALLOW + b', "y": ' + nested(MAX_DEPTH) + b"}",
+])
+def test_deeply_nested_json_is_a_bad_record_not_an_exception(raw):
+    for decode in (decode_event, decode_label):
+        with pytest.raises(BadRecord) as info:
+            decode(raw, BINARY, len(raw))
+        assert info.value.reason == "too_deep"
+        assert str(info.value) == f"too_deep: arrays and objects nested more than {MAX_DEPTH} levels"
 
 
 @pytest.mark.parametrize("raw,event_reason,label_reason", [
-    # once orjson refuses a value, the standard-library parser that names the reason raised
-    # RecursionError on deep nesting, out of the loop (and again at that offset on restart)
-    (b'{"id": "a", "x": {"f": ' + DEEP + b"}} trailing", "invalid_json", "invalid_json"),
-    (b'{"id": "a", "x": {"f": ' + DEEP[:5000] + b"NaN" + DEEP[5000:] + b"}}",
+    # MAX_DEPTH levels in all (the record's object is the first) are parsed and judged as usual
+    (b'{"id": "a", "x": {}, "y": ' + nested(MAX_DEPTH - 1) + b"}", "bad_label", "bad_label"),
+    (b'{"id": "a", "x": {}, "z": ' + SHALLOW + b', "y": ' + nested(MAX_DEPTH - 1) + b"}",
+     "bad_label", "bad_label"),
+    (b'{"id": "a", "x": {}, "ts": ' + nested(MAX_DEPTH - 1) + b"}", "bad_ts", "bad_label"),
+    (b'{"id": "a", "x": {"f": ' + nested(MAX_DEPTH - 2) + b"}}", "non_numeric", "bad_label"),
+    (b'{"id": "a", "x": {"f": ' + nested(MAX_DEPTH - 2) + b"}} trailing",
      "invalid_json", "invalid_json"),
-    (b"[" * 100_000, "invalid_json", "invalid_json"),
-    # orjson parses these; the repr quoted in the detail raised RecursionError
-    (b'{"id": "a", "x": {}, "y": ' + DEEP + b"}", "bad_label", "bad_label"),
-    (b'{"id": "a", "x": {}, "ts": ' + DEEP + b"}", "bad_ts", "bad_label"),
-    (b'{"id": "a", "x": {"f": ' + DEEP + b"}}", "non_numeric", "bad_label"),
 ])
-def test_deeply_nested_json_is_a_bad_record_not_an_exception(raw, event_reason, label_reason):
+def test_nesting_up_to_the_limit_is_judged_by_its_content(raw, event_reason, label_reason):
     for decode, reason in ((decode_event, event_reason), (decode_label, label_reason)):
         with pytest.raises(BadRecord) as info:
             decode(raw, BINARY, len(raw))
         assert info.value.reason == reason
         assert len(str(info.value)) < 200  # the detail header quotes a preview, not the value
+
+
+def test_brackets_inside_strings_are_not_nesting():
+    text = '[{\\"[' * 1000  # escaped quotes and backslashes included
+    raw = orjson.dumps({"id": "a", "x": {"f": 1}, "y": True, "note": text, text: [[1]]})
+    assert decode_event(raw, BINARY, len(raw)) == Event("a", {"f": 1}, True)
+    unterminated = b'{"id": "a", "x": {"f": 1}, "note": "' + b"[" * 1000
+    with pytest.raises(BadRecord) as info:
+        decode_event(unterminated, BINARY, len(unterminated))
+    assert info.value.reason == "invalid_json"
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),

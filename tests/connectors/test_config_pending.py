@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import pickle
 import socket
 import time
 import tracemalloc
 
+import orjson
 import pytest
 
-from river_pa.connectors.codec import decode_event, label_check_for
+from river_pa.connectors.codec import decode_event, decode_label, label_check_for
 from river_pa.connectors.config import load_config
 from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
 from river_pa.linear_model import PAClassifier
+from river_pa.multiclass import PAMultiClassifier
 
 
 def test_flags_beat_environment_beat_toml(tmp_path):
@@ -165,31 +168,67 @@ def test_settings_the_daemon_sets_itself_are_refused(name):
         load_config(["--kafka", json.dumps({name: True})], {})
 
 
-def wide_event(i: int, width: int = 7000):
-    raw = json.dumps({"id": f"e{i}", "x": {f"f{j}": j + 0.5 for j in range(width)}}).encode()
+def wide_event(i: int, width: int = 7000, id_bytes: int = 0):
+    rid = f"e{i}" + "i" * id_bytes
+    raw = json.dumps({"id": rid, "x": {f"f{j}": j + 0.5 for j in range(width)}}).encode()
     return decode_event(raw, label_check_for(PAClassifier()), len(raw))
 
 
-def test_entry_bytes_is_the_memory_an_event_holds():
+def held_by(make):
+    """What `make()` returns and the memory it holds (traced allocations that outlive it)."""
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    event = wide_event(0)
+    value = make()
     held = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
-    assert 0.8 * held < entry_bytes(event.x, {False: 0.4, True: 0.6}) < 1.25 * held
+    return value, held
+
+
+@pytest.mark.parametrize("width,id_bytes", [(7000, 0), (5, 90_000)])
+def test_entry_bytes_is_the_memory_an_event_holds(width, id_bytes):
+    # ids were not counted: a 10 MB budget with 90 KB ids held a 360 MB checkpoint, 1.47 GB RSS
+    event, held = held_by(lambda: wide_event(0, width, id_bytes))
+    nbytes = entry_bytes(event.id, event.x, {False: 0.4, True: 0.6})
+    assert 0.8 * held < nbytes < 1.25 * held + 1000  # + the entry and its slot: not in `held`
+
+
+def test_entry_bytes_counts_an_early_label():
+    # the early-labels store keeps the label as y_pred: a long string label was not counted
+    check = label_check_for(PAMultiClassifier())
+    label, held = held_by(lambda: decode_label(orjson.dumps({"id": "l" * 1000, "y": "y" * 90_000}),
+                                               check, 10**6))
+    assert 0.8 * held < entry_bytes(label.id, {}, label.y) < 1.25 * held + 1000
 
 
 def test_pending_store_has_a_byte_budget():
     # 1,000 pending events of 7,000 features took 1.19 GB under the count bound alone
     events = [wide_event(i) for i in range(6)]
-    size = entry_bytes(events[0].x, True)
+    size = entry_bytes(events[0].id, events[0].x, True)
     store = PendingStore(max_size=100_000, ttl_ms=None, max_bytes=int(3.5 * size))
-    evicted = [store.add(e.id, Pending(e.x, True, 0, entry_bytes(e.x, True))) for e in events]
+    evicted = [store.add(e.id, Pending(e.x, True, 0)) for e in events]
     assert [len(e) for e in evicted] == [0, 0, 0, 1, 1, 1] and len(store) == 3
     assert store.nbytes == 3 * size
     store.pop("e5")
     assert store.nbytes == 2 * size
     assert load_config([], {}).pending_max_bytes == 256 * 2**20
+
+
+def test_a_store_of_huge_ids_stays_within_its_budget():
+    # a 10 MB budget held 4,000 events with 90 KB ids (a 360 MB checkpoint): each counted ~700 B
+    budget, added = 2 * 2**20, 200
+
+    def fill():
+        store, evicted = PendingStore(max_size=100_000, ttl_ms=None, max_bytes=budget), 0
+        for i in range(added):
+            entry = Pending({"f": i + 0.5}, {False: 0.25, True: 0.75}, i)
+            evicted += len(store.add(f"{i:06d}" + "i" * 90_000, entry))
+        return store, evicted
+
+    (store, evicted), held = held_by(fill)
+    each = store.nbytes // len(store)  # every entry the same size
+    assert len(store) == budget // each == added - evicted and store.nbytes <= budget
+    assert evicted > added / 2  # 200 x 90 KB = 18 MB > 2 MB
+    assert held < 1.5 * budget and len(pickle.dumps(store)) < 1.5 * budget  # RSS, checkpoint
 
 
 def test_one_record_stamped_far_in_the_future_does_not_expire_the_store():

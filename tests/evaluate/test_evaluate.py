@@ -435,11 +435,11 @@ def test_report_rows_and_plot(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["no-such-set"], "unknown data set 'no-such-set'; choose one of phishing, bananas"),
-    (["--model", "Nope"], "unknown model 'Nope'; choose one of CoordinateScaleInvariantClassifier,"),
+    (["--model", "Nope"], "--model 'Nope': unknown model; choose one of CoordinateScaleInvariantClassifier,"),
     (["--param", "c=1"], "unknown parameter 'c' for PAClassifier; valid parameters: C,"),
     (["--metric", "Nope"], "unknown metric 'Nope'; choose one of Accuracy,"),
     (["--param", "variant=PA-III"], "variant must be one of ['PA', 'PA-I', 'PA-II']"),
-    (["--model", "river.nope:Model"], "cannot import model 'river.nope:Model'"),
+    (["--model", "river.nope:Model"], "--model 'river.nope:Model': No module named 'river.nope'"),
     (["--delay", "x"], "argument --delay: invalid int value: 'x'"),
     (["trump-approval", "--model", "PAClassifier"], "metric MAE does not work with PAClassifier; "
      "the default metrics follow the data's task: give --metric names for this model, --task, "

@@ -27,6 +27,8 @@ from river_pa.evaluate.datasets import shared_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "kafka.sh"
+# kafka.sh probes the broker with $PYTHON (python3 by default, which may lack kafka-python)
+os.environ.setdefault("PYTHON", sys.executable)
 ELEC2 = Path(os.environ.get("ELEC2_PATH", shared_folder() / "elec2" / "elec.csv.gz"))
 
 
