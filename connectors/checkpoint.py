@@ -1,10 +1,13 @@
 """Atomic, versioned, optionally HMAC-signed checkpoints of the daemon's state.
 
-File layout: one JSON header line (format, versions, model class, offsets, signature), then the
-pickled state. The header is read and checked (versions, then the HMAC over header fields and
-payload) before a single byte is unpickled, so a checkpoint from another version or one that
-does not verify is refused with a clear error. Writes go to a temporary file that is fsynced and
-renamed over the previous checkpoint, which is kept (hard-linked first) as `<path>.prev`: with
+File layout: one JSON header line (format, versions, model class, offsets, a snapshot's term
+and version, signature), then the pickled state. The header is read and checked (the HMAC over
+header fields and payload, then versions) before a single byte is unpickled, so a checkpoint
+from another version or one that does not verify is refused with a clear error. The payload is
+then unpickled by a restricted unpickler (`Unpickler`) that admits only the classes a model and
+the daemon's state hold: with or without a key, no checkpoint file and no snapshot of the state
+or model topics (which are in this format) runs code (the approach of skops.io; the standard
+library has no such loader). Writes go to a temporary file that is fsynced and renamed over the previous checkpoint, which is kept (hard-linked first) as `<path>.prev`: with
 `--exactly-once` the daemon may need the checkpoint that matches the last committed transaction.
 
 """
@@ -13,13 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import json
 import os
 import pickle
 import platform
+import types
 from pathlib import Path
 
-__all__ = ["CheckpointError", "check_writable", "load", "metadata", "read_header", "save"]
+__all__ = ["CheckpointError", "Unpickler", "VersionMismatch", "check_writable", "dumps", "load",
+           "loads", "metadata", "read_header", "save", "trust"]
 
 FORMAT = 1
 PROBE_BYTES = 65_536  # written at start when there is no checkpoint yet
@@ -27,6 +33,113 @@ PROBE_BYTES = 65_536  # written at start when there is no checkpoint yet
 
 class CheckpointError(RuntimeError):
     """A checkpoint that must not be loaded, with the reason."""
+
+
+class VersionMismatch(CheckpointError):
+    """A checkpoint that verifies but was written by another version or for another model."""
+
+
+# What a model and the daemon's state pickle to (measured on every river_pa estimator, River
+# pipelines of them, the state with Stats and PendingStore): classes of these packages, never
+# their functions (a River or river-pa function may download or write files) ...
+SAFE_PACKAGES = tuple(f"river.{p}" for p in (
+    "_river_rust", "active", "anomaly", "bandit", "base", "cluster", "compose", "conf",
+    "covariance", "drift", "dummy", "ensemble", "facto", "feature_extraction",
+    "feature_selection", "forest", "imblearn", "linear_model", "metrics", "misc",
+    "model_selection", "multiclass", "multioutput", "naive_bayes", "neighbors", "optim",
+    "preprocessing", "proba", "reco", "rules", "sketch", "stats", "time_series", "tree", "utils",
+)) + tuple(f"river_pa.{p}" for p in (
+    "_core", "anomaly", "kernel", "linear_model", "multiclass", "multilabel", "paramfree",
+    "structured", "connectors.pending", "connectors.reporting",
+))
+# ... these classes (containers and scalars; bytes and bytearray are left out: called with an
+# int they allocate that many bytes, and pickle has opcodes of its own for them) ...
+SAFE_CLASSES = {
+    ("builtins", n) for n in ("bool", "complex", "dict", "float", "frozenset", "int", "list",
+                              "object", "set", "slice", "str", "tuple")
+} | {("collections", n) for n in ("Counter", "OrderedDict", "defaultdict", "deque")} | {
+    ("functools", "partial"),  # its function is a global too, so checked here as well
+    ("random", "Random"), ("numpy", "dtype"), ("numpy", "ndarray"),
+}
+# ... and these functions: numpy's array and scalar reconstruction (numpy 1 and 2 paths), the
+# cost function river-pa's cost-sensitive classifier holds by default
+SAFE_FUNCTIONS = {
+    (f"numpy.{core}.{module}", name) for core in ("core", "_core")
+    for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"),
+                         ("numeric", "_frombuffer"))
+} | {("river_pa.multiclass.cost_sensitive", "zero_one_cost")}
+_trusted: set[tuple[str, str]] = set()  # what the configured model pickles to (`trust`)
+
+
+def _in_safe_package(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in SAFE_PACKAGES)
+
+
+def _method(obj, name: str):
+    """`getattr` as pickle uses it for a bound method (River's PA holds one): only a method of
+    a class of a listed package, defined there, on an object unpickled already."""
+    method = getattr(obj, name, None) if isinstance(name, str) and "__" not in name else None
+    if not (isinstance(method, types.MethodType) and method.__self__ is obj
+            and _in_safe_package(type(obj).__module__)
+            and _in_safe_package(getattr(method.__func__, "__module__", None) or "")):
+        raise pickle.UnpicklingError(f"refusing to unpickle builtins.getattr of {name!r:.80} on "
+                                     f"a {type(obj).__name__} (only methods of a model's classes)")
+    return method
+
+
+def _safe(module: str, name: str) -> bool:
+    """Whether global `module.name` may be loaded: a listed one, a trusted one, or a class
+    of a listed package under its own name (so nothing reached through a re-exported name or
+    an attribute, like `river.x.os.system` or `river_pa.X.__init__.__globals__`)."""
+    if (module, name) in SAFE_CLASSES | SAFE_FUNCTIONS | _trusted | {("builtins", "getattr")}:
+        return True
+    if "__" in name or not _in_safe_package(module):
+        return False
+    try:
+        obj = pickle.Unpickler.find_class(_NULL, module, name)
+    except (ImportError, AttributeError):
+        return False
+    return isinstance(obj, type) and obj.__module__ == module and obj.__qualname__ == name
+
+
+class Unpickler(pickle.Unpickler):
+    """Refuses every global `_safe` does not admit, with an error naming it (nothing is
+    imported or called for a refused one)."""
+
+    def find_class(self, module: str, name: str):
+        if not _safe(module, name):
+            raise pickle.UnpicklingError(f"refusing to unpickle {module}.{name} (not a class a "
+                                         "model or the daemon's state holds)")
+        return _method if (module, name) == ("builtins", "getattr") else super().find_class(
+            module, name)
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError("refusing a persistent id")
+
+
+_NULL = Unpickler(io.BytesIO(b""))  # resolves names for `_safe` (find_class of the base class)
+
+
+def trust(model) -> None:
+    """Admit the globals that `model` (the configured one: the configuration is trusted)
+    pickles to, e.g. the classes of a `--model module:attribute` outside river and river-pa."""
+    class Recorder(pickle.Unpickler):
+        def find_class(self, module, name):
+            _trusted.add((module, name))
+            return super().find_class(module, name)
+
+    Recorder(io.BytesIO(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL))).load()
+
+
+def _unpickle(where, payload: bytes):
+    """The state in `payload`, through `Unpickler`; CheckpointError naming what it refused."""
+    try:
+        return Unpickler(io.BytesIO(payload)).load()
+    except pickle.UnpicklingError as exc:
+        raise CheckpointError(f"{where}: {exc}") from None
+    except Exception as exc:  # a payload that verifies but does not unpickle (no key: forged)
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        raise CheckpointError(f"{where}: the payload does not unpickle ({text})") from None
 
 
 def metadata(model) -> dict:
@@ -50,17 +163,27 @@ def _signature(key: bytes, header: dict, payload: bytes) -> str:
     return hmac.new(key, signed.encode() + b"\n" + payload, hashlib.sha256).hexdigest()
 
 
-def save(path: str | Path, state: dict, model, offsets: dict[str, int], key: bytes | None) -> None:
-    """Write `state` atomically (temp file, fsync, rename; the old file becomes `.prev`)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def dumps(state: dict, model, offsets: dict[str, int], key: bytes | None,
+          stamp: dict | None = None) -> bytes:
+    """`state` in the checkpoint format: header (with `stamp`, a snapshot's term and version,
+    covered by the signature) and pickle."""
     payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-    header = {**metadata(model), "offsets": offsets, "sha256": hashlib.sha256(payload).hexdigest()}
+    header = {**metadata(model), "offsets": offsets, "sha256": hashlib.sha256(payload).hexdigest(),
+              **(stamp or {})}
     if key:
         header["hmac"] = _signature(key, header, payload)
+    return json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+
+
+def save(path: str | Path, state: dict, model, offsets: dict[str, int], key: bytes | None,
+         stamp: dict | None = None) -> None:
+    """Write `dumps(...)` atomically (temp file, fsync, rename; the old file becomes `.prev`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = dumps(state, model, offsets, key, stamp)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        _write_private(tmp, json.dumps(header, sort_keys=True).encode() + b"\n" + payload)
+        _write_private(tmp, data)
     except OSError as exc:  # a full disk: no traceback, no stale .tmp; the old file stays
         tmp.unlink(missing_ok=True)
         raise CheckpointError(f"{path}: cannot write a checkpoint there ({exc.strerror})") from None
@@ -91,8 +214,8 @@ def check_writable(path: str | Path) -> None:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    """Write and fsync `data` to a new file readable by its owner only (0600): whoever can
-    write a checkpoint runs code in the daemon, whoever can read it sees the model."""
+    """Write and fsync `data` to a new file readable by its owner only (0600): without a key,
+    whoever can write a checkpoint decides the daemon's model; whoever can read it sees it."""
     path.unlink(missing_ok=True)  # O_CREAT's mode applies to a new file only
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with open(fd, "wb") as fh:
@@ -109,6 +232,16 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _parse_header(where, line: bytes) -> dict:
+    try:
+        header = json.loads(line)
+    except (ValueError, RecursionError):  # also bytes that are not UTF-8 (was a traceback)
+        header = None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{where}: not a river-pa checkpoint (no JSON header)")
+    return header
+
+
 def read_header(path: str | Path) -> dict:
     """The JSON header of a checkpoint (offsets, versions), without touching the payload."""
     try:
@@ -116,13 +249,7 @@ def read_header(path: str | Path) -> dict:
             line = fh.readline()
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot read it ({exc.strerror})") from None
-    try:
-        header = json.loads(line)
-    except ValueError:  # also bytes that are not UTF-8 (a UnicodeDecodeError was a traceback)
-        header = None
-    if not isinstance(header, dict):
-        raise CheckpointError(f"{path}: not a river-pa checkpoint (no JSON header)")
-    return header
+    return _parse_header(path, line)
 
 
 def load(path: str | Path, model_factory_meta: dict, key: bytes | None) -> dict:
@@ -130,28 +257,41 @@ def load(path: str | Path, model_factory_meta: dict, key: bytes | None) -> dict:
 
     `model_factory_meta` is `metadata(model)` for the model the daemon was configured with.
     """
-    header = read_header(path)
+    read_header(path)  # a directory, an unreadable file: the errors of `read_header`
     with open(path, "rb") as fh:
-        fh.readline()
-        payload = fh.read()
-    _check_versions(path, header, model_factory_meta)
+        return loads(fh.read(), model_factory_meta, key, path)[1]
+
+
+def loads(data: bytes, model_factory_meta: dict, key: bytes | None, where,
+          stamp: dict | None = None) -> tuple[dict, dict]:
+    """(header, state) of checkpoint bytes `data` (a file's, a snapshot's, named `where` in
+    errors): signature, versions, digest and the snapshot's `stamp` (term and version, as its
+    manifest says) checked before the restricted unpickler reads the payload."""
+    line, _, payload = data.partition(b"\n")
+    header = _parse_header(where, line)
     if not key and "hmac" in header:  # never load a signed file unchecked
-        raise CheckpointError(f"{path}: the checkpoint is signed but no --checkpoint-key is "
+        raise CheckpointError(f"{where}: the checkpoint is signed but no --checkpoint-key is "
                               "configured; refusing to load it unverified")
     if key:
         if "hmac" not in header:
-            raise CheckpointError(f"{path}: a key is configured but the checkpoint is unsigned")
-        if not hmac.compare_digest(header["hmac"], _signature(key, header, payload)):
-            raise CheckpointError(f"{path}: HMAC does not verify (wrong key or tampered file)")
+            raise CheckpointError(f"{where}: a key is configured but the checkpoint is unsigned")
+        if not (isinstance(header["hmac"], str)
+                and hmac.compare_digest(header["hmac"], _signature(key, header, payload))):
+            raise CheckpointError(f"{where}: HMAC does not verify (wrong key or tampered file)")
+    _check_versions(where, header, model_factory_meta)
     if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
-        raise CheckpointError(f"{path}: payload is truncated or corrupt (sha256 mismatch)")
-    return pickle.loads(payload)
+        raise CheckpointError(f"{where}: payload is truncated or corrupt (sha256 mismatch)")
+    for field, want in (stamp or {}).items():  # signed: a replay cannot be relabelled
+        if header.get(field) != want:
+            raise CheckpointError(f"{where}: its manifest says {field} {want!r}, the signed "
+                                  f"header {header.get(field)!r}")
+    return header, _unpickle(where, payload)
 
 
 def _check_versions(path, header: dict, expected: dict) -> None:
     for field, want in expected.items():
         if header.get(field) != want:
-            raise CheckpointError(
+            raise VersionMismatch(
                 f"{path}: checkpoint has {field}={header.get(field)!r}, this daemon runs "
                 f"{want!r}; refusing to load it (start with a fresh checkpoint path)"
             )

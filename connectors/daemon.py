@@ -110,6 +110,7 @@ class Daemon:
         self.cfg = cfg
         self.key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
         self.fresh_meta = checkpoint.metadata(model)
+        checkpoint.trust(model)  # its own classes load (e.g. a --model outside river-pa)
         self.pristine = model.clone()
         self._reset_state()
         self.check_label = label_check_for(model)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import resource
@@ -151,3 +152,146 @@ def test_unusable_report_path_and_metric_are_one_line_errors(tmp_path, capsys):
     assert main(base + ["--report-path", str(tmp_path / "r.jsonl"), "--metric",
                         "NoSuchMetric"]) == 2  # was 1 with a traceback
     assert "unknown metric 'NoSuchMetric'" in capsys.readouterr().err
+
+
+# ---- the restricted unpickler: no checkpoint or snapshot runs code, with or without a key ----
+
+def _fill(model):
+    """`model` after learning a few events of the data River's checks give it (none for the
+    sequence tagger), so its arrays, vocabularies and metrics are in its pickle."""
+    import itertools
+
+    from river import base, checks, datasets
+
+    if isinstance(model, base.AnomalyDetector):
+        data = datasets.Shuttle().take(100)
+    elif isinstance(model, base.MultiLabelClassifier):
+        data = [({"a": 1.0, "b": 0.5}, {"x": True, "y": False}),
+                ({"a": -1.0, "c": 2.0}, {"x": False, "y": True})]
+    else:
+        data = next(iter(checks._yield_datasets(model)), ())
+    for x, y in itertools.islice(data, 100):
+        model.learn_one(x) if isinstance(model, base.AnomalyDetector) else model.learn_one(x, y)
+    return model
+
+
+def _models():
+    from river import preprocessing
+
+    from river_pa import PAClassifier
+    from tests.test_estimators import _models as estimators
+
+    yield from estimators()
+    yield pytest.param(preprocessing.StandardScaler() | PAClassifier(),
+                       id="StandardScaler|PAClassifier")
+
+
+@pytest.mark.parametrize("model", list(_models()))
+def test_every_estimator_and_a_pipeline_load_through_the_restricted_unpickler(model):
+    model = _fill(model)
+    data = checkpoint.dumps({"model": model}, model, {}, None)
+    _, state = checkpoint.loads(data, checkpoint.metadata(model), None, "mem")
+    # what the standard unpickler gives (a first round trip itself changes the bytes a little)
+    unrestricted = pickle.loads(data.split(b"\n", 1)[1])
+    assert pickle.dumps(state["model"]) == pickle.dumps(unrestricted["model"])
+
+
+@pytest.mark.parametrize("model_name,metric", [("PAClassifier", ["Accuracy", "LogLoss"]),
+                                               ("PARegressor", [])])
+def test_the_daemons_state_loads_through_the_restricted_unpickler(model_name, metric):
+    import river_pa
+    from river_pa.connectors.config import ServeConfig
+    from river_pa.connectors.daemon import Daemon
+    from river_pa.connectors.pending import Pending
+
+    model = _fill(getattr(river_pa, model_name)())
+    daemon = Daemon(ServeConfig(model=model_name, metric=metric, pending_ttl_ms=1000), model)
+    daemon.model = model
+    y = {True: 0.4, False: 0.6} if model_name == "PAClassifier" else 0.5
+    daemon.pending.add("e1", Pending({"a": 1.0}, y, 5, 100))
+    daemon.stats.score(True if model_name == "PAClassifier" else 1.0, y, 10)
+    daemon.stats.dead_letter("not_json")
+    data = checkpoint.dumps(daemon._state(), model, {"t:0": 3}, None)
+    _, state = checkpoint.loads(data, checkpoint.metadata(model), None, "mem")
+    assert pickle.dumps(state) == pickle.dumps(pickle.loads(data.split(b"\n", 1)[1]))
+    assert state["stats"].counts == daemon.stats.counts and len(state["pending"]) == 1
+
+
+class Forged:
+    """A pickle whose `__reduce__` calls `func(*args)`: what anyone who can write a topic or a
+    file could send."""
+
+    def __init__(self, func, *args):
+        self.func, self.args = func, args
+
+    def __reduce__(self):
+        return self.func, self.args
+
+    def __call__(self, *args):  # so a Forged can be the function of another (a call chain)
+        raise AssertionError("never called")
+
+
+def _forgeries(marker):
+    import functools
+    import operator
+    import os
+    import subprocess
+
+    import numpy as np
+
+    touch = f"touch {marker}"
+    return {
+        "posix.system": Forged(os.system, touch),
+        "builtins.exec": Forged(exec, f"open({str(marker)!r}, 'w')"),
+        "builtins.eval": Forged(eval, f"open({str(marker)!r}, 'w')"),
+        "subprocess.Popen": Forged(subprocess.Popen, ["touch", str(marker)]),
+        "posix.system ": Forged(functools.partial, os.system, touch),  # partial of it
+        "operator.attrgetter": Forged(operator.attrgetter, "system"),
+        "builtins.getattr of 'tofile'": Forged(Forged(getattr, np.zeros(1), "tofile"), str(marker)),
+        "builtins.getattr of '__class__'": Forged(getattr, linear_model.PAClassifier(), "__class__"),
+    }
+
+
+@pytest.mark.parametrize("refused", list(_forgeries("m")))
+def test_a_forged_payload_runs_nothing_and_names_what_it_refused(tmp_path, model, refused):
+    # with no key, a pickle in a checkpoint file (or a snapshot of the state or model topic:
+    # the same format and loader) ran at once: os.system, exec, subprocess, getattr chains
+    marker = tmp_path / "ran"
+    path = tmp_path / "state.ckpt"
+    checkpoint.save(path, {"model": _forgeries(marker)[refused]}, model, {}, None)
+    with pytest.raises(checkpoint.CheckpointError, match=f"refusing to unpickle {refused.strip()}"):
+        checkpoint.load(path, checkpoint.metadata(model), None)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("module,name", [("river_pa.connectors.pending", "sys.modules"),
+                                         ("river.utils", "Rolling.__init__.__globals__"),
+                                         ("river_pa", "PAClassifier"),  # a re-export
+                                         ("river.datasets.base", "RemoteDataset"),
+                                         ("river_pa.connectors.lease", "Lease"),
+                                         ("builtins", "bytearray")])
+def test_globals_reached_by_another_name_or_outside_the_list_are_refused(model, module, name):
+    def text(s):
+        return b"\x8c" + bytes([len(s)]) + s.encode()
+
+    payload = b"\x80\x04" + text(module) + text(name) + b"\x93."  # STACK_GLOBAL, STOP
+    header = {**checkpoint.metadata(model), "offsets": {}, "sha256": hashlib.sha256(payload).hexdigest()}
+    data = json.dumps(header).encode() + b"\n" + payload
+    with pytest.raises(checkpoint.CheckpointError, match=f"refusing to unpickle {module}.{name}"):
+        checkpoint.loads(data, checkpoint.metadata(model), None, "mem")
+
+
+def test_the_configured_models_own_classes_are_trusted(model):
+    from river_pa import multiclass
+
+    custom = multiclass.PACostSensitiveClassifier(cost=_custom_cost)
+    data = checkpoint.dumps({"model": custom}, custom, {}, None)
+    meta = checkpoint.metadata(custom)
+    with pytest.raises(checkpoint.CheckpointError, match="test_checkpoint._custom_cost"):
+        checkpoint.loads(data, meta, None, "mem")
+    checkpoint.trust(custom)  # the daemon trusts what its --model pickles to
+    assert pickle.dumps(checkpoint.loads(data, meta, None, "mem")[1]["model"]) == pickle.dumps(custom)
+
+
+def _custom_cost(y, r) -> float:
+    return float(y != r)
