@@ -18,7 +18,9 @@ import threading
 import time
 from pathlib import Path
 
-from kafka.errors import IllegalStateError, KafkaError, MessageSizeTooLargeError, ProducerFencedError
+from kafka.errors import (
+    IllegalStateError, KafkaError, KafkaTimeoutError, MessageSizeTooLargeError, ProducerFencedError,
+)
 from kafka.structs import TopicPartition
 from river import base
 
@@ -29,7 +31,8 @@ from river_pa.connectors.codec import (
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka_io import (
     Outputs, RebalanceQueue, group_size, make_admin, make_consumer, make_offsets_client,
-    make_producer, offsets_to_commit, quiet_bootstrap, topic_limits, tp_key, unreachable,
+    make_producer, offsets_to_commit, quiet_bootstrap, topic_limits, tp_key, transact,
+    unreachable,
 )
 from river_pa.connectors.merge import Merger
 from river_pa.connectors.metrics import Health
@@ -99,6 +102,15 @@ def watch_stop(cfg: ServeConfig) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="river-pa-stop", daemon=True).start()
+
+
+def _close_replaced(producer) -> None:
+    """Close a replaced (fenced) producer, waiting up to its max_block_ms for its last sends
+    to fail (kafka-python's close flushes first and raises if that times out)."""
+    try:
+        producer.close(timeout=producer.config["max_block_ms"] / 1000)
+    except KafkaError as exc:
+        log.warning("the replaced producer did not close: %s", exc)
 
 
 class Daemon:
@@ -343,8 +355,13 @@ class Daemon:
     def _rollback(self, why) -> None:
         """Abort the transaction; restore the last checkpoint; seek to the committed offsets."""
         log.warning("rolling back the open transaction: %s", why)
-        self.producer.abort_transaction()
-        self.outputs.forget_aborted()
+        try:
+            if isinstance(why, KafkaTimeoutError):  # a call did not end: so would the abort
+                raise why
+            transact(self.producer, "abort_transaction")
+            self.outputs.forget_aborted()
+        except KafkaTimeoutError as exc:
+            self._replace_producer(exc)
         self.producer.begin_transaction()
         self.merger.drop(list(self.merger.buffers))
         self.buffered_upto.clear()
@@ -355,6 +372,21 @@ class Daemon:
             committed = self.consumer.committed(tp)
             self._seek(tp, committed if committed is not None else self.next_offsets.get(tp_key(tp)))
         self.since_checkpoint = 0
+
+    def _replace_producer(self, why) -> None:
+        """Replace the transactional producer whose call did not end (see `kafka_io.transact`)
+        by a new one with the same transactional id: its `init_transactions` fences the old one
+        and ends the open transaction at the coordinator (aborted, or committed if the commit
+        had reached it; `load` then picks the checkpoint that matches the committed offsets).
+        The old producer is closed on a thread of its own: its sends fail once it is fenced."""
+        log.warning("replacing the transactional producer: %s", why)
+        old = self.producer
+        with quiet_bootstrap():
+            self.producer = make_producer(self.cfg)
+        self.outputs.replace(self.producer)
+        self.producer.init_transactions()  # bounded by max_block_ms: KafkaTimeoutError
+        threading.Thread(target=_close_replaced, args=(old,), name="river-pa-old-producer",
+                         daemon=True).start()
 
     def _resume(self) -> None:
         """After a rebalance, seek every partition this member owns to where its processing
@@ -664,11 +696,11 @@ class Daemon:
         """
         offsets = offsets_to_commit(self.next_offsets, self.consumer.assignment())
         if self.cfg.exactly_once:
-            self.producer.send_offsets_to_transaction(offsets, group)
+            transact(self.producer, "send_offsets_to_transaction", offsets, group)
         self.outputs.check()  # raises before the checkpoint and the commit if a send failed
         self._persist()
         if self.cfg.exactly_once:
-            self.producer.commit_transaction()
+            transact(self.producer, "commit_transaction")
             if reopen:
                 self.producer.begin_transaction()
         elif offsets:
@@ -739,4 +771,4 @@ class Daemon:
             self._report()
             self._checkpoint_or_rollback()
         if self.cfg.exactly_once:
-            self.producer.abort_transaction()  # the empty one begun after the last commit
+            transact(self.producer, "abort_transaction")  # the empty one begun after the last commit

@@ -19,7 +19,8 @@ from river_pa.connectors.config import ServeConfig
 __all__ = [
     "OutputError", "Outputs", "RebalanceQueue", "client_settings", "dead_letter_headers",
     "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
-    "quiet_bootstrap", "quiet_normal_operation", "topic_limits", "tp_key", "unreachable",
+    "quiet_bootstrap", "quiet_normal_operation", "topic_limits", "tp_key", "transact",
+    "unreachable",
 ]
 
 
@@ -89,6 +90,29 @@ def make_producer(cfg: ServeConfig) -> KafkaProducer:
     if cfg.exactly_once:
         settings["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
     return KafkaProducer(**settings)
+
+
+def transact(producer: KafkaProducer, call: str, *args) -> None:
+    """Run the transactional `call` ("send_offsets_to_transaction", "commit_transaction" or
+    "abort_transaction") of `producer`, waiting at most its `max_block_ms`: KafkaTimeoutError
+    after that (Java's producer bounds these calls so too, KAFKA-7763).
+
+    kafka-python 3.0.12 waits for them without a timeout, and its sender can lose the request:
+    when the coordinator's connection raises in `Sender._maybe_send_pending_request` (the
+    coordinator's broker stopped: "Node coordinator-N not ready after 30000 ms"), `target_node`
+    still names that coordinator, so the handler is neither sent nor re-enqueued and its result
+    never completes (a rolling restart froze the daemon for good). These are the two steps of
+    KafkaProducer's own methods, with a bounded wait.
+    """
+    manager = producer._transaction_manager
+    begin = {"send_offsets_to_transaction": manager.send_offsets_to_transaction,
+             "commit_transaction": manager.begin_commit,
+             "abort_transaction": manager.begin_abort}[call]
+    result = begin(*args)
+    producer._sender.wakeup()
+    timeout_ms = producer.config["max_block_ms"]
+    if not result.wait(timeout_ms=timeout_ms):
+        raise kafka_errors.KafkaTimeoutError(f"{call} not done after {timeout_ms} ms (max_block_ms)")
 
 
 def make_admin(cfg: ServeConfig) -> KafkaAdminClient:
@@ -302,10 +326,16 @@ class Outputs:
                 raise kafka_errors.MessageSizeTooLargeError(
                     f"{size} bytes, topic {topic} takes at most {limit}")
         future = self.producer.send(topic, key=key, value=value, headers=headers)
-        future.add_errback(self._on_error, topic)
+        future.add_errback(self._on_error, self.producer, topic)
 
-    def _on_error(self, topic, exc) -> None:
-        self.failed.append((topic, exc))
+    def _on_error(self, producer, topic, exc) -> None:
+        if producer is self.producer:  # not a replaced one's (its transaction was abandoned)
+            self.failed.append((topic, exc))
+
+    def replace(self, producer: KafkaProducer) -> None:
+        """Send with `producer` from now on, forgetting the failures of the one it replaces."""
+        self.producer = producer
+        self.failed.clear()
 
     def dead_letter(self, record, reason: str, detail: str) -> bool:
         """Send `record` unchanged to the dead-letter topic, its value cut to fit the topic
