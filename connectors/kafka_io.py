@@ -17,7 +17,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from river_pa.connectors.config import ServeConfig
 
 __all__ = [
-    "OutputError", "Outputs", "RebalanceQueue", "client_settings", "dead_letter_headers",
+    "OutputError", "OutputTooLarge", "Outputs", "RebalanceQueue", "client_settings", "dead_letter_headers",
     "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
     "quiet_bootstrap", "quiet_normal_operation", "topic_limits", "tp_key", "transact",
     "unreachable",
@@ -75,8 +75,16 @@ def make_offsets_client(cfg: ServeConfig) -> KafkaConsumer:
     })
 
 
-def make_producer(cfg: ServeConfig) -> KafkaProducer:
-    """An idempotent producer batching for throughput; transactional with `exactly_once`."""
+def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> KafkaProducer:
+    """An idempotent producer batching for throughput; transactional with `exactly_once`.
+
+    Its batches fit the smallest `limits` (max.message.bytes of the output topics, see
+    `topic_limits`): the broker refuses a larger batch, and kafka-python 3.0.12's answer
+    (splitting it in halves, rewinding the sequence numbers) failed `flush` with
+    "UnknownError: Future not done" and later sends (a daemon crash-looped on a predictions
+    topic taking one prediction, not a batch). A record larger than `batch_size` still goes
+    alone in its own batch.
+    """
     settings = {
         "bootstrap_servers": cfg.bootstrap_servers,
         "client_id": cfg.client_id,
@@ -87,6 +95,7 @@ def make_producer(cfg: ServeConfig) -> KafkaProducer:
         **CLIENT_DEFAULTS,
         **client_settings(cfg.kafka, KafkaProducer),
     }
+    settings["batch_size"] = min([settings["batch_size"], *(limits or {}).values()])
     if cfg.exactly_once:
         settings["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
     return KafkaProducer(**settings)
@@ -295,6 +304,16 @@ class OutputError(RuntimeError):
     that cover it, so a restart serves those records again."""
 
 
+class OutputTooLarge(OutputError):
+    """The broker refused a batch as too large: a topic's max.message.bytes was lowered since
+    it was read (the daemon reads the limits again and sends with a new producer)."""
+
+
+# Errors of a batch refused as too large; kafka-python's flush raises UnknownError("Future not
+# done") after it split such a batch (the split batches' futures replace the refused one's)
+TOO_LARGE = (kafka_errors.MessageSizeTooLargeError, kafka_errors.RecordListTooLargeError)
+
+
 class Outputs:
     """The daemon's producer, with every send checked before the offsets it covers are committed.
 
@@ -332,9 +351,11 @@ class Outputs:
         if producer is self.producer:  # not a replaced one's (its transaction was abandoned)
             self.failed.append((topic, exc))
 
-    def replace(self, producer: KafkaProducer) -> None:
-        """Send with `producer` from now on, forgetting the failures of the one it replaces."""
+    def replace(self, producer: KafkaProducer, limits: dict[str, int]) -> None:
+        """Send with `producer` and `limits` from now on, forgetting the failures of the
+        producer it replaces."""
         self.producer = producer
+        self.limits = limits
         self.failed.clear()
 
     def dead_letter(self, record, reason: str, detail: str) -> bool:
@@ -360,11 +381,17 @@ class Outputs:
         self.failed = deque(f for f in self.failed if not isinstance(f[1], aborted))
 
     def check(self) -> None:
-        """Flush, then raise OutputError (naming the topic and the cause) if any send failed."""
-        self.producer.flush()
-        if self.failed:
-            topic, exc = self.failed[0]
-            raise OutputError(f"cannot write to topic {topic!r}: {type(exc).__name__}: {exc}")
+        """Flush, then raise OutputError (naming the topic and the cause) if any send failed,
+        OutputTooLarge if the broker refused a batch as too large."""
+        try:
+            self.producer.flush()
+        except kafka_errors.UnknownError as exc:  # see TOO_LARGE
+            raise OutputTooLarge(f"a batch was refused as too large: {exc}") from exc
+        too_large = [f for f in self.failed if isinstance(f[1], TOO_LARGE)]
+        if too_large or self.failed:
+            topic, exc = (too_large or self.failed)[0]
+            error = OutputTooLarge if too_large else OutputError
+            raise error(f"cannot write to topic {topic!r}: {type(exc).__name__}: {exc}")
 
 
 class RebalanceQueue(ConsumerRebalanceListener):
