@@ -30,9 +30,9 @@ from river_pa.connectors.codec import (
 )
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka_io import (
-    OutputTooLarge, Outputs, RebalanceQueue, group_size, make_admin, make_consumer, make_offsets_client,
-    make_producer, offsets_to_commit, quiet_bootstrap, topic_limits, tp_key, transact,
-    unreachable,
+    OutputTooLarge, Outputs, RebalanceQueue, group_size, make_admin, make_consumer,
+    make_offsets_client, make_producer, offsets_to_commit, quiet_bootstrap, topic_limits, tp_key,
+    transact, unreachable,
 )
 from river_pa.connectors.merge import Merger
 from river_pa.connectors.metrics import Health
@@ -788,4 +788,5 @@ class Daemon:
             self._report()
             self._checkpoint_or_rollback()
         if self.cfg.exactly_once:
-            transact(self.producer, "abort_transaction")  # the empty one begun after the last commit
+            # the empty one begun after the last commit
+            transact(self.producer, "abort_transaction")

@@ -17,8 +17,8 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from river_pa.connectors.config import ServeConfig
 
 __all__ = [
-    "OutputError", "OutputTooLarge", "Outputs", "RebalanceQueue", "client_settings", "dead_letter_headers",
-    "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
+    "OutputError", "OutputTooLarge", "Outputs", "RebalanceQueue", "client_settings",
+    "dead_letter_headers", "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
     "quiet_bootstrap", "quiet_normal_operation", "topic_limits", "tp_key", "transact",
     "unreachable",
 ]
@@ -121,7 +121,8 @@ def transact(producer: KafkaProducer, call: str, *args) -> None:
     producer._sender.wakeup()
     timeout_ms = producer.config["max_block_ms"]
     if not result.wait(timeout_ms=timeout_ms):
-        raise kafka_errors.KafkaTimeoutError(f"{call} not done after {timeout_ms} ms (max_block_ms)")
+        raise kafka_errors.KafkaTimeoutError(
+            f"{call} not done after {timeout_ms} ms (max_block_ms)")
 
 
 def make_admin(cfg: ServeConfig) -> KafkaAdminClient:

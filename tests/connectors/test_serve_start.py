@@ -65,7 +65,8 @@ def test_kafka_python_messages_about_normal_operation_are_dropped_and_real_ones_
 
 def test_a_max_poll_interval_the_batches_cannot_keep_is_status_2_naming_both(capsys, monkeypatch):
     # accepted, it livelocked: members expelled after every batch, batches served again for ever
-    argv = ["serve", "--batch-seconds", "5", "--kafka", '{"max_poll_interval_ms": 3000}', *NO_BROKER]
+    argv = ["serve", "--batch-seconds", "5", "--kafka", '{"max_poll_interval_ms": 3000}',
+            *NO_BROKER]
     assert cli.main(argv) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "river-pa serve: max_poll_interval_ms=3000 is shorter than batch_seconds=5 s plus 30 s "
@@ -80,7 +81,8 @@ def test_a_max_poll_interval_the_batches_cannot_keep_is_status_2_naming_both(cap
 def test_a_max_poll_interval_that_fits_the_batches_is_taken():
     from river_pa.connectors.config import load_config
 
-    cfg = load_config(["--batch-seconds", "0.5", "--kafka", '{"max_poll_interval_ms": 30500}'], {})
+    cfg = load_config(["--batch-seconds", "0.5", "--kafka", '{"max_poll_interval_ms": 30500}'],
+                      {})
     assert cfg.kafka["max_poll_interval_ms"] == 30_500
     with pytest.raises(SystemExit, match=r"max_poll_interval_ms must be a number of milliseconds"):
         load_config(["--kafka", '{"max_poll_interval_ms": "soon"}'], {})

@@ -84,7 +84,8 @@ def coordinator_nodes(bootstrap: str, group_id: str | None = None,
     try:
         leaders = {}
         for topic in admin.describe_topics(["__consumer_offsets", "__transaction_state"]):
-            leaders[topic["name"]] = {p["partition_index"]: p["leader_id"] for p in topic["partitions"]}
+            leaders[topic["name"]] = {p["partition_index"]: p["leader_id"]
+                                      for p in topic["partitions"]}
     finally:
         admin.close()
 
