@@ -16,11 +16,11 @@ __all__ = ["run"]
 def run(args) -> int:
     """Serve with the parsed flags `args` until SIGTERM/SIGINT; returns the exit status
     (1: configuration, report path, metrics port in use, cluster unusable (also at a stop
-    signal with no broker left) or an output lost, 2: unknown model,
+    signal with no broker left) or an output lost, 2: settings that conflict, unknown model,
     parameter or metric, a model that fails at start or on `MODEL_FAILURES_TO_STOP` records in
     a row, 3: checkpoint), with one line on stderr."""
     from river_pa.connectors.checkpoint import CheckpointError, check_writable
-    from river_pa.connectors.config import from_args
+    from river_pa.connectors.config import SettingsConflict, from_args
     from river_pa.connectors.daemon import check_model
     from river_pa.connectors.kafka_io import quiet_normal_operation
     from river_pa.connectors.metrics import Endpoints
@@ -31,7 +31,7 @@ def run(args) -> int:
         cfg = from_args(vars(args))
     except SystemExit as exc:  # one line naming the setting
         print(exc.code, file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, SettingsConflict) else 1
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
     quiet_normal_operation()

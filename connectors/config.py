@@ -18,7 +18,8 @@ import socket
 import tomllib
 from dataclasses import dataclass, field
 
-__all__ = ["ServeConfig", "add_arguments", "build_parser", "from_args", "load_config"]
+__all__ = ["ServeConfig", "SettingsConflict", "add_arguments", "build_parser", "from_args",
+           "load_config"]
 
 ENV_PREFIX = "RIVER_PA_"
 
@@ -311,10 +312,40 @@ def _check_values(cfg: ServeConfig) -> ServeConfig:
         cfg.state_topic = cfg.state_topic or f"{cfg.events_topic}.state"
         cfg.transactional_id = cfg.transactional_id or f"{cfg.group_id}.learner"
     _check_topics(cfg)
+    _check_poll_interval(cfg)
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")
     return cfg
+
+
+class SettingsConflict(SystemExit):
+    """Settings each valid alone but not together: status 2, like a bad flag."""
+
+
+# What the loop may spend between two polls beyond --batch-seconds: the checkpoint, the flush of
+# the outputs and the commit or transaction after a batch (a broker's request timeout is 30 s)
+POLL_SLACK_MS = 30_000
+
+
+def _check_poll_interval(cfg: ServeConfig) -> None:
+    """Refuse a consumer `max_poll_interval_ms` the loop cannot keep: a batch takes up to
+    `batch_seconds`, then the checkpoint. Accepted, it livelocked: each member was expelled
+    from its group after every batch, its commit refused and the batch served again (records
+    emitted twice, never committed to the end; a learner stepping down for ever)."""
+    from kafka import KafkaConsumer
+
+    interval = cfg.kafka.get("max_poll_interval_ms",
+                             KafkaConsumer.DEFAULT_CONFIG["max_poll_interval_ms"])
+    if not isinstance(interval, int) or isinstance(interval, bool) or interval <= 0:
+        raise SystemExit(f"river-pa serve: the Kafka client setting max_poll_interval_ms must "
+                         f"be a number of milliseconds > 0, got {interval!r:.60}")
+    needed = int(cfg.batch_seconds * 1000) + POLL_SLACK_MS
+    if interval < needed:
+        raise SettingsConflict(
+            f"river-pa serve: max_poll_interval_ms={interval} is shorter than batch_seconds="
+            f"{cfg.batch_seconds:g} s plus {POLL_SLACK_MS // 1000} s for the checkpoint after a "
+            f"batch: set max_poll_interval_ms >= {needed} or lower batch_seconds")
 
 
 # Kafka's rule for topic names (kafka.common.internals.Topic): a bad one was a traceback at

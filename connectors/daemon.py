@@ -18,7 +18,9 @@ import threading
 import time
 from pathlib import Path
 
-from kafka.errors import IllegalStateError, KafkaError, MessageSizeTooLargeError, ProducerFencedError
+from kafka.errors import (
+    IllegalStateError, KafkaError, KafkaTimeoutError, MessageSizeTooLargeError, ProducerFencedError,
+)
 from kafka.structs import TopicPartition
 from river import base
 
@@ -28,8 +30,9 @@ from river_pa.connectors.codec import (
 )
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka_io import (
-    Outputs, RebalanceQueue, group_size, make_admin, make_consumer, make_offsets_client,
-    make_producer, offsets_to_commit, quiet_bootstrap, topic_limits, tp_key, unreachable,
+    OutputTooLarge, Outputs, RebalanceQueue, group_size, make_admin, make_consumer,
+    make_offsets_client, make_producer, offsets_to_commit, quiet_bootstrap, topic_limits, tp_key,
+    transact, unreachable,
 )
 from river_pa.connectors.merge import Merger
 from river_pa.connectors.metrics import Health
@@ -99,6 +102,15 @@ def watch_stop(cfg: ServeConfig) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="river-pa-stop", daemon=True).start()
+
+
+def _close_replaced(producer) -> None:
+    """Close a replaced (fenced) producer, waiting up to its max_block_ms for its last sends
+    to fail (kafka-python's close flushes first and raises if that times out)."""
+    try:
+        producer.close(timeout=producer.config["max_block_ms"] / 1000)
+    except KafkaError as exc:
+        log.warning("the replaced producer did not close: %s", exc)
 
 
 class Daemon:
@@ -232,12 +244,14 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
         cfg = self.cfg
+        self.output_topics = [t for t in (cfg.predictions_topic, cfg.dead_letter_topic,
+                                          cfg.metrics_topic) if t]
+        limits = topic_limits(cfg, self.output_topics)
         with quiet_bootstrap():
             self.consumer = make_consumer(cfg)
-            self.producer = make_producer(cfg)
+            self.producer = make_producer(cfg, limits)
             self.offsets_client = make_offsets_client(cfg) if cfg.labels_topic else None
-        outputs = [t for t in (cfg.predictions_topic, cfg.dead_letter_topic, cfg.metrics_topic) if t]
-        self.outputs = Outputs(self.producer, cfg.dead_letter_topic, topic_limits(cfg, outputs))
+        self.outputs = Outputs(self.producer, cfg.dead_letter_topic, limits)
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
             self.producer.begin_transaction()
@@ -328,34 +342,69 @@ class Daemon:
 
     def _checkpoint_or_rollback(self) -> None:
         """Checkpoint and commit; with exactly-once, a failed transaction (a rebalance moved
-        partitions meanwhile) is aborted and the state rolled back to the last checkpoint."""
-        if not self.cfg.exactly_once:
-            return self.checkpoint_and_commit()
-        group = self.consumer.group_metadata()  # the broker fences it if a rebalance follows
-        if self.rebalances.pending():  # a rebalance before it: see _step
-            return self._rollback("partitions were revoked during the transaction")
+        partitions meanwhile) is aborted and the state rolled back to the last checkpoint.
+        A batch refused as too large (a topic's limit lowered while serving) rolls back in
+        either mode, with a producer sized for the limits read again."""
+        group = None
+        if self.cfg.exactly_once:
+            group = self.consumer.group_metadata()  # the broker fences it if a rebalance follows
+            if self.rebalances.pending():  # a rebalance before it: see _step
+                return self._rollback("partitions were revoked during the transaction")
         try:
             self.checkpoint_and_commit(group=group)
+        except OutputTooLarge as exc:
+            self._rollback(exc)
         except KafkaError as exc:
-            if isinstance(exc, ProducerFencedError):
-                raise  # another instance owns our transactional id: stop
+            if not self.cfg.exactly_once or isinstance(exc, ProducerFencedError):
+                raise  # at least once: nothing committed past it; fenced: another owns our id
             self._rollback(exc)
 
     def _rollback(self, why) -> None:
-        """Abort the transaction; restore the last checkpoint; seek to the committed offsets."""
-        log.warning("rolling back the open transaction: %s", why)
-        self.producer.abort_transaction()
-        self.outputs.forget_aborted()
-        self.producer.begin_transaction()
+        """Abort the transaction (or replace the producer, see `_replace_producer`); restore
+        the last checkpoint; seek to the committed offsets (at least once: the checkpoint's)."""
+        log.warning("rolling back %s: %s", "the open transaction" if self.cfg.exactly_once
+                    else "to the last checkpoint", why)
+        if isinstance(why, (KafkaTimeoutError, OutputTooLarge)):  # a call did not end (so
+            self._replace_producer(why)                          # would the abort), or limits
+        elif self.cfg.exactly_once:
+            try:
+                transact(self.producer, "abort_transaction")
+                self.outputs.forget_aborted()
+            except KafkaTimeoutError as exc:
+                self._replace_producer(exc)
+        if self.cfg.exactly_once:
+            self.producer.begin_transaction()
         self.merger.drop(list(self.merger.buffers))
         self.buffered_upto.clear()
         events = self.stats.counts["events"]
         self.load(self.consumer)
         self.events_this_run -= events - self.stats.counts["events"]  # served again
         for tp in self.consumer.assignment():
-            committed = self.consumer.committed(tp)
-            self._seek(tp, committed if committed is not None else self.next_offsets.get(tp_key(tp)))
+            known = self.next_offsets.get(tp_key(tp))
+            if self.cfg.exactly_once or known is None:
+                committed = self.consumer.committed(tp)
+                known = committed if committed is not None else known
+            self._seek(tp, known)
         self.since_checkpoint = 0
+
+    def _replace_producer(self, why) -> None:
+        """Replace the producer by a new one sized for the output topics' limits read again.
+
+        With exactly-once (a transactional call that did not end, see `kafka_io.transact`) it
+        has the same transactional id: its `init_transactions` fences the old one and ends the
+        open transaction at the coordinator (aborted, or committed if the commit had reached
+        it; `load` then picks the checkpoint that matches the committed offsets). The old
+        producer is closed on a thread of its own: its sends fail once it is fenced."""
+        log.warning("replacing the producer: %s", why)
+        old = self.producer
+        limits = topic_limits(self.cfg, self.output_topics)
+        with quiet_bootstrap():
+            self.producer = make_producer(self.cfg, limits)
+        self.outputs.replace(self.producer, limits)
+        if self.cfg.exactly_once:
+            self.producer.init_transactions()  # bounded by max_block_ms: KafkaTimeoutError
+        threading.Thread(target=_close_replaced, args=(old,), name="river-pa-old-producer",
+                         daemon=True).start()
 
     def _resume(self) -> None:
         """After a rebalance, seek every partition this member owns to where its processing
@@ -665,11 +714,11 @@ class Daemon:
         """
         offsets = offsets_to_commit(self.next_offsets, self.consumer.assignment())
         if self.cfg.exactly_once:
-            self.producer.send_offsets_to_transaction(offsets, group)
+            transact(self.producer, "send_offsets_to_transaction", offsets, group)
         self.outputs.check()  # raises before the checkpoint and the commit if a send failed
         self._persist()
         if self.cfg.exactly_once:
-            self.producer.commit_transaction()
+            transact(self.producer, "commit_transaction")
             if reopen:
                 self.producer.begin_transaction()
         elif offsets:
@@ -740,4 +789,5 @@ class Daemon:
             self._report()
             self._checkpoint_or_rollback()
         if self.cfg.exactly_once:
-            self.producer.abort_transaction()  # the empty one begun after the last commit
+            # the empty one begun after the last commit
+            transact(self.producer, "abort_transaction")

@@ -17,9 +17,10 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from river_pa.connectors.config import ServeConfig
 
 __all__ = [
-    "OutputError", "Outputs", "RebalanceQueue", "client_settings", "dead_letter_headers",
-    "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
-    "quiet_bootstrap", "quiet_normal_operation", "topic_limits", "tp_key", "unreachable",
+    "OutputError", "OutputTooLarge", "Outputs", "RebalanceQueue", "client_settings",
+    "dead_letter_headers", "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
+    "quiet_bootstrap", "quiet_normal_operation", "topic_limits", "tp_key", "transact",
+    "unreachable",
 ]
 
 
@@ -74,8 +75,16 @@ def make_offsets_client(cfg: ServeConfig) -> KafkaConsumer:
     })
 
 
-def make_producer(cfg: ServeConfig) -> KafkaProducer:
-    """An idempotent producer batching for throughput; transactional with `exactly_once`."""
+def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> KafkaProducer:
+    """An idempotent producer batching for throughput; transactional with `exactly_once`.
+
+    Its batches fit the smallest `limits` (max.message.bytes of the output topics, see
+    `topic_limits`): the broker refuses a larger batch, and kafka-python 3.0.12's answer
+    (splitting it in halves, rewinding the sequence numbers) failed `flush` with
+    "UnknownError: Future not done" and later sends (a daemon crash-looped on a predictions
+    topic taking one prediction, not a batch). A record larger than `batch_size` still goes
+    alone in its own batch.
+    """
     settings = {
         "bootstrap_servers": cfg.bootstrap_servers,
         "client_id": cfg.client_id,
@@ -86,9 +95,34 @@ def make_producer(cfg: ServeConfig) -> KafkaProducer:
         **CLIENT_DEFAULTS,
         **client_settings(cfg.kafka, KafkaProducer),
     }
+    settings["batch_size"] = min([settings["batch_size"], *(limits or {}).values()])
     if cfg.exactly_once:
         settings["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
     return KafkaProducer(**settings)
+
+
+def transact(producer: KafkaProducer, call: str, *args) -> None:
+    """Run the transactional `call` ("send_offsets_to_transaction", "commit_transaction" or
+    "abort_transaction") of `producer`, waiting at most its `max_block_ms`: KafkaTimeoutError
+    after that (Java's producer bounds these calls so too, KAFKA-7763).
+
+    kafka-python 3.0.12 waits for them without a timeout, and its sender can lose the request:
+    when the coordinator's connection raises in `Sender._maybe_send_pending_request` (the
+    coordinator's broker stopped: "Node coordinator-N not ready after 30000 ms"), `target_node`
+    still names that coordinator, so the handler is neither sent nor re-enqueued and its result
+    never completes (a rolling restart froze the daemon for good). These are the two steps of
+    KafkaProducer's own methods, with a bounded wait.
+    """
+    manager = producer._transaction_manager
+    begin = {"send_offsets_to_transaction": manager.send_offsets_to_transaction,
+             "commit_transaction": manager.begin_commit,
+             "abort_transaction": manager.begin_abort}[call]
+    result = begin(*args)
+    producer._sender.wakeup()
+    timeout_ms = producer.config["max_block_ms"]
+    if not result.wait(timeout_ms=timeout_ms):
+        raise kafka_errors.KafkaTimeoutError(
+            f"{call} not done after {timeout_ms} ms (max_block_ms)")
 
 
 def make_admin(cfg: ServeConfig) -> KafkaAdminClient:
@@ -271,6 +305,16 @@ class OutputError(RuntimeError):
     that cover it, so a restart serves those records again."""
 
 
+class OutputTooLarge(OutputError):
+    """The broker refused a batch as too large: a topic's max.message.bytes was lowered since
+    it was read (the daemon reads the limits again and sends with a new producer)."""
+
+
+# Errors of a batch refused as too large; kafka-python's flush raises UnknownError("Future not
+# done") after it split such a batch (the split batches' futures replace the refused one's)
+TOO_LARGE = (kafka_errors.MessageSizeTooLargeError, kafka_errors.RecordListTooLargeError)
+
+
 class Outputs:
     """The daemon's producer, with every send checked before the offsets it covers are committed.
 
@@ -302,10 +346,18 @@ class Outputs:
                 raise kafka_errors.MessageSizeTooLargeError(
                     f"{size} bytes, topic {topic} takes at most {limit}")
         future = self.producer.send(topic, key=key, value=value, headers=headers)
-        future.add_errback(self._on_error, topic)
+        future.add_errback(self._on_error, self.producer, topic)
 
-    def _on_error(self, topic, exc) -> None:
-        self.failed.append((topic, exc))
+    def _on_error(self, producer, topic, exc) -> None:
+        if producer is self.producer:  # not a replaced one's (its transaction was abandoned)
+            self.failed.append((topic, exc))
+
+    def replace(self, producer: KafkaProducer, limits: dict[str, int]) -> None:
+        """Send with `producer` and `limits` from now on, forgetting the failures of the
+        producer it replaces."""
+        self.producer = producer
+        self.limits = limits
+        self.failed.clear()
 
     def dead_letter(self, record, reason: str, detail: str) -> bool:
         """Send `record` unchanged to the dead-letter topic, its value cut to fit the topic
@@ -330,11 +382,17 @@ class Outputs:
         self.failed = deque(f for f in self.failed if not isinstance(f[1], aborted))
 
     def check(self) -> None:
-        """Flush, then raise OutputError (naming the topic and the cause) if any send failed."""
-        self.producer.flush()
-        if self.failed:
-            topic, exc = self.failed[0]
-            raise OutputError(f"cannot write to topic {topic!r}: {type(exc).__name__}: {exc}")
+        """Flush, then raise OutputError (naming the topic and the cause) if any send failed,
+        OutputTooLarge if the broker refused a batch as too large."""
+        try:
+            self.producer.flush()
+        except kafka_errors.UnknownError as exc:  # see TOO_LARGE
+            raise OutputTooLarge(f"a batch was refused as too large: {exc}") from exc
+        too_large = [f for f in self.failed if isinstance(f[1], TOO_LARGE)]
+        if too_large or self.failed:
+            topic, exc = (too_large or self.failed)[0]
+            error = OutputTooLarge if too_large else OutputError
+            raise error(f"cannot write to topic {topic!r}: {type(exc).__name__}: {exc}")
 
 
 class RebalanceQueue(ConsumerRebalanceListener):

@@ -197,6 +197,10 @@ class Learner(Daemon):
         self._confirm()
         super()._checkpoint_or_rollback()
 
+    def _replace_producer(self, why) -> None:
+        self._confirm()  # a new producer fences whoever holds the transactional id: not ours
+        super()._replace_producer(why)  # if the lease moved meanwhile
+
 
 def fenced(exc: BaseException) -> bool:
     """True when `exc` (or what caused it) says another producer took our transactional id."""

@@ -61,3 +61,28 @@ def test_kafka_python_messages_about_normal_operation_are_dropped_and_real_ones_
     coordinator.warning("Marking the coordinator dead (node %s) for group %s: %s.", 1, "g",
                         TopicAuthorizationFailedError())
     assert len(caplog.messages) == 2
+
+
+def test_a_max_poll_interval_the_batches_cannot_keep_is_status_2_naming_both(capsys, monkeypatch):
+    # accepted, it livelocked: members expelled after every batch, batches served again for ever
+    argv = ["serve", "--batch-seconds", "5", "--kafka", '{"max_poll_interval_ms": 3000}',
+            *NO_BROKER]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "river-pa serve: max_poll_interval_ms=3000 is shorter than batch_seconds=5 s plus 30 s "
+        "for the checkpoint after a batch: set max_poll_interval_ms >= 35000 or lower "
+        "batch_seconds"]
+    monkeypatch.setenv("RIVER_PA_KAFKA_MAX_POLL_INTERVAL_MS", "34999")  # the same from the
+    monkeypatch.setenv("RIVER_PA_BATCH_SECONDS", "5")  # environment, one millisecond short
+    assert cli.main(["serve", *NO_BROKER]) == 2
+    assert "max_poll_interval_ms=34999" in capsys.readouterr().err
+
+
+def test_a_max_poll_interval_that_fits_the_batches_is_taken():
+    from river_pa.connectors.config import load_config
+
+    cfg = load_config(["--batch-seconds", "0.5", "--kafka", '{"max_poll_interval_ms": 30500}'],
+                      {})
+    assert cfg.kafka["max_poll_interval_ms"] == 30_500
+    with pytest.raises(SystemExit, match=r"max_poll_interval_ms must be a number of milliseconds"):
+        load_config(["--kafka", '{"max_poll_interval_ms": "soon"}'], {})

@@ -62,6 +62,47 @@ def cluster_bootstrap():
         broker_script("cluster-stop")
 
 
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode of `text` (over its UTF-16 code units, 32-bit signed)."""
+    units = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
+
+
+def coordinator_nodes(bootstrap: str, group_id: str | None = None,
+                      transactional_ids: list[str] | tuple = ()) -> dict:
+    """The broker node ids (as `kafka.sh node-stop N` numbers them: node.id) that coordinate
+    consumer group `group_id` and each transactional id, asked from the cluster now:
+    ``{"group": n, "transactions": {tid: n, ...}}`` (``"group"`` only with a `group_id`).
+
+    Kafka places a group on partition abs(hashCode(group_id)) % (partitions of
+    __consumer_offsets) and a transactional id likewise on __transaction_state; the coordinator
+    is that partition's leader. Read from a fresh metadata request, so the answer follows a
+    leader change; it needs neither the group nor the transactional id to exist yet.
+    """
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        leaders = {}
+        for topic in admin.describe_topics(["__consumer_offsets", "__transaction_state"]):
+            leaders[topic["name"]] = {p["partition_index"]: p["leader_id"]
+                                      for p in topic["partitions"]}
+    finally:
+        admin.close()
+
+    def leader(topic: str, key: str) -> int:
+        partitions = leaders.get(topic)
+        assert partitions, f"{topic} does not exist yet (no group or transaction used so far)"
+        h = java_string_hash(key)
+        return partitions[(0 if h == -2**31 else abs(h)) % len(partitions)]  # Kafka's Utils.abs
+
+    out: dict = {"transactions": {t: leader("__transaction_state", t) for t in transactional_ids}}
+    if group_id is not None:
+        out["group"] = leader("__consumer_offsets", group_id)
+    return out
+
+
 def owns_partitions(member: dict) -> bool:
     """Whether a member of `KafkaAdminClient.describe_groups` holds a partition."""
     assignment = member.get("member_assignment") or {}
