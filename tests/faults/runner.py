@@ -149,8 +149,8 @@ class Run:
         events, labels, _ = self.topics
         producer = KafkaProducer(bootstrap_servers=self.cluster.bootstrap, acks="all", linger_ms=5)
         self.flow = Flow(producer, self.stream, events, labels, RATE if self.schedule.live else 0)
-        if not self.schedule.live:
-            self.flow.run()
+        if not self.schedule.live:  # all of it, acknowledged, before any daemon starts
+            self.flow.start()
             self.flow.finish()
             self.flow = None
         self.fleet.start("la", "learn")
