@@ -1,0 +1,220 @@
+"""What each fault kind does to a running fault run (`tests/faults/runner.py`'s `Run`).
+
+`fire(run, fault)` resolves the fault's target now (the active learner, a group coordinator's
+node, ...), acts, and schedules its end on the run (a restart, a SIGCONT, a broker start, the
+topic limit restored). It returns one line saying what it did, or why it skipped the fault (a
+target already under a fault, a second broker that would leave fewer than
+min.insync.replicas): the run's log and the violation messages quote these lines.
+
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import random
+import signal
+
+from kafka import KafkaProducer
+
+from river_pa.connectors import checkpoint
+from river_pa.registry import make_model
+
+__all__ = ["fire", "forged_checkpoint"]
+
+
+class Forged:
+    """Unpickling this runs `open(marker, "a")`: the marker file's existence proves that a
+    record's bytes ran code in a daemon."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __reduce__(self):
+        return open, (self.marker, "a")
+
+
+def forged_checkpoint(marker: str) -> bytes:
+    """A checkpoint in the daemon's format (header with the right versions, no signature)
+    whose pickle creates `marker` when loaded."""
+    payload = pickle.dumps({"model": Forged(marker), "learned": 0, "events": 0,
+                            "published_at_ms": 0, "stats": None, "pending": None,
+                            "offsets": {}})
+    header = {**checkpoint.metadata(make_model("PAClassifier", {})), "offsets": {},
+              "sha256": hashlib.sha256(payload).hexdigest()}
+    return json.dumps(header, sort_keys=True).encode() + b"\n" + payload
+
+
+# ---- daemons ----------------------------------------------------------------------------
+
+def _daemon(run, target: str) -> str | None:
+    """The slot a daemon target names now, or None when there is none free."""
+    fleet = run.fleet
+    if target == "learner:active":
+        name = fleet.active_learner()
+    elif target == "learner:standby":
+        active = fleet.active_learner()
+        name = next((n for n in fleet.live("learn") if n != active), None)
+    else:
+        live = sorted(fleet.live("predict"))
+        name = live[int(target.split(":")[1]) % len(live)] if live else None
+    return name if name is not None and not fleet.busy(name) else None
+
+
+def signal_daemon(run, fault) -> str:
+    name = _daemon(run, fault.target)
+    if name is None:
+        return f"skipped: no free {fault.target}"
+    if fault.kind == "pause":
+        run.fleet.pause(name)
+        run.later(fault.seconds, lambda: run.fleet.resume(name), f"SIGCONT {name}")
+        return f"SIGSTOP {name}"
+    sig = signal.SIGKILL if fault.kind == "kill" else signal.SIGTERM
+    run.fleet.signal(name, sig, restart_after=fault.seconds)
+    return f"{sig.name} {name}, restarted {fault.seconds} s after it exits"
+
+
+def members(run, fault) -> str:
+    """A predictor joins, or the newest one leaves for good (never the last one)."""
+    fleet = run.fleet
+    if fault.target == "join":
+        name = f"p{sum(s.role == 'predict' for s in fleet.slots.values()) + 1}"
+        fleet.start(name, "predict")
+        return f"{name} joins"
+    live = [n for n in fleet.live("predict") if not fleet.busy(n)]
+    if len(fleet.live("predict")) < 2 or not live:
+        return "skipped: one predictor left"
+    name = max(live, key=lambda n: int(n[1:]))
+    fleet.signal(name, signal.SIGTERM, restart_after=None)
+    return f"{name} leaves (SIGTERM, not restarted)"
+
+
+# ---- brokers ----------------------------------------------------------------------------
+
+def broker_node(run, target: str) -> int:
+    """The node a broker target names now (looked up in the cluster's metadata)."""
+    what = target.split(":")[1]
+    cluster, fleet = run.cluster, run.fleet
+    if what == "predict-coordinator":
+        return cluster.coordinator(fleet.predict_group)
+    if what == "learn-coordinator":
+        return cluster.coordinator(fleet.learn_group)
+    if what == "lease-coordinator":
+        return cluster.coordinator(f"{fleet.learn_group}.lease")
+    if what == "learner-txn":
+        return cluster.transaction_coordinator(f"{fleet.learn_group}.learner")
+    return int(what)
+
+
+def broker(run, fault) -> str:
+    if run.broker_busy():
+        return "skipped: another broker is down (min.insync.replicas 2)"
+    node = broker_node(run, fault.target)
+    run.in_background(lambda: _bounce(run, node, fault.seconds), f"broker {node}")
+    return f"node {node} ({fault.target}) stopped for {fault.seconds} s"
+
+
+def _bounce(run, node: int, seconds: float) -> None:
+    run.cluster.stop_node(node)
+    run.wait_seconds(seconds)
+    run.cluster.start_node(node)
+
+
+# ---- records in the state and model topics ----------------------------------------------
+
+def _snapshot_topic(run, which: str) -> tuple[str, str]:
+    """(topic, snapshot name) of the state or the model topic."""
+    events = run.topics[0]
+    if which == "state":
+        return f"{events}.state", f"{run.fleet.learn_group}.learner"
+    return f"{events}.model", "model"
+
+
+def _producer(run) -> KafkaProducer:
+    return KafkaProducer(bootstrap_servers=run.cluster.bootstrap, acks="all", linger_ms=5)
+
+
+def _send(run, topic: str, records: list[tuple[str, bytes | None]]) -> None:
+    producer = _producer(run)
+    try:
+        for key, value in records:
+            producer.send(topic, key=key.encode(), value=value)
+        producer.flush(timeout=60)
+    finally:
+        producer.close()
+
+
+def _manifests(run, topic: str, name: str) -> list:
+    """The valid manifest records of `name` in `topic`, oldest first."""
+    out = []
+    for record in run.kafka.read_all(topic, committed_only=run.exactly_once):
+        if record.key == name.encode() and record.value is not None:
+            try:
+                manifest = json.loads(record.value)
+            except ValueError:
+                continue
+            if isinstance(manifest, dict) and isinstance(manifest.get("version"), int):
+                out.append((record, manifest))
+    return out
+
+
+def replay(run, fault) -> str:
+    """Re-send an earlier manifest and the chunks it names (read back from the topic)."""
+    topic, name = _snapshot_topic(run, fault.target)
+    records = run.kafka.read_all(topic, committed_only=run.exactly_once)
+    manifests = _manifests(run, topic, name)
+    if len(manifests) < 2:
+        return f"skipped: fewer than 2 snapshots in {topic}"
+    record, manifest = random.Random(run.schedule.seed).choice(manifests[:-1])
+    chunks = {}
+    for r in records:
+        if r.offset < record.offset and r.key and r.key.startswith(f"{name}/{manifest['version']}/".encode()) \
+                and r.value is not None:
+            chunks[r.key.decode()] = r.value
+    if len(chunks) != manifest["chunks"]:
+        return f"skipped: the chunks of {name} v{manifest['version']} are gone from {topic}"
+    _send(run, topic, [*chunks.items(), (name, record.value)])
+    return f"replayed {name} v{manifest['version']} (newest v{manifests[-1][1]['version']}) into {topic}"
+
+
+def garbage(run, fault) -> str:
+    which, what = fault.target.split(":")
+    topic, name = _snapshot_topic(run, which)
+    if what == "tombstone":
+        _send(run, topic, [(name, None)])
+        return f"tombstone of {name} in {topic}"
+    junk = random.Random(run.schedule.seed).randbytes(64)
+    _send(run, topic, [(name, junk)])
+    return f"64 random bytes as the manifest {name} in {topic}"
+
+
+def forged_pickle(run, fault) -> str:
+    topic, name = _snapshot_topic(run, fault.target)
+    manifests = _manifests(run, topic, name)
+    version = (manifests[-1][1]["version"] if manifests else 0) + 1
+    payload = forged_checkpoint(str(run.marker))
+    manifest = {"version": version, "chunks": 1, "bytes": len(payload),
+                "sha256": hashlib.sha256(payload).hexdigest()}
+    _send(run, topic, [(f"{name}/{version}/0", payload), (name, json.dumps(manifest).encode())])
+    return f"forged pickle as {name} v{version} in {topic}"
+
+
+# ---- topic limits -----------------------------------------------------------------------
+
+def limit(run, fault) -> str:
+    preds = run.topics[2]
+    run.cluster.set_topic_config(preds, "max.message.bytes", "64")
+    run.later(fault.seconds, lambda: run.cluster.set_topic_config(preds, "max.message.bytes", None),
+              f"max.message.bytes of {preds} restored")
+    return f"max.message.bytes of {preds} lowered to 64 for {fault.seconds} s"
+
+
+ACTIONS = {"kill": signal_daemon, "term": signal_daemon, "pause": signal_daemon, "broker": broker,
+           "members": members, "replay": replay, "garbage": garbage, "pickle": forged_pickle,
+           "limit": limit}
+
+
+def fire(run, fault) -> str:
+    """Carry out `fault` on `run`; one line saying what was done."""
+    return ACTIONS[fault.kind](run, fault)

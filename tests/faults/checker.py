@@ -1,0 +1,236 @@
+"""The invariants a fault run must hold once its schedule has healed.
+
+`check(run)` first waits, up to `PROGRESS_S` after the heal, for the stream to be processed
+(every learner and predictor group's committed offsets at the ends of their topics and a
+learner report with every label learned): not getting there is invariant (d), the progress
+after heal. It then stops every daemon with SIGTERM and reads the topics:
+
+(a) every event predicted: at least once, exactly once for read_committed readers with
+    --exactly-once (an event whose prediction a lowered topic limit refused may be a
+    dead letter `output_rejected` instead);
+(b) every label whose event exists learned exactly once: `learned` of the state a next
+    learner restores from the state topic equals the number of labelled events (every one
+    here), nothing left pending (the pending bounds are the defaults: nothing expires);
+(c) the final model equals an independent replay of the learner's documented merge (every
+    record of both topics in (timestamp, labels first, partition, offset) order, predict at
+    the event, learn at the label): byte for byte (pickle) and the exact metric when the whole
+    stream was in Kafka before the faults, the metric within `TOLERANCE` events otherwise;
+    the newest model snapshot in the model topic (what a new predictor loads) likewise;
+(d) no daemon froze (the progress above), exited on its own after the heal, exited on its own
+    `LOOP` times or more (a restart loop), or exited non-zero on the final SIGTERM;
+(e) no record ran code: the forged pickles' marker file does not exist.
+
+Each violation is one message naming the seed, the invariant with its figures, the schedule
+(one line per fault, with what it resolved to) and the command that reproduces it.
+
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+from collections import Counter
+
+from kafka import KafkaConsumer
+from river import metrics
+
+from river_pa.connectors import checkpoint, snapshots
+from river_pa.registry import make_model
+
+__all__ = ["check"]
+
+PROGRESS_S = 300
+TOLERANCE = 5  # events: a flowing stream's merge may release a record before an older one
+LOOP = 3
+
+
+def check(run) -> list[str]:
+    """Every violation of the invariants (a)-(e) in `run`, as messages."""
+    found = []
+    stuck = wait_progress(run)
+    if stuck:
+        found.append(f"(d) no progress within {PROGRESS_S} s after the heal: {stuck}")
+    found += exits(run, run.fleet.stop_all())
+    found += predictions(run)
+    found += learned_and_model(run)
+    if run.marker.exists():
+        found.append(f"(e) a record ran code: {run.marker} exists")
+    return [message(run, v) for v in found]
+
+
+def message(run, violation: str) -> str:
+    schedule, mode = run.schedule, "on" if run.exactly_once else "off"
+    return "\n".join([f"seed {schedule.seed}, exactly-once {mode}: invariant {violation}",
+                      schedule.lines(), "what happened:", *run.result.log,
+                      f"daemons' logs and reports: {run.kafka.tmp_path}",
+                      f"reproduce: python -m tests.faults.soak --seed {schedule.seed} "
+                      f"--exactly-once {mode} --kinds {','.join(schedule.kinds)} "
+                      f"--length {len(schedule.faults)}"])
+
+
+# ---- (d) progress after the heal, exits -------------------------------------------------
+
+def behind(run, group: str, topics) -> dict:
+    """{topic:partition: records not yet committed by `group`} for `topics`, if any."""
+    committed = run.cluster.committed(group)
+    out = {}
+    for topic in topics:
+        for tp, end in run.cluster.end_offsets(topic).items():
+            if committed.get(tp, 0) < end:
+                out[f"{topic}:{tp.partition}"] = end - committed.get(tp, 0)
+    return out
+
+
+def lag(run) -> str | None:
+    """What is not processed yet, or None when everything is."""
+    events, labels, _ = run.topics
+    try:
+        learners = behind(run, run.fleet.learn_group, (events, labels))
+        predictors = behind(run, run.fleet.predict_group, (events,))
+    except Exception as exc:  # noqa: BLE001 (a coordinator moving: ask again)
+        return f"offsets unknown ({exc!r})"
+    learned = run.learned()
+    if learners or predictors or learned < run.stream.n_events:
+        return (f"learned {learned} of {run.stream.n_events}; learners' group behind {learners}, "
+                f"predictors' group behind {predictors}; unexpected exits "
+                f"{ {n: s.unexpected for n, s in run.fleet.slots.items() if s.unexpected} }")
+    return None
+
+
+def wait_progress(run) -> str | None:
+    deadline = run.healed_at + PROGRESS_S
+    run.unexpected_at_heal = {n: s.unexpected for n, s in run.fleet.slots.items()}
+    while (stuck := lag(run)) and time.monotonic() < deadline:
+        run.fleet.tick()
+        time.sleep(1)
+    run.note("processed everything" if not stuck else f"still behind: {stuck}")
+    return stuck
+
+
+def exits(run, statuses: dict) -> list[str]:
+    found = []
+    for name, slot in run.fleet.slots.items():
+        if slot.unexpected > run.unexpected_at_heal.get(name, 0):
+            found.append(f"(d) {name} exited on its own after the heal: exits {slot.exits}")
+        if slot.unexpected >= LOOP:
+            found.append(f"(d) {name} exited on its own {slot.unexpected} times (a restart "
+                         f"loop): exits {slot.exits}")
+    bad = {n: s for n, s in statuses.items() if s != 0}
+    if bad:
+        found.append(f"(d) exit statuses after the final SIGTERM (None: still running after "
+                     f"90 s) {bad}")
+    return found
+
+
+# ---- (a) predictions ----------------------------------------------------------------------
+
+def read_if_any(run, topic: str) -> list:
+    """The records of `topic`, none if it was never created."""
+    return run.kafka.read_all(topic) if run.cluster.end_offsets(topic) else []
+
+
+def predictions(run) -> list[str]:
+    events, _, preds = run.topics
+    counts = Counter(json.loads(r.value)["id"] for r in run.kafka.read_all(preds, run.exactly_once))
+    rejected = {r.key.decode() for r in read_if_any(run, f"{events}-dlq")
+                if dict(r.headers or ()).get("reason") == b"output_rejected"}
+    ids = run.stream.ids()
+    found = []
+    missing = ids - counts.keys() - rejected
+    if missing:
+        found.append(f"(a) {len(missing)} of {len(ids)} events never predicted (nor refused "
+                     f"by the topic limit), e.g. {sorted(missing)[:5]}")
+    if counts.keys() - ids:
+        found.append(f"(a) predictions for ids never sent: {sorted(counts.keys() - ids)[:5]}")
+    doubles = {i: c for i, c in counts.items() if c > 1}
+    if run.exactly_once and doubles:
+        found.append(f"(a) {len(doubles)} events predicted more than once for a read_committed "
+                     f"reader, e.g. {dict(list(doubles.items())[:5])}")
+    run.note(f"predictions: {len(counts)} ids, {sum(counts.values())} records, "
+             f"{len(rejected)} refused by the topic limit")
+    return found
+
+
+# ---- (b), (c) the learner's state and model -------------------------------------------------
+
+def reference(run):
+    """(model, metric value, learned) of the documented merge replayed over both topics."""
+    events, labels, _ = run.topics
+    records = run.kafka.read_all(events) + run.kafka.read_all(labels)
+    records.sort(key=lambda r: (r.timestamp, r.topic == events, r.partition, r.offset))
+    model, metric, learned = make_model("PAClassifier", {}), metrics.Accuracy(), 0
+    pending, early = {}, {}
+    for record in records:
+        value = json.loads(record.value)
+        rid = value["id"]
+        if record.topic == events:
+            y_pred = model.predict_one(value["x"])
+            if rid not in early:
+                pending[rid] = (value["x"], y_pred)
+                continue
+            x, y = value["x"], early.pop(rid)
+        elif rid in pending:
+            (x, y_pred), y = pending.pop(rid), value["y"]
+        else:
+            early[rid] = value["y"]
+            continue
+        if y_pred is not None and y_pred != {}:
+            metric.update(y, y_pred)
+        model.learn_one(x, y)
+        learned += 1
+    return model, metric.get(), learned
+
+
+def restored(run, topic: str, name: str) -> dict:
+    """The newest snapshot `name` in `topic`, verified and loaded as a daemon would (with
+    the run's key), read with the isolation of the run."""
+    reader = KafkaConsumer(bootstrap_servers=run.cluster.bootstrap, group_id=None,
+                           enable_auto_commit=False, max_partition_fetch_bytes=4 * 2**20,
+                           isolation_level="read_committed" if run.exactly_once
+                           else "read_uncommitted")
+    try:
+        found = snapshots.restore(reader, topic, name)
+    finally:
+        reader.close()
+    if found is None:
+        raise snapshots.SnapshotError(f"{topic}: no snapshot {name}")
+    path = run.kafka.tmp_path / f"check-{name}.ckpt"
+    path.write_bytes(found[1])
+    meta = checkpoint.metadata(make_model("PAClassifier", {}))
+    return checkpoint.load(path, meta, run.key.encode() if run.key else None)
+
+
+def learned_and_model(run) -> list[str]:
+    events = run.topics[0]
+    model, accuracy, labelled = reference(run)
+    exact, found = not run.schedule.live, []
+    try:
+        state = restored(run, f"{events}.state", f"{run.fleet.learn_group}.learner")
+    except Exception as exc:  # noqa: BLE001 (what a next learner would meet)
+        return [f"(c) the state topic's newest state cannot be restored: {exc}"]
+    counts, [got] = state["stats"].counts, state["stats"].metric.get()
+    run.note(f"state: learned {counts['learned']}, accuracy {got}; replay: learned {labelled}, "
+             f"accuracy {accuracy}")
+    if counts["learned"] != labelled or len(state["pending"]) or len(state["early"]):
+        found.append(f"(b) learned {counts['learned']} of {labelled} labelled events, "
+                     f"pending {len(state['pending'])}, early labels {len(state['early'])}")
+    if exact and pickle.dumps(state["model"]) != pickle.dumps(model):
+        found.append("(c) the final model's pickle differs from the replay's")
+    if (got != accuracy) if exact else abs(got - accuracy) * labelled > TOLERANCE:
+        found.append(f"(c) accuracy {got} where the replay gives {accuracy}")
+    found += published_model(run, model, labelled, exact)
+    return found
+
+
+def published_model(run, model, labelled: int, exact: bool) -> list[str]:
+    """The newest model in the model topic (what a new predictor loads)."""
+    try:
+        snapshot = restored(run, f"{run.topics[0]}.model", "model")
+    except Exception as exc:  # noqa: BLE001
+        return [f"(c) the model topic's newest snapshot cannot be loaded: {exc}"]
+    if snapshot["learned"] != labelled:
+        return [f"(c) the newest model snapshot learned {snapshot['learned']} of {labelled}"]
+    if exact and pickle.dumps(snapshot["model"]) != pickle.dumps(model):
+        return ["(c) the newest model snapshot's pickle differs from the replay's"]
+    return []

@@ -1,0 +1,107 @@
+"""Control of the 3-broker KRaft cluster of scripts/kafka.sh for the fault harness.
+
+`Cluster` stops and starts nodes (through the script, the same way tests/kafka does), names
+the node that leads the partition a group or a transactional id lives on (a lookup, never an
+assumption), changes topic settings and reads the committed offsets of a group and the ends of
+a topic. Every call opens and closes its own admin client: a broker may be down meanwhile.
+
+"""
+
+from __future__ import annotations
+
+from kafka import KafkaAdminClient, KafkaConsumer
+from kafka.admin import ConfigResource, ConfigResourceType
+from kafka.structs import TopicPartition
+
+from tests.kafka.conftest import broker_script
+
+__all__ = ["Cluster", "java_hash", "kafka_partition"]
+
+
+def java_hash(text: str) -> int:
+    """Java's `String.hashCode` (a signed 32-bit int over UTF-16 code units)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def kafka_partition(key: str, partitions: int) -> int:
+    """The partition of `__consumer_offsets` (a group) or `__transaction_state` (a
+    transactional id) that holds `key`: Kafka's `Utils.abs(key.hashCode) % partitions`."""
+    h = java_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+class Cluster:
+    """The script's cluster at `bootstrap` (host:port,...); nodes are numbered 1-3."""
+
+    def __init__(self, bootstrap: str):
+        self.bootstrap = bootstrap
+
+    def admin(self) -> KafkaAdminClient:
+        return KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=10_000)
+
+    @staticmethod
+    def stop_node(node: int) -> None:
+        broker_script("node-stop", str(node))
+
+    @staticmethod
+    def start_node(node: int) -> None:
+        """Start node `node` and wait until all three are in the cluster."""
+        broker_script("node-start", str(node))
+
+    def leader(self, topic: str, partition: int) -> int:
+        """The node id that leads `topic`'s partition now."""
+        admin = self.admin()
+        try:
+            [info] = admin.describe_topics([topic])
+        finally:
+            admin.close()
+        return next(p["leader"] for p in info["partitions"] if p["partition"] == partition)
+
+    def _leader_of_key(self, topic: str, key: str) -> int:
+        admin = self.admin()
+        try:
+            [info] = admin.describe_topics([topic])
+        finally:
+            admin.close()
+        partition = kafka_partition(key, len(info["partitions"]))
+        return next(p["leader"] for p in info["partitions"] if p["partition"] == partition)
+
+    def coordinator(self, group: str) -> int:
+        """The node coordinating consumer group `group` (its `__consumer_offsets` leader)."""
+        return self._leader_of_key("__consumer_offsets", group)
+
+    def transaction_coordinator(self, transactional_id: str) -> int:
+        """The node leading the `__transaction_state` partition of `transactional_id`."""
+        return self._leader_of_key("__transaction_state", transactional_id)
+
+    def set_topic_config(self, topic: str, name: str, value: str | None) -> None:
+        """Set (or, with None, delete: back to the broker default) one topic setting."""
+        admin = self.admin()
+        try:
+            change = ("SET", value) if value is not None else ("DELETE", None)
+            admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
+                                                configs={name: change})])
+        finally:
+            admin.close()
+
+    def end_offsets(self, topic: str) -> dict[TopicPartition, int]:
+        """The end (high watermark) of every partition of `topic`."""
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None)
+        try:
+            parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+            return consumer.end_offsets(parts)
+        finally:
+            consumer.close()
+
+    def committed(self, group: str) -> dict[TopicPartition, int]:
+        """The offsets `group` has committed (for every partition it committed one)."""
+        admin = self.admin()
+        try:
+            offsets = admin.list_group_offsets(group)[group]
+        finally:
+            admin.close()
+        return {tp: meta.offset for tp, meta in offsets.items() if meta.offset >= 0}

@@ -1,0 +1,81 @@
+"""Long soaks of the fault harness: many seeded schedules, totals, and how to reproduce.
+
+    python -m tests.faults.soak --seeds 50 [--first N] [--kinds kill,term,...]
+                                [--length 4] [--exactly-once on|off|both]
+    python -m tests.faults.soak --seed 17 --exactly-once on     # one seed, to reproduce
+
+Starts the 3-broker cluster of scripts/kafka.sh when it is not up (stopped again at the end),
+runs each seed with the same code as tests/faults/test_faults.py, prints one line per run as
+it ends, then the totals: schedules run, faults injected by kind, and each violation in full
+with the command that reproduces it. Exit status 1 when a violation was found.
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from tests.faults.runner import N_EVENTS, run_schedule
+from tests.faults.schedule import KINDS, Schedule
+from tests.kafka.conftest import ELEC2, SCRIPT, broker_script
+
+
+def parse(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.faults.soak", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=1, help="how many seeds (default 1)")
+    parser.add_argument("--first", type=int, default=0, help="the first seed (default 0)")
+    parser.add_argument("--seed", type=int, help="run this one seed only")
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help=f"comma-separated fault kinds (default all: {','.join(KINDS)})")
+    parser.add_argument("--length", type=int, default=4, help="faults per schedule (default 4)")
+    parser.add_argument("--exactly-once", choices=("on", "off", "both"), default="both")
+    parser.add_argument("--events", type=int, default=N_EVENTS, help="events in the stream")
+    args = parser.parse_args(argv)
+    args.kinds = tuple(k for k in args.kinds.split(",") if k)
+    Schedule.from_seed(0, args.kinds)  # an unknown kind: a clear error before any broker starts
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
+    modes = {"on": [True], "off": [False], "both": [False, True]}[args.exactly_once]
+    started = subprocess.run(["bash", str(SCRIPT), "cluster-status"],
+                             capture_output=True).returncode != 0
+    bootstrap = broker_script("cluster-start").splitlines()[-1]
+    runs, fired, violations = 0, Counter(), []
+    try:
+        for seed in seeds:
+            schedule = Schedule.from_seed(seed, args.kinds, args.length)
+            for exactly_once in modes:
+                work = Path(tempfile.mkdtemp(prefix=f"river-pa-faults-seed{seed}-"))
+                result = run_schedule(schedule, exactly_once, bootstrap, work, ELEC2, args.events)
+                if not result.violations:  # kept otherwise: the daemons' logs and reports
+                    shutil.rmtree(work)
+                runs += 1
+                fired += result.fired
+                violations += result.violations
+                print(f"seed {seed} exactly-once {'on' if exactly_once else 'off'}: "
+                      f"{sum(result.fired.values())} faults {dict(result.fired)}, "
+                      f"{len(result.violations)} violations, {result.seconds:.0f} s", flush=True)
+                if args.seed is not None:
+                    print("\n".join(result.log), flush=True)
+    finally:
+        if started:
+            broker_script("cluster-stop")
+    print(f"\n{runs} schedules run; faults injected by kind: {dict(sorted(fired.items()))}; "
+          f"{len(violations)} violations")
+    for text in violations:
+        print("\n" + text)
+    return 1 if violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The fault harness in CI: a few short seeded schedules, each with and without
+--exactly-once, on the 3-broker cluster; a violation prints the seed, the schedule and the
+command that reproduces it (`python -m tests.faults.soak --seed N ...`).
+
+`CI_KINDS` lists the fault kinds the daemon is known to survive; add a kind once its defect is
+fixed (the soak runs them all: `python -m tests.faults.soak --seeds 50`).
+
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.faults.runner import run_schedule
+from tests.faults.schedule import Schedule
+
+CI_KINDS = ("kill", "term", "pause", "broker", "members")
+SEEDS = (3, 11)
+LENGTH = 3
+N_EVENTS = 1_000
+
+
+@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.parametrize("seed", SEEDS, ids=[f"seed{s}" for s in SEEDS])
+def test_invariants_hold_under_a_random_fault_schedule(cluster_bootstrap, elec2_path, tmp_path,
+                                                       seed, exactly_once):
+    schedule = Schedule.from_seed(seed, CI_KINDS, LENGTH)
+    result = run_schedule(schedule, exactly_once, cluster_bootstrap, tmp_path, elec2_path,
+                          N_EVENTS)
+    assert sum(result.fired.values()) > 0, "\n".join(result.log)
+    assert not result.violations, "\n\n".join(result.violations)
+
+
+def test_a_schedule_is_a_function_of_its_seed():
+    one = Schedule.from_seed(7, ("kill", "broker"), 5)
+    assert one == Schedule.from_seed(7, ("kill", "broker"), 5)
+    assert {f.kind for f in one.faults} <= {"kill", "broker"} and len(one.faults) == 5
+    assert [f.at for f in one.faults] == sorted(f.at for f in one.faults)
+    with pytest.raises(ValueError, match="nope"):
+        Schedule.from_seed(7, ("nope",))
+
+
+def test_kafka_partition_of_a_group_is_javas():
+    from tests.faults.cluster import java_hash, kafka_partition
+
+    assert java_hash("hello") == 99162322  # "hello".hashCode() in Java
+    assert java_hash("polygenelubricants") == -(1 << 31)  # Integer.MIN_VALUE: abs is 0
+    assert kafka_partition("polygenelubricants", 50) == 0
+    assert kafka_partition("my-group", 50) == abs(java_hash("my-group")) % 50
