@@ -234,7 +234,9 @@ class Daemon:
         with quiet_bootstrap():
             self.consumer = make_consumer(cfg)
             self.producer = make_producer(cfg)
-            self.offsets_client = make_offsets_client(cfg) if cfg.labels_topic else None
+            # end offsets, for the merge (`_log_end`): two topics, or the learner's partitions
+            merges = cfg.labels_topic or cfg.role == "learn"
+            self.offsets_client = make_offsets_client(cfg) if merges else None
         outputs = [t for t in (cfg.predictions_topic, cfg.dead_letter_topic, cfg.metrics_topic) if t]
         self.outputs = Outputs(self.producer, cfg.dead_letter_topic, topic_limits(cfg, outputs))
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
