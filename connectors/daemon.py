@@ -157,6 +157,28 @@ class Daemon:
         self.pending = state["pending"]
         self.early = state.get("early", self.early)  # checkpoints written before early labels
         self.next_offsets = dict(state["offsets"])
+        self._apply_settings()
+
+    def _apply_settings(self) -> None:
+        """Apply this start's bounds and metrics to a restored state (they were ignored): the
+        pending entries and early labels beyond the bounds are evicted now (counted as expired
+        and orphan labels), entries older than a new TTL at the next event. Another `--metric`
+        or `--rolling-window` restarts the metrics from zero, said in one line: they observe
+        the model, which is kept, and refusing would leave a new group (relearning everything)
+        as the only way to change a dashboard."""
+        cfg = self.cfg
+        expired = self.pending.bound(cfg.pending_max, cfg.pending_ttl_ms, cfg.pending_max_bytes)
+        orphans = self.early.bound(cfg.pending_max, cfg.pending_ttl_ms, cfg.pending_max_bytes)
+        self._count_expired(expired)
+        self._count_orphans(orphans)
+        if expired or orphans:
+            log.info("the restored state was over --pending-max/--pending-max-bytes: %d pending "
+                     "events expired, %d early labels orphaned", len(expired), len(orphans))
+        old = [type(m).__name__ for m in self.stats.metric], self.stats.rolling.window_size
+        if self.stats.use_metrics(serve_metrics(cfg.metric, self.model), cfg.rolling_window):
+            log.info("metrics %s (window %d) restart from zero as %s (window %d): counts and "
+                     "the model are kept", *old, [type(m).__name__ for m in self.stats.metric],
+                     cfg.rolling_window)
 
     def _checkpoint_to_load(self, consumer) -> Path | None:
         """The newest checkpoint, or with exactly-once the one matching committed offsets."""

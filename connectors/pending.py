@@ -1,7 +1,7 @@
 """Bounded store of predictions that wait for their late label.
 
 Entries leave the store in three ways: their label arrives (`pop`), the store is full (by count
-or by bytes) and the oldest entry is evicted, or the entry is older than the TTL measured on
+or by bytes, also after a restart gave smaller bounds: `bound`) and the oldest entry is evicted, or the entry is older than the TTL measured on
 event time (the Kafka record timestamps, so that a replay expires exactly the same entries as
 the first run). Evictions are returned to the caller, who counts them; nothing is dropped
 silently. Event time is not trusted blindly: it never runs ahead of the wall clock (`clock`), so
@@ -66,6 +66,17 @@ class PendingStore:
             evicted.append(self._remove(rid))
         self._items[rid] = entry
         self.nbytes += entry.nbytes
+        return evicted + self._evict()
+
+    def bound(self, max_size: int, ttl_ms: int | None, max_bytes: int) -> list[Pending]:
+        """Apply new bounds (those given at a restart, to a restored store); return the
+        oldest entries they push out now. The TTL applies at the next `expire`."""
+        self.max_size, self.ttl_ms, self.max_bytes = max_size, ttl_ms, max_bytes
+        return self._evict()
+
+    def _evict(self) -> list[Pending]:
+        """Remove and return the oldest entries while the store is over its count or bytes."""
+        evicted = []
         while len(self._items) > self.max_size or self.nbytes > self.max_bytes:
             evicted.append(self._remove(next(iter(self._items))))
         return evicted
