@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from river import metrics
 
+from river_pa.connectors.config import load_config
 from river_pa.connectors.pending import Pending, PendingStore
 from river_pa.connectors.reporting import Stats
 
@@ -34,3 +35,9 @@ def test_another_metric_restarts_the_metrics_and_keeps_the_counts():
     assert stats.use_metrics([metrics.LogLoss()], 20) is True  # another window
     assert stats.rolling.window_size == 20
 
+
+def test_allow_empty_state_is_off_unless_given():
+    assert load_config(["--role", "learn"], {}).allow_empty_state is False
+    assert load_config(["--role", "learn", "--allow-empty-state"], {}).allow_empty_state is True
+    env = {"RIVER_PA_ALLOW_EMPTY_STATE": "yes"}
+    assert load_config(["--role", "learn"], env).allow_empty_state is True
