@@ -18,7 +18,8 @@ def run(args) -> int:
     (1: configuration, report path, metrics port in use, cluster unusable (also at a stop
     signal with no broker left) or an output lost, 2: settings that conflict, unknown model,
     parameter or metric, a model that fails at start or on `MODEL_FAILURES_TO_STOP` records in
-    a row, 3: checkpoint), with one line on stderr."""
+    a row, 3: checkpoint, also a learner with no state whose group has committed offsets,
+    without --allow-empty-state), with one line on stderr."""
     from river_pa.connectors.checkpoint import CheckpointError, check_writable
     from river_pa.connectors.config import SettingsConflict, from_args
     from river_pa.connectors.daemon import check_model

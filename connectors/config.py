@@ -38,6 +38,7 @@ class ServeConfig:
     group_id: str = "river-pa"
     client_id: str = "river-pa-serve"
     auto_offset_reset: str = "earliest"
+    allow_empty_state: bool = False
     model: str = "PAClassifier"
     model_params: dict = field(default_factory=dict)
     metric: list = field(default_factory=list)
@@ -84,6 +85,11 @@ _FLAGS_HELP = {
     "client_id": "Kafka client id of this daemon ('{hostname}' in it, and in --transactional-id,"
                  " is replaced by the host name: one setting for scaled replicas)",
     "auto_offset_reset": "where a partition with no committed offset starts: earliest or latest",
+    "allow_empty_state": "--role learn: start with an empty model although the group has "
+                         "committed offsets but no state is found (state topic emptied or "
+                         "deleted, no checkpoint), relearning from where --auto-offset-reset "
+                         "says (earliest: all the topics retain); without it such a start is "
+                         "refused, status 3",
     "model": "a river_pa class name, or 'module:attribute' naming a River estimator class or "
              "instance (the module is imported: trusted modules only)",
     "model_params": "JSON object of keyword arguments for the model",

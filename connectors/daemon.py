@@ -134,6 +134,8 @@ class Daemon:
         self.processed_this_run = 0
         self.events_this_run = 0
         self.positions_unknown = False
+        self.from_state: set[str] = set()  # partitions not positioned since the state's restore
+        self.floors: dict[TopicPartition, int] = {}  # see `_resume_offset`
         self.unassigned_since: float | None = None
         self.since_checkpoint = 0
         self.last_checkpoint = time.monotonic()
@@ -170,6 +172,28 @@ class Daemon:
         self.pending = state["pending"]
         self.early = state.get("early", self.early)  # checkpoints written before early labels
         self.next_offsets = dict(state["offsets"])
+        self._apply_settings()
+
+    def _apply_settings(self) -> None:
+        """Apply this start's bounds and metrics to a restored state (they were ignored): the
+        pending entries and early labels beyond the bounds are evicted now (counted as expired
+        and orphan labels), entries older than a new TTL at the next event. Another `--metric`
+        or `--rolling-window` restarts the metrics from zero, said in one line: they observe
+        the model, which is kept, and refusing would leave a new group (relearning everything)
+        as the only way to change a dashboard."""
+        cfg = self.cfg
+        expired = self.pending.bound(cfg.pending_max, cfg.pending_ttl_ms, cfg.pending_max_bytes)
+        orphans = self.early.bound(cfg.pending_max, cfg.pending_ttl_ms, cfg.pending_max_bytes)
+        self._count_expired(expired)
+        self._count_orphans(orphans)
+        if expired or orphans:
+            log.info("the restored state was over --pending-max/--pending-max-bytes: %d pending "
+                     "events expired, %d early labels orphaned", len(expired), len(orphans))
+        old = [type(m).__name__ for m in self.stats.metric], self.stats.rolling.window_size
+        if self.stats.use_metrics(serve_metrics(cfg.metric, self.model), cfg.rolling_window):
+            log.info("metrics %s (window %d) restart from zero as %s (window %d): counts and "
+                     "the model are kept", *old, [type(m).__name__ for m in self.stats.metric],
+                     cfg.rolling_window)
 
     def _checkpoint_to_load(self, consumer) -> Path | None:
         """The newest checkpoint, or with exactly-once the one matching committed offsets."""
@@ -250,7 +274,9 @@ class Daemon:
         with quiet_bootstrap():
             self.consumer = make_consumer(cfg)
             self.producer = make_producer(cfg, limits)
-            self.offsets_client = make_offsets_client(cfg) if cfg.labels_topic else None
+            # end offsets, for the merge (`_log_end`): two topics, or the learner's partitions
+            merges = cfg.labels_topic or cfg.role == "learn"
+            self.offsets_client = make_offsets_client(cfg) if merges else None
         self.outputs = Outputs(self.producer, cfg.dead_letter_topic, limits)
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
@@ -285,6 +311,7 @@ class Daemon:
         if self.cfg.state_topic:
             self._restore_from_state_topic()
         self.load(self.consumer)
+        self.from_state = set(self.next_offsets)
         if self.cfg.role == "learn":  # its next version follows the newest published one
             reader = self._snapshot_reader(self.cfg.model_topic, "model")
             reader.consumer.close()
@@ -380,11 +407,7 @@ class Daemon:
         self.load(self.consumer)
         self.events_this_run -= events - self.stats.counts["events"]  # served again
         for tp in self.consumer.assignment():
-            known = self.next_offsets.get(tp_key(tp))
-            if self.cfg.exactly_once or known is None:
-                committed = self.consumer.committed(tp)
-                known = committed if committed is not None else known
-            self._seek(tp, known)
+            self._seek(tp, self._resume_offset(tp, self.consumer.committed(tp)))
         self.since_checkpoint = 0
 
     def _replace_producer(self, why) -> None:
@@ -407,28 +430,78 @@ class Daemon:
                          daemon=True).start()
 
     def _resume(self) -> None:
-        """After a rebalance, seek every partition this member owns to where its processing
-        stopped, or to the group's committed offset when another member moved it further.
+        """After a rebalance (and at start), seek every partition this member owns to where
+        its processing stopped (`_resume_offset`).
 
         Buffered records are dropped and fetched again: kafka-python keeps the fetch position
-        of a partition the member keeps, past those records, which were lost for good. The
-        offset remembered for a partition that comes back is replaced by a newer committed
-        one, or committing it would move the partition backwards.
+        of a partition the member keeps, past those records, which were lost for good.
         """
         self.merger.drop(list(self.merger.buffers))
         self.buffered_upto.clear()
         self.positions_unknown = False
+        committed = {}
         for tp in self.consumer.assignment():
             try:
-                committed = self.consumer.committed(tp)
+                committed[tp] = self.consumer.committed(tp)
             except KafkaError as exc:  # the coordinator is away: try again after the next poll
                 log.warning("committed offset of %s unknown (%s)", tp, exc)
                 self.positions_unknown = True
                 return
-            known = [o for o in (self.next_offsets.get(tp_key(tp)), committed) if o is not None]
-            if known:
-                self.next_offsets[tp_key(tp)] = max(known)
-            self._seek(tp, max(known) if known else None)
+        self._check_state(committed)
+        for tp, offset in committed.items():
+            self._seek(tp, self._resume_offset(tp, offset))
+
+    def _resume_offset(self, tp: TopicPartition, committed: int | None) -> int | None:
+        """Where `tp` resumes given the group's `committed` offset (None: where
+        `auto_offset_reset` says).
+
+        A model learned from this daemon's own state resumes where that state stopped, also
+        when it is older than `committed` (an older snapshot or checkpoint restored): the
+        learner always, `--role both` for a partition not positioned since its state was
+        restored at start (`from_state`). The records in between are learned again; their
+        outputs (predictions, dead letters) were sent before and are not sent again, and the
+        offsets committed never go below `committed` meanwhile (`floors`), so a crash during
+        the catch-up does not forget where they end. A partition the state has no offset for
+        starts, for the learner, where `auto_offset_reset` says (the state never learned it),
+        for a member of a group at `committed`. Otherwise (a predictor, a member after a
+        rebalance) a partition another member moved further than this one's position resumes
+        at `committed`: that member served and learned them, and committing the older offset
+        would move the group's backwards.
+        """
+        key, learner = tp_key(tp), self.cfg.role == "learn"
+        mine, floor = self.next_offsets.get(key), self.floors.pop(tp, None)
+        if committed is None or (mine is not None and mine >= committed):
+            return mine
+        relearn = learner or key in self.from_state or committed == floor  # (our own floor)
+        self.from_state.discard(key)
+        if not relearn or (mine is None and not learner):
+            self.next_offsets[key] = committed
+            return committed
+        self.floors[tp] = committed
+        return mine
+
+    def _check_state(self, committed: dict) -> None:
+        """Refuse to start a learner with no state whose group has `committed` offsets (the
+        state topic emptied or deleted): its model would start empty at the committed offsets
+        and never learn what lies before them. `allow_empty_state` accepts it; the learner
+        then relearns from where `auto_offset_reset` says (earliest: all the topics retain),
+        not from the committed offsets, which would leave the model without the past."""
+        if self.cfg.role != "learn" or self.next_offsets or self.cfg.allow_empty_state:
+            return
+        ahead = sorted(f"{tp.topic}:{tp.partition}@{o}" for tp, o in committed.items() if o is not None)
+        if ahead:
+            raise checkpoint.CheckpointError(
+                f"no state to restore (none in {self.cfg.state_topic} under {self.state_name}, "
+                f"no checkpoint at {self.cfg.checkpoint_path}) but group {self.cfg.group_id} has "
+                f"committed offsets ({', '.join(ahead[:3])}{', ...' if len(ahead) > 3 else ''}): "
+                "the model would start empty and never learn the records before them; restore "
+                "the state, or pass --allow-empty-state to relearn from --auto-offset-reset "
+                f"({self.cfg.auto_offset_reset})")
+
+    def _replayed(self, record) -> bool:
+        """True for a record below the floor of its partition (relearned, its outputs sent)."""
+        floor = self.floors.get(TopicPartition(record.topic, record.partition))
+        return floor is not None and record.offset < floor
 
     def _seek(self, tp: TopicPartition, offset: int | None) -> None:
         """Seek to `offset`, or where `auto_offset_reset` says when it is None.
@@ -653,6 +726,8 @@ class Daemon:
     def _emit(self, record, event, y_pred, proba) -> None:
         if self.cfg.role == "learn":
             return  # the learner predicts for its metric only: the predictors emit
+        if self.floors and self._replayed(record):
+            return
         value = {
             "id": event.id,
             "prediction": y_pred,
@@ -676,6 +751,8 @@ class Daemon:
 
     def _dead_letter(self, record, exc: BadRecord) -> None:
         self.stats.dead_letter(exc.reason)
+        if self.floors and self._replayed(record):
+            return
         if self.outputs.dead_letter(record, exc.reason, exc.detail):
             self.stats.counts["truncated_dead_letters"] += 1
 
@@ -712,7 +789,7 @@ class Daemon:
         metadata), which is committed after the checkpoint is on disk (a new transaction is
         begun unless `reopen` is false).
         """
-        offsets = offsets_to_commit(self.next_offsets, self.consumer.assignment())
+        offsets = offsets_to_commit(self._commit_positions(), self.consumer.assignment())
         if self.cfg.exactly_once:
             transact(self.producer, "send_offsets_to_transaction", offsets, group)
         self.outputs.check()  # raises before the checkpoint and the commit if a send failed
@@ -725,6 +802,14 @@ class Daemon:
             self._commit(offsets)
         self.since_checkpoint = 0
         self.last_checkpoint = time.monotonic()
+
+    def _commit_positions(self) -> dict[str, int]:
+        """The next offsets, none below its partition's floor (see `_resume_offset`)."""
+        positions = dict(self.next_offsets)
+        for tp, floor in self.floors.items():
+            if tp_key(tp) in positions:
+                positions[tp_key(tp)] = max(positions[tp_key(tp)], floor)
+        return positions
 
     def _persist(self) -> None:
         """Write the checkpoint (and its copy to the state topic)."""

@@ -2,7 +2,8 @@
 
 Entries leave the store in three ways: their label arrives (`pop`), the store is full (by count
 or by bytes: ids, features and predictions, so the checkpoint that holds the store stays within
-a small multiple of the budget) and the oldest entry is evicted, or the entry is older than the TTL measured on
+a small multiple of the budget; also after a restart gave smaller bounds: `bound`) and the
+oldest entry is evicted, or the entry is older than the TTL measured on
 event time (the Kafka record timestamps, so that a replay expires exactly the same entries as
 the first run). Evictions are returned to the caller, who counts them; nothing is dropped
 silently. Event time is not trusted blindly: it never runs ahead of the wall clock (`clock`), so
@@ -73,6 +74,17 @@ class PendingStore:
         entry.nbytes = entry_bytes(rid, entry.x, entry.y_pred)
         self._items[rid] = entry
         self.nbytes += entry.nbytes
+        return evicted + self._evict()
+
+    def bound(self, max_size: int, ttl_ms: int | None, max_bytes: int) -> list[Pending]:
+        """Apply new bounds (those given at a restart, to a restored store); return the
+        oldest entries they push out now. The TTL applies at the next `expire`."""
+        self.max_size, self.ttl_ms, self.max_bytes = max_size, ttl_ms, max_bytes
+        return self._evict()
+
+    def _evict(self) -> list[Pending]:
+        """Remove and return the oldest entries while the store is over its count or bytes."""
+        evicted = []
         while len(self._items) > self.max_size or self.nbytes > self.max_bytes:
             evicted.append(self._remove(next(iter(self._items))))
         return evicted

@@ -65,11 +65,26 @@ class Stats:
         """True when the metric scores probabilities rather than predicted labels."""
         return not getattr(self.metric, "requires_labels", True)  # regression metrics lack it
 
+    def use_metrics(self, metric_list: list, window: int) -> bool:
+        """Score with `metric_list` in a rolling window of `window` labels (a restart's
+        settings, for restored stats). False when they are the ones in use (kept); otherwise
+        the metrics restart from zero (the counts and delays are kept) and True."""
+        if ([type(m) for m in self.metric] == [type(m) for m in metric_list]
+                and self.rolling.window_size == window):
+            return False
+        self.metric = _Metrics(metric_list)
+        self.rolling = utils.Rolling(_Metrics, window_size=window,
+                                     metrics=[m.clone() for m in metric_list])
+        self.__dict__.pop("uses_proba", None)  # a cached_property, pickled with the stats
+        return True
+
     def score(self, y_true, y_pred, delay_ms: int | None) -> None:
         """Update the metrics with one labelled prediction; `delay_ms` (event to label, in
-        record time) feeds the delay statistics, None for a label carried by its event."""
+        record time) feeds the delay statistics, None for a label carried by its event. A
+        prediction of the other kind (probabilities for a metric of labels, or the reverse:
+        made before a restart changed the metric) is counted but not scored."""
         self.counts["labelled"] += 1
-        if y_pred is None or y_pred == {}:
+        if y_pred is None or y_pred == {} or isinstance(y_pred, dict) != self.uses_proba:
             return
         self.metric.update(y_true, y_pred)
         self.rolling.update(y_true, y_pred)
