@@ -13,12 +13,13 @@ from river_pa.connectors.reporting import Stats
 def test_new_bounds_apply_to_a_restored_store_oldest_first():
     store = PendingStore(10, None, 10**9)
     for i in range(10):
-        store.add(f"e{i}", Pending({}, None, i, 100))
-    evicted = store.bound(6, 5, 450)  # 6 by count, then 4 (400 bytes) by bytes
+        store.add(f"e{i}", Pending({}, None, i, 0))  # the store sizes each entry itself
+    size = store.nbytes // 10  # ten entries of the same size
+    evicted = store.bound(6, 5, 4 * size + size // 2)  # 6 by count, then 4 entries by bytes
     assert [entry.ts for entry in evicted] == [0, 1, 2, 3, 4, 5]
-    assert (len(store), store.nbytes) == (4, 400)
+    assert (len(store), store.nbytes) == (4, 4 * size)
     assert [entry.ts for entry in store.expire(12)] == [6]  # the TTL at the next event time
-    assert store.bound(6, None, 450) == [] and store.expire(10**9) == []
+    assert store.bound(6, None, 4 * size) == [] and store.expire(10**9) == []
 
 
 def test_another_metric_restarts_the_metrics_and_keeps_the_counts():
