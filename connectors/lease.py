@@ -18,8 +18,10 @@ confirmed, and when its producer is fenced: with `--exactly-once` every learner 
 uses the transactional id `<group_id>.learner`, so a new active learner's `init_transactions`
 aborts the old one's open transaction and the old producer's later writes are refused
 (`ProducerFencedError`). A learner that stepped down closes its clients and becomes a standby
-again, in the same process. Kafka has the election (a group) and the fencing (transactions) but no lease on top of
-them, hence this module.
+again, in the same process. Each active term is numbered above every term found in the state
+and model topics (connectors/snapshots.py), so a zombie's late snapshots are never newer than
+the new learner's. Kafka has the election (a group) and the fencing (transactions) but no lease
+on top of them, hence this module.
 
 """
 

@@ -19,7 +19,8 @@ payload and calls `accept` or `reject`. Anything not valid (a key or manifest th
 parse, chunks missing or too large, a digest mismatch, a version not newer than the one held)
 is reported once to `on_invalid` with the reason and dropped. The reader keeps the chunks of
 the `KEEP_VERSIONS + 1` newest manifests above the one held, and of versions whose manifest
-has not come yet up to `max_pending_bytes` (the oldest dropped first); chunks of a version
+has not come yet up to `max_pending_bytes` and `MAX_PENDING_VERSIONS` (the oldest dropped
+first); chunks of a version
 older than a manifest that came are dropped (nobody will publish it). Kafka has no such
 mechanism and kafka-python none either, hence this module (Kafka Streams and Quix Streams keep
 state the same way: a compacted changelog topic read to its end on restore).
@@ -46,6 +47,7 @@ CHUNK_BYTES = 512 * 1024
 KEEP_VERSIONS = 2  # versions whose chunks a writer leaves in the topic
 MAX_NUMBER = 2**53  # terms, versions, counts: beyond this a record is not valid
 MAX_PENDING_BYTES = 256 * 2**20  # chunks of versions whose manifest has not come, per reader
+MAX_PENDING_VERSIONS = 4  # versions whose manifest has not come, per reader
 _KEY = re.compile(rb"/(\d{1,16})/(\d{1,16})(?:/(\d{1,16}))?")  # bytes: ASCII digits only
 
 
@@ -255,15 +257,17 @@ class Reader:
             del self.versions[old]
 
     def _bound(self) -> None:
-        """Drop versions without a manifest, the oldest first, beyond `max_pending_bytes`."""
+        """Drop versions without a manifest, the oldest first, beyond `max_pending_bytes` or
+        `MAX_PENDING_VERSIONS` (a writer has one such version at a time)."""
         pending = sorted((v.arrival, k) for k, v in self.versions.items() if v.manifest is None)
         total = sum(self.versions[k].nbytes for _, k in pending)
-        for _, at in pending:
-            if total <= self.max_pending_bytes:
+        for n, (_, at) in enumerate(pending):
+            if total <= self.max_pending_bytes and len(pending) - n <= MAX_PENDING_VERSIONS:
                 break
             total -= self.versions.pop(at).nbytes
-            self._invalid(f"chunks of version {at[0]}/{at[1]} beyond {self.max_pending_bytes} "
-                          "bytes with no manifest: dropped")
+            self._invalid(f"chunks of version {at[0]}/{at[1]} with no manifest, beyond "
+                          f"{self.max_pending_bytes} bytes or {MAX_PENDING_VERSIONS} versions: "
+                          "dropped")
 
     def _held_text(self) -> str:
         return f"the one held ({self.held[0]}/{self.held[1]})" if self.held != (0, 0) else "none"

@@ -173,6 +173,8 @@ def test_a_reader_keeps_only_the_chunks_it_may_still_load(kafka):
     publisher.version = 2
     v3 = publisher.publish(send, b"three" * 1000)
     junk(7, 1, 20)  # above every manifest: bounded by max_pending_bytes
+    for version in range(100, 110):  # one small chunk each: bounded by MAX_PENDING_VERSIONS
+        send(topic, b"x", f"m/9/{version}/0".encode())
     producer.flush()
     reasons = []
     reader = snapshots.Reader(KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=None,
@@ -180,11 +182,12 @@ def test_a_reader_keeps_only_the_chunks_it_may_still_load(kafka):
                               topic, "m", reasons.append, max_pending_bytes=4 * 2**20)
     try:
         reader.read_to_end(60)
-        # 20 chunks of 512 KiB: dropped at the 9th and the 18th, 2 left
-        assert reader.nbytes == v1["bytes"] + v3["bytes"] + 2 * snapshots.CHUNK_BYTES
-        assert len(reasons) == 2 and all("no manifest: dropped" in r for r in reasons)
+        # 20 chunks of 512 KiB: dropped at the 9th and the 18th, 2 left; then the oldest of
+        # 11 versions with no manifest beyond 4 (the 2 chunks among them)
+        assert reader.nbytes == v1["bytes"] + v3["bytes"] + 4
+        assert len(reasons) == 9 and all("with no manifest, beyond" in r for r in reasons)
         assert [m["version"] for m, _ in reader.candidates()] == [3, 1]
         reader.accept(v3)
-        assert reader.nbytes == 2 * snapshots.CHUNK_BYTES and list(reader.candidates()) == []
+        assert reader.nbytes == 4 and list(reader.candidates()) == []
     finally:
         reader.consumer.close()
