@@ -246,8 +246,9 @@ class Daemon:
         fields = {"model": type(self.pristine), **fields}
         for manifest, payload in reader.candidates():
             try:
+                stamp = {"term": manifest["term"], "version": manifest["version"]}
                 _, state = checkpoint.loads(payload, self.fresh_meta, self.key, "its payload",
-                                            {"term": manifest["term"], "version": manifest["version"]})
+                                            stamp)
             except fatal:
                 raise
             except checkpoint.CheckpointError as exc:

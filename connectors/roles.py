@@ -6,8 +6,9 @@ predicts, emits each prediction with the version of the model that made it, and 
 model topic is followed by a group-less consumer polled once between batches (no per-event
 cost); the newest snapshot newer (term, version) than the one in use that verifies (size,
 SHA-256, versions, HMAC and restricted unpickling, like a checkpoint) is swapped in; the
-others, a replayed older one among them, are logged, counted and skipped. It keeps no other state: offsets are committed after the predictions they cover
-are acknowledged, so a rebalance, a SIGKILL or a new node loses nothing.
+others, a replayed older one among them, are logged, counted and skipped. It keeps no other
+state: offsets are committed after the predictions they cover are acknowledged, so a
+rebalance, a SIGKILL or a new node loses nothing.
 
 """
 

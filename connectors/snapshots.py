@@ -5,9 +5,10 @@ above every term it finds in the topic (the active learner at each takeover of t
 numbers its versions above every version it finds. Version v of term t is written as chunks
 keyed `name/t/v/i` (at most `CHUNK_BYTES` each, so any size fits the broker's
 `max.message.bytes`, 1 MiB by default), then its manifest keyed `name/t/v` (JSON: term,
-version, chunk count, size, SHA-256), then tombstones for the manifests and chunks of all but
-the newest `KEEP_VERSIONS` versions: compaction keeps those, so when the newest does not load
-(a bad record, a half-written version of a writer that died) an older one still can. The
+version, chunk count, size, SHA-256; chunks after it are not the writer's), then tombstones for
+the manifests and chunks of all but the newest `KEEP_VERSIONS` versions: compaction keeps
+those, so when the newest does not load (a bad record, a half-written version of a writer that
+died) an older one still can. The
 payload (a checkpoint, connectors/checkpoint.py) repeats term and version in its signed header,
 so a replayed or relabelled manifest does not verify. Beside it, a small record keyed
 `name.progress` (JSON) says how far the writer has come since (the learner's events learned,
@@ -146,7 +147,8 @@ def _manifest(value: bytes, term: int, version: int) -> dict | str:
     if manifest is None or not isinstance(manifest.get("sha256"), str):
         return f"not a manifest: {value!r:.80}"
     if stamp(manifest) != (term, version):
-        return f"manifest of term {manifest['term']} version {manifest['version']} under the key of {term}/{version}"
+        return (f"manifest of term {manifest['term']} version {manifest['version']} under the "
+                f"key of {term}/{version}")
     if manifest["chunks"] != -(-manifest["bytes"] // CHUNK_BYTES):
         return f"{manifest['chunks']} chunks cannot hold {manifest['bytes']} bytes"
     return manifest
@@ -228,16 +230,16 @@ class Reader:
             if index is None:  # a replay, or a late write of an older term: never loaded
                 self._invalid(f"version {term}/{version} is not newer than {self._held_text()}")
             return
+        if index is not None and len(value) > CHUNK_BYTES:
+            return self._invalid(f"chunk {term}/{version}/{index} of {len(value)} bytes (at "
+                                 f"most {CHUNK_BYTES})")
         held = self.versions.get(at)
         if held is None:
             self.arrivals += 1
             held = self.versions[at] = _Version(self.arrivals)
         if index is None:
             self._take_manifest(at, held, value)
-        elif len(value) > CHUNK_BYTES:
-            self._invalid(f"chunk {term}/{version}/{index} of {len(value)} bytes (at most "
-                          f"{CHUNK_BYTES})")
-        elif held.manifest is None or index < held.manifest["chunks"]:
+        elif held.manifest is None:  # a writer sends the chunks first: later ones are not its
             held.nbytes += len(value) - len(held.chunks.get(index, b""))
             held.chunks[index] = value
             self._bound()
