@@ -7,7 +7,8 @@ from another version or one that does not verify is refused with a clear error. 
 then unpickled by a restricted unpickler (`Unpickler`) that admits only the classes a model and
 the daemon's state hold: with or without a key, no checkpoint file and no snapshot of the state
 or model topics (which are in this format) runs code (the approach of skops.io; the standard
-library has no such loader). Writes go to a temporary file that is fsynced and renamed over the previous checkpoint, which is kept (hard-linked first) as `<path>.prev`: with
+library has no such loader). Writes go to a temporary file that is fsynced and renamed over
+the previous checkpoint, which is kept (hard-linked first) as `<path>.prev`: with
 `--exactly-once` the daemon may need the checkpoint that matches the last committed transaction.
 
 """

@@ -86,8 +86,9 @@ def _serve(cfg, model, endpoints) -> int:
         return 1
     if not cfg.checkpoint_key:  # after the connection check: a failed start is one line
         logging.getLogger("river_pa.serve").warning(
-            "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s runs code in this daemon at its "
-            "next start; set --checkpoint-key (or RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
+            "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s or the state and model topics "
+            "decides this daemon's model (no code runs); set --checkpoint-key (or "
+            "RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
     try:
         if cfg.role == "learn":  # standby until elected (connectors/lease.py)
             if endpoints is not None:

@@ -46,6 +46,9 @@ log = logging.getLogger("river_pa.serve")
 
 
 MODEL_FAILURES_TO_STOP = 100
+# what a snapshot of the state topic and of the model topic hold (besides the model)
+STATE_FIELDS = {"stats": Stats, "pending": PendingStore, "early": PendingStore, "offsets": dict}
+MODEL_FIELDS = {"learned": int, "events": int, "published_at_ms": int}
 PROGRESS_SECONDS = 1.0  # the learner publishes its progress at most this often
 STOP_GRACE_S = 3.0  # after a stop signal, how long before a daemon without a broker exits
 
@@ -143,8 +146,11 @@ class Daemon:
         self.backlog = False
         self.log_ends: dict[TopicPartition, int] = {}
         self.state_name = f"{cfg.group_id}.{cfg.client_id}"
-        self.state_manifest: dict | None = None  # of the newest copy in the state topic
+        self.term = 1  # of this writer of snapshots: above every term found at start
+        self.state_publisher: snapshots.Publisher | None = None  # with a state topic
+        self.model_publisher: snapshots.Publisher | None = None  # the learner's
         self.model_manifest: dict | None = None  # of the newest model in the model topic
+        self.invalid_snapshots = 0  # records of the state and model topics not valid, skipped
         self.last_publish = time.monotonic()
         self.events_at_publish = self.learned_at_publish = 0
         self.progress_at, self.learned_at_progress = time.monotonic(), 0
@@ -239,27 +245,63 @@ class Daemon:
                      self.next_offsets)
 
     def _restore_from_state_topic(self) -> None:
-        """Read the newest copy of the checkpoint from the state topic (creating the topic,
-        compacted, replicated up to 3 times) and write it where the checkpoint goes when there
-        is none there (a new node), so `load` verifies it like any checkpoint."""
-        reader = self._snapshot_reader(self.cfg.state_topic, self.state_name)
+        """Read the state topic (created, compacted, replicated up to 3 times, if missing) and
+        write the newest copy of the checkpoint that verifies where the checkpoint goes when
+        there is none there (a new node), so `load` loads it like any checkpoint. This
+        daemon's term follows the newest one there, and its versions too."""
+        cfg = self.cfg
+        reader = self._snapshot_reader(cfg.state_topic, self.state_name)
         try:
-            found = reader.newest()
+            self.term = max(self.term, reader.newest[0] + 1)
+            self.state_publisher = snapshots.Publisher(cfg.state_topic, self.state_name, self.term,
+                                                       reader.newest[1], reader.manifests())
+            path = Path(cfg.checkpoint_path)
+            if path.exists() and self.local_checkpoint_wins:
+                return  # the local file is at least as new: written before its copy was sent
+            # another --model's state, signed with our key (or unsigned, with no key): exit 3
+            found = self._newest_valid(reader, cfg.state_topic, STATE_FIELDS,
+                                       fatal=checkpoint.VersionMismatch)
         finally:
             reader.consumer.close()
         if found is None:
             return
-        self.state_manifest, payload = found
-        path = Path(self.cfg.checkpoint_path)
-        if path.exists() and self.local_checkpoint_wins:
-            return  # the local file is at least as new: written before its copy was sent
+        manifest, payload, _ = found
         tmp = path.with_name(path.name + ".tmp")
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
             fh.write(payload)
         os.replace(tmp, path)
-        log.info("%s: restored version %d (%d bytes) from %s",
+        log.info("%s: restored version %d/%d (%d bytes) from %s",
                  "no local checkpoint" if self.local_checkpoint_wins else "the group's state",
-                 self.state_manifest["version"], len(payload), self.cfg.state_topic)
+                 manifest["term"], manifest["version"], len(payload), cfg.state_topic)
+
+    def _newest_valid(self, reader: snapshots.Reader, topic: str, fields: dict, fatal=()):
+        """(manifest, payload, state) of the newest version in `reader` that verifies like a
+        checkpoint (its signed header naming its term and version) and holds a dict with
+        `fields` (name -> type; "model" always, of the configured model's class), or None;
+        each one that does not is reported and dropped (errors of the types `fatal` raise)."""
+        fields = {"model": type(self.pristine), **fields}
+        for manifest, payload in reader.candidates():
+            try:
+                stamp = {"term": manifest["term"], "version": manifest["version"]}
+                _, state = checkpoint.loads(payload, self.fresh_meta, self.key, "its payload",
+                                            stamp)
+            except fatal:
+                raise
+            except checkpoint.CheckpointError as exc:
+                reader.reject(manifest, str(exc))
+                continue
+            wrong = [k for k, t in fields.items() if not isinstance(
+                state.get(k) if isinstance(state, dict) else None, t)]
+            if wrong:
+                reader.reject(manifest, f"its payload lacks or mistypes {wrong[0]!r}")
+                continue
+            return manifest, payload, state
+        return None
+
+    def _invalid_snapshot(self, reason: str) -> None:
+        """One line and one count for a record of the state or model topic that is skipped."""
+        log.warning("invalid snapshot record skipped: %s", reason)
+        self.invalid_snapshots += 1
 
     # ---- the loop ------------------------------------------------------------------------
 
@@ -306,22 +348,18 @@ class Daemon:
         self.consumer.subscribe(self.topics, listener=self.rebalances)
 
     def _start(self) -> None:
-        """Restore the state (from the state topic on a new node, then the checkpoint); the
-        learner also reads the version of the newest model it published."""
+        """Restore the state (from the state topic on a new node, then the checkpoint)."""
         if self.cfg.state_topic:
             self._restore_from_state_topic()
         self.load(self.consumer)
         self.from_state = set(self.next_offsets)
-        if self.cfg.role == "learn":  # its next version follows the newest published one
-            reader = self._snapshot_reader(self.cfg.model_topic, "model")
-            reader.consumer.close()
-            self.model_manifest = reader.manifest
 
     def _snapshot_reader(self, topic: str, name: str) -> snapshots.Reader:
         """A reader of snapshot `name` that has read `topic` to its end (the topic is created,
         compacted, replicated up to 3 times, if it is missing); the caller closes it."""
         ensure_topic(self.cfg, topic)
-        reader = snapshots.Reader(make_offsets_client(self.cfg), topic, name)
+        reader = snapshots.Reader(make_offsets_client(self.cfg), topic, name,
+                                  self._invalid_snapshot)
         reader.read_to_end(120)
         return reader
 
@@ -766,7 +804,7 @@ class Daemon:
     def figures(self) -> dict:
         """The report's figures now (also read by the metrics endpoint's thread)."""
         figures = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early),
-                   "pending_bytes": self.pending.nbytes}
+                   "pending_bytes": self.pending.nbytes, "invalid_snapshots": self.invalid_snapshots}
         if self.cfg.role == "learn":  # the newest model sent (visible once its transaction
             figures["model_version"] = self.model_manifest and self.model_manifest["version"]
             figures["model_learned"] = self.learned_at_publish  # commits, with exactly-once)
@@ -813,12 +851,11 @@ class Daemon:
 
     def _persist(self) -> None:
         """Write the checkpoint (and its copy to the state topic)."""
+        publisher = self.state_publisher
         checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
-                        dict(self.next_offsets), self.key)
-        if self.cfg.state_topic:  # with exactly-once, in the transaction of the offsets
-            self.state_manifest = snapshots.publish(
-                self.outputs.send, self.cfg.state_topic, self.state_name,
-                Path(self.cfg.checkpoint_path).read_bytes(), self.state_manifest)
+                        dict(self.next_offsets), self.key, publisher and publisher.next_stamp())
+        if publisher:  # with exactly-once, in the transaction of the offsets
+            publisher.publish(self.outputs.send, Path(self.cfg.checkpoint_path).read_bytes())
             self.outputs.check()
 
     def _publish(self) -> None:
@@ -830,8 +867,10 @@ class Daemon:
             self._publish_model()
         elif (learned > self.learned_at_progress
               and time.monotonic() - self.progress_at >= PROGRESS_SECONDS):
+            model = self.model_manifest or {"term": 0, "version": 0}
             progress = {"learned": learned, "events": self.stats.counts["events"],
-                        "time_ms": int(time.time() * 1000)}
+                        "time_ms": int(time.time() * 1000), "term": model["term"],
+                        "version": model["version"]}
             snapshots.send_progress(self.outputs.send, self.cfg.model_topic, "model", progress)
             self.progress_at, self.learned_at_progress = time.monotonic(), learned
             self.since_checkpoint = max(self.since_checkpoint, 1)  # checked at the checkpoint
@@ -845,13 +884,11 @@ class Daemon:
     def _publish_model(self) -> None:
         """Send the live model to the model topic as a signed checkpoint-format snapshot
         (checked, or committed with the transaction, at the next checkpoint)."""
-        counts = self.stats.counts
-        path = Path(self.cfg.checkpoint_path + ".model")
+        counts, publisher = self.stats.counts, self.model_publisher
         state = {"model": self.model, "learned": counts["learned"], "events": counts["events"],
                  "published_at_ms": int(time.time() * 1000)}
-        checkpoint.save(path, state, self.model, {}, self.key)
-        self.model_manifest = snapshots.publish(self.outputs.send, self.cfg.model_topic, "model",
-                                                path.read_bytes(), self.model_manifest)
+        payload = checkpoint.dumps(state, self.model, {}, self.key, publisher.next_stamp())
+        self.model_manifest = publisher.publish(self.outputs.send, payload)
         self.last_publish = time.monotonic()
         self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
         # a checkpoint is due even when no record follows: it checks the sends (and commits

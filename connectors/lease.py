@@ -18,8 +18,10 @@ confirmed, and when its producer is fenced: with `--exactly-once` every learner 
 uses the transactional id `<group_id>.learner`, so a new active learner's `init_transactions`
 aborts the old one's open transaction and the old producer's later writes are refused
 (`ProducerFencedError`). A learner that stepped down closes its clients and becomes a standby
-again, in the same process. Kafka has the election (a group) and the fencing (transactions) but no lease on top of
-them, hence this module.
+again, in the same process. Each active term is numbered above every term found in the state
+and model topics (connectors/snapshots.py), so a zombie's late snapshots are never newer than
+the new learner's. Kafka has the election (a group) and the fencing (transactions) but no lease
+on top of them, hence this module.
 
 """
 
@@ -38,8 +40,9 @@ from kafka.errors import (
 from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.daemon import Daemon, ensure_topic, watch_stop
+from river_pa.connectors.daemon import MODEL_FIELDS, Daemon, ensure_topic, watch_stop
 from river_pa.connectors.kafka_io import CLIENT_DEFAULTS, OutputError, client_settings
+from river_pa.connectors.snapshots import Publisher
 
 __all__ = ["Lease", "LeaseLost", "Learner", "run_learner"]
 
@@ -148,6 +151,29 @@ class Learner(Daemon):
         super().__init__(cfg, model)
         self.state_name = f"{cfg.group_id}.learner"  # shared by every learner of the group
         self.partitions_checked = 0.0
+
+    def _start(self) -> None:
+        """Restore the group's state, then read the model topic: this term is numbered above
+        every term in both topics, its versions above every version there, and the model
+        already published is not published again (a new term used to republish it)."""
+        super()._start()
+        reader = self._snapshot_reader(self.cfg.model_topic, "model")
+        try:
+            self.term = max(self.term, reader.newest[0] + 1)
+            if self.state_publisher is not None:
+                self.state_publisher.term = self.term
+            self.model_publisher = Publisher(self.cfg.model_topic, "model", self.term,
+                                             reader.newest[1], reader.manifests())
+            found = self._newest_valid(reader, self.cfg.model_topic, MODEL_FIELDS)
+        finally:
+            reader.consumer.close()
+        log.info("term %d of the group's learner", self.term)
+        if found is None:
+            return
+        self.model_manifest, _, published = found
+        counts = self.stats.counts
+        if published["learned"] == counts["learned"]:  # this state's model, published
+            self.learned_at_publish, self.events_at_publish = counts["learned"], counts["events"]
 
     def _subscribe(self) -> None:
         """Assign every partition of the input topics to this consumer (no group join)."""

@@ -28,6 +28,8 @@ COUNTERS = {
     "learned": ("river_pa_learned", "events learned"),
     "expired": ("river_pa_expired", "events evicted from the pending store unlabelled"),
     "orphan_labels": ("river_pa_orphan_labels", "labels whose event never came"),
+    "invalid_snapshots": ("river_pa_invalid_snapshots",
+                          "records of the state and model topics not valid, skipped"),
 }
 GAUGES = {
     "pending": ("river_pa_pending_events", "events waiting for their label"),

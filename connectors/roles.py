@@ -4,9 +4,11 @@ A predictor is one member of a consumer group on the events topic only. At start
 newest model snapshot from the model topic (waiting for the first one, saying so), then
 predicts, emits each prediction with the version of the model that made it, and commits. The
 model topic is followed by a group-less consumer polled once between batches (no per-event
-cost); a newer snapshot is verified (size, SHA-256, versions and HMAC like a checkpoint) and
-swapped in. It keeps no other state: offsets are committed after the predictions they cover
-are acknowledged, so a rebalance, a SIGKILL or a new node loses nothing.
+cost); the newest snapshot newer (term, version) than the one in use that verifies (size,
+SHA-256, versions, HMAC and restricted unpickling, like a checkpoint) is swapped in; the
+others, a replayed older one among them, are logged, counted and skipped. It keeps no other
+state: offsets are committed after the predictions they cover are acknowledged, so a
+rebalance, a SIGKILL or a new node loses nothing.
 
 """
 
@@ -14,26 +16,27 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 
-from river_pa.connectors import checkpoint, snapshots
-from river_pa.connectors.daemon import Daemon
+from river_pa.connectors import snapshots
+from river_pa.connectors.daemon import MODEL_FIELDS, Daemon
 
 __all__ = ["Predictor"]
 
 log = logging.getLogger("river_pa.serve")
+
+CLOCK_SKEW_S = 60  # between the learner's clock and this one, or two learners' clocks
+MAX_LEARN_RATE = 1_000_000  # events/s a learner can learn (the daemon measured 8.7k/s)
 
 
 class Predictor(Daemon):
     """A daemon that predicts with the newest model in `cfg.model_topic` and learns nothing."""
 
     snapshot: dict | None = None  # learned, events, published_at_ms of the model in use
-    seen_manifest: dict | None = None  # the newest manifest tried, accepted or not
 
     def _start(self) -> None:
         """Read the model topic to its end, then wait for a first snapshot if there is none."""
         self.model_reader = self._snapshot_reader(self.cfg.model_topic, "model")
-        if self.model_reader.manifest is None:
+        if not self.model_reader.manifests():
             log.info("waiting for the first model snapshot in %s", self.cfg.model_topic)
         while not self._swap_model() and not self.stopping:
             self.model_reader.poll(500)
@@ -48,25 +51,18 @@ class Predictor(Daemon):
         self._swap_model()
 
     def _swap_model(self) -> bool:
-        """Swap in the newest snapshot if it is new; True when a model is in use. A snapshot
-        that does not verify is logged and skipped: the model in use stays."""
-        manifest = self.model_reader.manifest
-        if manifest is None or manifest is self.seen_manifest:
+        """Swap in the newest snapshot that verifies and is newer (term, version) than the
+        one in use; True when a model is in use. The others are reported and skipped (a
+        replayed older one among them): the model in use stays."""
+        found = self._newest_valid(self.model_reader, self.cfg.model_topic, MODEL_FIELDS)
+        if found is None:
             return self.model_manifest is not None
-        self.seen_manifest = manifest
-        path = Path(self.cfg.checkpoint_path + ".model")
-        try:
-            manifest, payload = self.model_reader.newest()
-            checkpoint._write_private(path, payload)  # so it is verified like any checkpoint
-            state = checkpoint.load(path, self.fresh_meta, self.key)
-        except (snapshots.SnapshotError, checkpoint.CheckpointError) as exc:
-            log.warning("model snapshot refused, keeping version %s: %s",
-                        self.model_manifest and self.model_manifest["version"], exc)
-            return self.model_manifest is not None
+        manifest, _, state = found
+        self.model_reader.accept(manifest)
         self.model, self.model_manifest = state["model"], manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
-        log.info("model version %d from %s (%d events learned)", manifest["version"],
-                 self.cfg.model_topic, state["learned"])
+        log.info("model version %d/%d from %s (%d events learned)", manifest["term"],
+                 manifest["version"], self.cfg.model_topic, state["learned"])
         return True
 
     def _after_prediction(self, record, event, y_pred, proba) -> None:
@@ -83,18 +79,37 @@ class Predictor(Daemon):
         """The report's figures, with the model in use and how stale it is: seconds since
         the learner published it (`model_age_s`), events the learner has learned since
         (`learned_since_model`, from its newest progress record) and the seconds they took
-        (`stale_s`: 0 while the learner learns nothing, however old the model)."""
+        (`stale_s`: 0 while the learner learns nothing, however old the model); both None
+        while the newest progress record is not plausible (`_learned_since`)."""
         staleness = dict.fromkeys(("model_version", "model_learned", "model_age_s",
                                    "learned_since_model", "stale_s"))
         snapshot, progress = self.snapshot, self.model_reader.progress
         if snapshot is not None:
-            ahead = max(progress["learned"] - snapshot["learned"], 0) if progress else 0
+            ahead = self._learned_since(progress)
             stale_ms = progress["time_ms"] - snapshot["published_at_ms"] if ahead else 0
             staleness = {"model_version": self.model_manifest["version"],
                          "model_learned": snapshot["learned"],
                          "model_age_s": time.time() - snapshot["published_at_ms"] / 1000,
-                         "learned_since_model": ahead, "stale_s": max(stale_ms, 0) / 1000}
-        return {**self.stats.snapshot(0), "early_labels": 0, "pending_bytes": 0, **staleness}
+                         "learned_since_model": ahead,
+                         "stale_s": None if ahead is None else max(stale_ms, 0) / 1000}
+        return {**self.stats.snapshot(0), "early_labels": 0, "pending_bytes": 0,
+                "invalid_snapshots": self.invalid_snapshots, **staleness}
+
+    def _learned_since(self, progress: dict | None) -> int | None:
+        """Events learned since the model in use by `progress` (0 when it is older than the
+        model), or None when it is not plausible (anyone who can write the model topic can
+        write one): stamped more than `CLOCK_SKEW_S` in the future, or claiming more than
+        `MAX_LEARN_RATE` events a second since the model was published (a forged record said
+        1e15)."""
+        if progress is None or (progress["term"], progress["version"]) < snapshots.stamp(
+                self.model_manifest):
+            return 0
+        ahead = max(progress["learned"] - self.snapshot["learned"], 0)
+        span_ms = progress["time_ms"] - self.snapshot["published_at_ms"] + CLOCK_SKEW_S * 1000
+        if (progress["time_ms"] > time.time() * 1000 + CLOCK_SKEW_S * 1000
+                or ahead > MAX_LEARN_RATE * max(span_ms, 0) / 1000):
+            return None
+        return ahead
 
     def _readiness(self, assigned) -> tuple[bool, str]:
         """(ready, why not): partitions and a model (a predictor steps only once it has one)."""

@@ -1,13 +1,30 @@
 """Snapshots of any size in a compacted Kafka topic (the daemon's state as a Kafka changelog).
 
-A snapshot `name` of version v is written as chunks keyed `name/v/i` (at most `CHUNK_BYTES`
-each, so any size fits the broker's `max.message.bytes`, 1 MiB by default), then a manifest
-keyed `name` (JSON: version, chunk count, size, SHA-256), then tombstones for the chunks of the
-version before. Beside it, a small record keyed `name.progress` (JSON) says how far the
-writer has come since (the learner's events learned and the time). Compaction keeps the newest manifest and the chunks it names; a reader reads
-the one partition to its end, takes the newest manifest and checks size and digest. Kafka has
-no such mechanism and kafka-python none either, hence this module (Kafka Streams and Quix
-Streams keep state the same way: a compacted changelog topic read to its end on restore).
+A snapshot `name` is written by one writer at a time, in terms: a writer starts a term numbered
+above every term it finds in the topic (the active learner at each takeover of the lease), and
+numbers its versions above every version it finds. Version v of term t is written as chunks
+keyed `name/t/v/i` (at most `CHUNK_BYTES` each, so any size fits the broker's
+`max.message.bytes`, 1 MiB by default), then its manifest keyed `name/t/v` (JSON: term,
+version, chunk count, size, SHA-256; chunks after it are not the writer's), then tombstones for
+the manifests and chunks of all but the newest `KEEP_VERSIONS` versions: compaction keeps
+those, so when the newest does not load (a bad record, a half-written version of a writer that
+died) an older one still can. The
+payload (a checkpoint, connectors/checkpoint.py) repeats term and version in its signed header,
+so a replayed or relabelled manifest does not verify. Beside it, a small record keyed
+`name.progress` (JSON) says how far the writer has come since (the learner's events learned,
+the time, and the term and version of its newest model).
+
+A reader reads the one partition to its end and offers the versions newer than the one it
+holds (`candidates`, newest first), each checked for size and digest; the caller verifies the
+payload and calls `accept` or `reject`. Anything not valid (a key or manifest that does not
+parse, chunks missing or too large, a digest mismatch, a version not newer than the one held)
+is reported once to `on_invalid` with the reason and dropped. The reader keeps the chunks of
+the `KEEP_VERSIONS + 1` newest manifests above the one held, and of versions whose manifest
+has not come yet up to `max_pending_bytes` and `MAX_PENDING_VERSIONS` (the oldest dropped
+first); chunks of a version
+older than a manifest that came are dropped (nobody will publish it). Kafka has no such
+mechanism and kafka-python none either, hence this module (Kafka Streams and Quix Streams keep
+state the same way: a compacted changelog topic read to its end on restore).
 
 """
 
@@ -15,21 +32,33 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
+from dataclasses import dataclass, field
 
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 from kafka.structs import TopicPartition
 
-__all__ = ["CHUNK_BYTES", "Reader", "SnapshotError", "ensure_topic", "publish", "restore",
-           "send_progress"]
+__all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "Publisher", "Reader", "SnapshotError",
+           "ensure_topic", "restore", "send_progress", "stamp"]
 
 CHUNK_BYTES = 512 * 1024
+KEEP_VERSIONS = 2  # versions whose chunks a writer leaves in the topic
+MAX_NUMBER = 2**53  # terms, versions, counts: beyond this a record is not valid
+MAX_PENDING_BYTES = 256 * 2**20  # chunks of versions whose manifest has not come, per reader
+MAX_PENDING_VERSIONS = 4  # versions whose manifest has not come, per reader
+_KEY = re.compile(rb"/(\d{1,16})/(\d{1,16})(?:/(\d{1,16}))?")  # bytes: ASCII digits only
 
 
 class SnapshotError(RuntimeError):
-    """A snapshot in the topic that cannot be restored, with the reason."""
+    """A snapshot in the topic that cannot be read, with the reason."""
+
+
+def stamp(manifest: dict) -> tuple[int, int]:
+    """(term, version): the order of snapshots (newer is greater)."""
+    return manifest["term"], manifest["version"]
 
 
 def ensure_topic(admin: KafkaAdminClient, topic: str, replication: int) -> None:
@@ -41,81 +70,125 @@ def ensure_topic(admin: KafkaAdminClient, topic: str, replication: int) -> None:
         pass
 
 
-def publish(send, topic: str, name: str, payload: bytes, previous: dict | None) -> dict:
-    """Send `payload` as snapshot `name` (the version after `previous`, the manifest this
-    returned last time, or 1) with `send(topic, value, key=...)`; return its manifest. The
-    caller flushes and checks the sends (or commits the transaction they belong to)."""
-    version = previous["version"] + 1 if previous else 1
-    chunks = range(0, len(payload), CHUNK_BYTES)
-    for i, start in enumerate(chunks):
-        send(topic, payload[start:start + CHUNK_BYTES], key=f"{name}/{version}/{i}".encode())
-    manifest = {"version": version, "chunks": len(chunks), "bytes": len(payload),
-                "sha256": hashlib.sha256(payload).hexdigest()}
-    send(topic, json.dumps(manifest).encode(), key=name.encode())
-    if previous:
-        for i in range(previous["chunks"]):
-            send(topic, None, key=f"{name}/{previous['version']}/{i}".encode())
-    return manifest
+class Publisher:
+    """The writer of snapshot `name` in `topic` for term `term`; `kept` are the manifests
+    already in the topic (oldest first), `version` the newest version seen there."""
 
+    def __init__(self, topic: str, name: str, term: int, version: int, kept: list[dict]):
+        self.topic, self.name, self.term, self.version = topic, name, term, version
+        self.kept = sorted(kept, key=stamp)
 
-def send_progress(send, topic: str, name: str, progress: dict) -> None:
-    """Send `progress` (a JSON object with int ``learned`` and ``time_ms``) keyed
-    `<name>.progress`; compaction keeps the newest."""
-    send(topic, json.dumps(progress).encode(), key=f"{name}.progress".encode())
+    def next_stamp(self) -> dict:
+        """The term and version the next `publish` writes (for the payload's signed header)."""
+        return {"term": self.term, "version": self.version + 1}
 
-
-def _progress(value: bytes | None) -> dict | None:
-    """A progress record's JSON, or None when it is not one (ignored, like a tombstone)."""
-    try:
-        progress = json.loads(value) if value is not None else None
-    except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
-        return None
-    ok = isinstance(progress, dict) and all(type(progress.get(k)) is int
-                                            for k in ("learned", "time_ms"))
-    return progress if ok else None
+    def publish(self, send, payload: bytes) -> dict:
+        """Send `payload` as version `next_stamp()` with `send(topic, value, key=...)`, then
+        tombstone all but the newest `KEEP_VERSIONS`; return its manifest. The caller flushes
+        and checks the sends (or commits the transaction they belong to)."""
+        manifest = {**self.next_stamp(), "chunks": -(-len(payload) // CHUNK_BYTES),
+                    "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+        prefix = f"{self.name}/{self.term}/{manifest['version']}"
+        for i in range(manifest["chunks"]):
+            send(self.topic, payload[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES],
+                 key=f"{prefix}/{i}".encode())
+        send(self.topic, json.dumps(manifest).encode(), key=prefix.encode())
+        self.kept.append(manifest)
+        for old in self.kept[:-KEEP_VERSIONS]:
+            old_prefix = f"{self.name}/{old['term']}/{old['version']}"
+            for i in range(old["chunks"]):
+                send(self.topic, None, key=f"{old_prefix}/{i}".encode())
+            send(self.topic, None, key=old_prefix.encode())
+        self.kept = self.kept[-KEEP_VERSIONS:]
+        self.version = manifest["version"]
+        return manifest
 
 
 def restore(consumer: KafkaConsumer, topic: str, name: str,
             timeout_s: float = 120) -> tuple[dict, bytes] | None:
-    """The newest snapshot `name` in `topic` as (manifest, payload), or None if there is none.
-
-    `consumer` is a group-less consumer (its isolation level decides whether uncommitted
-    snapshots count). Raises SnapshotError when the chunks the manifest names are missing or
-    do not match its size and digest, or the topic cannot be read to its end in `timeout_s`.
-    """
-    reader = Reader(consumer, topic, name)
+    """The newest snapshot `name` in `topic` whose chunks match its manifest, as (manifest,
+    payload), or None (the payload is not verified further: see `Reader`). `consumer` is a
+    group-less consumer (its isolation level decides whether uncommitted snapshots count)."""
+    reader = Reader(consumer, topic, name, on_invalid=lambda reason: None)
     reader.read_to_end(timeout_s)
-    return reader.newest()
+    return next(reader.candidates(), None)
 
 
-def _manifest(value: bytes) -> dict:
-    """A manifest record's JSON, or a manifest of no chunks that `newest` refuses (a bad
-    record must not stop a reader that restarts at the same record)."""
+def send_progress(send, topic: str, name: str, progress: dict) -> None:
+    """Send `progress` (a JSON object of ints: ``learned``, ``events``, ``time_ms``, and the
+    ``term`` and ``version`` of the newest model) keyed `<name>.progress`; compaction keeps
+    the newest."""
+    send(topic, json.dumps(progress).encode(), key=f"{name}.progress".encode())
+
+
+def _json(value: bytes, fields: tuple[str, ...]) -> dict | None:
+    """The JSON object in `value` if it has every field in `fields` as an int in
+    [0, MAX_NUMBER] (a bool is not one), else None."""
     try:
-        manifest = json.loads(value)
+        obj = json.loads(value)
     except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
-        manifest = None
-    fields = {"version": int, "chunks": int, "bytes": int, "sha256": str}
-    if not (isinstance(manifest, dict)
-            and all(type(manifest.get(k)) is t for k, t in fields.items())):
-        return {"version": 0, "chunks": 0, "bytes": -1, "sha256": "", "invalid": f"{value!r:.80}"}
+        return None
+    ok = isinstance(obj, dict) and all(type(obj.get(k)) is int and 0 <= obj[k] <= MAX_NUMBER
+                                       for k in fields)
+    return obj if ok else None
+
+
+def _progress(value: bytes | None) -> dict | None:
+    """A progress record's JSON, or None when it is not one (ignored, like a tombstone)."""
+    if value is None:
+        return None
+    return _json(value, ("learned", "events", "time_ms", "term", "version"))
+
+
+def _manifest(value: bytes, term: int, version: int) -> dict | str:
+    """A manifest record's JSON, or why it is not a valid one of version `version` of `term`
+    (its key's)."""
+    manifest = _json(value, ("term", "version", "chunks", "bytes"))
+    if manifest is None or not isinstance(manifest.get("sha256"), str):
+        return f"not a manifest: {value!r:.80}"
+    if stamp(manifest) != (term, version):
+        return (f"manifest of term {manifest['term']} version {manifest['version']} under the "
+                f"key of {term}/{version}")
+    if manifest["chunks"] != -(-manifest["bytes"] // CHUNK_BYTES):
+        return f"{manifest['chunks']} chunks cannot hold {manifest['bytes']} bytes"
     return manifest
+
+
+@dataclass
+class _Version:
+    """What a reader holds of one version: its chunks, and its manifest once it came."""
+
+    arrival: int
+    manifest: dict | None = None
+    chunks: dict[int, bytes] = field(default_factory=dict)
+    nbytes: int = 0
 
 
 class Reader:
     """Follows snapshot `name` in `topic` with a group-less `consumer` (assigned here, from
-    the beginning): `read_to_end` at start, then `poll` between batches, `newest` to verify."""
+    the beginning): `read_to_end` at start, then `poll` between batches; `candidates` to try,
+    `accept` or `reject` each. `on_invalid(reason)` is called once per record or version
+    that is not valid."""
 
-    def __init__(self, consumer: KafkaConsumer, topic: str, name: str):
+    def __init__(self, consumer: KafkaConsumer, topic: str, name: str, on_invalid,
+                 max_pending_bytes: int = MAX_PENDING_BYTES):
         self.consumer, self.topic, self.name = consumer, topic, name
+        self.on_invalid, self.max_pending_bytes = on_invalid, max_pending_bytes
         self.tp = TopicPartition(topic, 0)
         consumer.assign([self.tp])
         consumer.seek_to_beginning(self.tp)
-        self.manifest: dict | None = None
-        self.chunks: dict[bytes, bytes] = {}
+        self.versions: dict[tuple[int, int], _Version] = {}
+        self.held: tuple[int, int] = (0, 0)  # the version accepted (none: (0, 0))
+        self.newest: tuple[int, int] = (0, 0)  # the newest term and version of a manifest seen
+        self.arrivals = 0
         self.prefix = f"{name}/".encode()
         self.progress_key = f"{name}.progress".encode()
         self.progress: dict | None = None  # the newest valid progress record
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of chunks held."""
+        return sum(v.nbytes for v in self.versions.values())
 
     def read_to_end(self, timeout_s: float) -> None:
         """Read every record now in the topic (SnapshotError after `timeout_s`)."""
@@ -128,33 +201,109 @@ class Reader:
             self.poll(500)
 
     def poll(self, timeout_ms: int) -> None:
-        """Take what one poll returns (manifests, chunks, tombstones)."""
+        """Take what one poll returns (manifests, chunks, tombstones, progress)."""
         for record in self.consumer.poll(timeout_ms=timeout_ms).get(self.tp, ()):
-            if record.key == self.name.encode():
-                self.manifest = _manifest(record.value) if record.value is not None else None
-            elif record.key == self.progress_key:
+            if record.key == self.progress_key:
                 self.progress = _progress(record.value) or self.progress
             elif record.key is not None and record.key.startswith(self.prefix):
-                if record.value is None:
-                    self.chunks.pop(record.key, None)
-                else:
-                    self.chunks[record.key] = record.value
+                self._take(record.key, record.value)
 
-    def newest(self) -> tuple[dict, bytes] | None:
-        """The newest manifest and its payload, checked (None before the first manifest)."""
-        manifest, name, topic = self.manifest, self.name, self.topic
-        if manifest is None:
-            return None
-        if "invalid" in manifest:
-            raise SnapshotError(f"{topic}: the manifest of {name} is not valid: {manifest['invalid']}")
-        keys = [f"{name}/{manifest['version']}/{i}".encode() for i in range(manifest["chunks"])]
-        missing = [k.decode() for k in keys if k not in self.chunks]
-        if missing:
-            raise SnapshotError(f"{topic}: snapshot {name} v{manifest['version']} lacks chunks "
-                                f"{missing[:3]}")
-        payload = b"".join(self.chunks[k] for k in keys)
-        if (len(payload) != manifest["bytes"]
-                or hashlib.sha256(payload).hexdigest() != manifest["sha256"]):
-            raise SnapshotError(f"{topic}: snapshot {name} v{manifest['version']} does not match "
-                                "its size and SHA-256")
-        return manifest, payload
+    def _invalid(self, reason: str) -> None:
+        self.on_invalid(f"{self.topic}: {self.name}: {reason}")
+
+    def _take(self, key: bytes, value: bytes | None) -> None:
+        match = _KEY.fullmatch(key, len(self.prefix) - 1)
+        if match is None:
+            if value is not None:
+                self._invalid(f"a record with the key {key!r:.80} (not name/term/version[/i])")
+            return
+        term, version, index = (int(g) if g is not None else None for g in match.groups())
+        at = (term, version)
+        if value is None:  # a tombstone: the version (or one chunk of it) is gone
+            if index is None:
+                self.versions.pop(at, None)
+            elif at in self.versions:
+                held = self.versions[at]
+                held.nbytes -= len(held.chunks.pop(index, b""))
+            return
+        if at <= self.held:
+            if index is None:  # a replay, or a late write of an older term: never loaded
+                self._invalid(f"version {term}/{version} is not newer than {self._held_text()}")
+            return
+        if index is not None and len(value) > CHUNK_BYTES:
+            return self._invalid(f"chunk {term}/{version}/{index} of {len(value)} bytes (at "
+                                 f"most {CHUNK_BYTES})")
+        held = self.versions.get(at)
+        if held is None:
+            self.arrivals += 1
+            held = self.versions[at] = _Version(self.arrivals)
+        if index is None:
+            self._take_manifest(at, held, value)
+        elif held.manifest is None:  # a writer sends the chunks first: later ones are not its
+            held.nbytes += len(value) - len(held.chunks.get(index, b""))
+            held.chunks[index] = value
+            self._bound()
+
+    def _take_manifest(self, at: tuple[int, int], held: _Version, value: bytes) -> None:
+        manifest = _manifest(value, *at)
+        if isinstance(manifest, str):
+            self.versions.pop(at)
+            return self._invalid(manifest)
+        held.manifest = manifest
+        self.newest = max(self.newest, at)
+        for other in list(self.versions):  # nobody will publish these: a newer manifest came
+            if other < at and self.versions[other].manifest is None:
+                del self.versions[other]
+        announced = sorted(k for k, v in self.versions.items() if v.manifest is not None)
+        for old in announced[:-(KEEP_VERSIONS + 1)]:
+            del self.versions[old]
+
+    def _bound(self) -> None:
+        """Drop versions without a manifest, the oldest first, beyond `max_pending_bytes` or
+        `MAX_PENDING_VERSIONS` (a writer has one such version at a time)."""
+        pending = sorted((v.arrival, k) for k, v in self.versions.items() if v.manifest is None)
+        total = sum(self.versions[k].nbytes for _, k in pending)
+        for n, (_, at) in enumerate(pending):
+            if total <= self.max_pending_bytes and len(pending) - n <= MAX_PENDING_VERSIONS:
+                break
+            total -= self.versions.pop(at).nbytes
+            self._invalid(f"chunks of version {at[0]}/{at[1]} with no manifest, beyond "
+                          f"{self.max_pending_bytes} bytes or {MAX_PENDING_VERSIONS} versions: "
+                          "dropped")
+
+    def _held_text(self) -> str:
+        return f"the one held ({self.held[0]}/{self.held[1]})" if self.held != (0, 0) else "none"
+
+    def manifests(self) -> list[dict]:
+        """The manifests of the versions held, oldest first (a writer's `kept`)."""
+        return [v.manifest for _, v in sorted(self.versions.items()) if v.manifest is not None]
+
+    def candidates(self):
+        """Yield (manifest, payload) of the versions newer than the one held, newest first,
+        whose chunks match their manifest's size and digest; the others are reported and
+        dropped. The caller `accept`s or `reject`s each one it tries."""
+        for at in sorted(self.versions, reverse=True):
+            held = self.versions.get(at)
+            if held is None or held.manifest is None:
+                continue
+            manifest = held.manifest
+            missing = [i for i in range(manifest["chunks"]) if i not in held.chunks]
+            payload = b"".join(held.chunks.get(i, b"") for i in range(manifest["chunks"]))
+            if missing:
+                self.reject(manifest, f"lacks chunks {missing[:3]}")
+            elif (len(payload) != manifest["bytes"]
+                    or hashlib.sha256(payload).hexdigest() != manifest["sha256"]):
+                self.reject(manifest, "does not match its size and SHA-256")
+            else:
+                yield manifest, payload
+
+    def reject(self, manifest: dict, reason: str) -> None:
+        """Report `manifest`'s version as not valid and drop it."""
+        self.versions.pop(stamp(manifest), None)
+        self._invalid(f"version {manifest['term']}/{manifest['version']} {reason}; skipped")
+
+    def accept(self, manifest: dict) -> None:
+        """Hold `manifest`'s version: it and every older one are dropped (never loaded)."""
+        self.held = stamp(manifest)
+        for at in [k for k in self.versions if k <= self.held]:
+            del self.versions[at]

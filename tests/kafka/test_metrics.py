@@ -110,8 +110,10 @@ def test_learner_and_predictor_metrics_and_probes(kafka, elec2_path):
     version, model_learned = (learned[("river_pa_model_version", none)],
                               learned[("river_pa_model_learned", none)])
     assert version >= 1 and 0 < model_learned <= N_EVENTS - DELAY  # (per batch: not 3)
-    manifests = [json.loads(r.value) for r in kafka.read_all(f"{events}.model") if r.key == b"model"]
+    manifests = [json.loads(r.value) for r in kafka.read_all(f"{events}.model")
+                 if r.value and r.key.startswith(b"model/") and r.key.count(b"/") == 2]
     assert manifests[-1]["version"] == version  # the newest one in the model topic
+    assert learned[("river_pa_invalid_snapshots_total", none)] == 0
     info = next(k for k in learned if k[0] == "river_pa_daemon_info")
     assert dict(info[1])["role"] == "learn"
     assert get(l_port, "/readyz") == (200, "ok\n") and get(l_port, "/livez") == (200, "ok\n")

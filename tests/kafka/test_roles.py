@@ -62,9 +62,9 @@ def test_one_learner_and_predictors_that_are_killed_and_replaced(kafka, elec2_pa
     p1 = predictor(kafka, events, preds, "p1", *eo, *slot)  # before the learner: waits
     kafka.wait_for_log("p1", "waiting for the first model snapshot", p1, 120)
     producer = kafka.producer()
-    producer.send(model_topic, key=b"model", value=b"{not a manifest")
+    producer.send(model_topic, key=b"model/1/1", value=b"{not a manifest")
     producer.flush()
-    kafka.wait_for_log("p1", "model snapshot refused", p1)  # and it keeps waiting
+    kafka.wait_for_log("p1", "invalid snapshot record skipped", p1)  # and it keeps waiting
     learner = kafka.serve_stream(events, labels, f"{events}-unused", "--role", "learn",
                                  "--publish-every", "300", "--publish-seconds", "0.5",
                                  "--checkpoint-seconds", "0.5", *eo,

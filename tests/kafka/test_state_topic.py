@@ -72,11 +72,13 @@ def test_a_32_mib_model_is_published_in_chunks_and_restored(kafka):
     def send(topic, value, key):
         producer.send(topic, key=key, value=value)
 
-    first = snapshots.publish(send, topic, "m", b"an older, smaller snapshot", None)
-    second = snapshots.publish(send, topic, "m", payload, first)
+    publisher = snapshots.Publisher(topic, "m", 1, 0, [])
+    for older in (b"an older, smaller snapshot", b"another"):
+        publisher.publish(send, older)
+    second = publisher.publish(send, payload)
     producer.flush()
     assert second["chunks"] == -(-len(payload) // snapshots.CHUNK_BYTES) == 65
-    assert second["version"] == 2
+    assert (second["term"], second["version"]) == (1, 3)
     reader = KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=None,
                            enable_auto_commit=False, max_partition_fetch_bytes=4 * 2**20)
     try:
@@ -87,4 +89,5 @@ def test_a_32_mib_model_is_published_in_chunks_and_restored(kafka):
     assert manifest == second and restored == payload
     assert pickle.loads(restored).predict_proba_one({"a": 1.0}) == model.predict_proba_one({"a": 1.0})
     tombstones = [r for r in kafka.read_all(topic) if r.value is None]
-    assert [r.key for r in tombstones] == [b"m/1/0"]  # the chunk of the older snapshot
+    # the oldest version's chunk and manifest: the two newest versions stay
+    assert [r.key for r in tombstones] == [b"m/1/1/0", b"m/1/1"]
