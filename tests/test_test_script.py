@@ -13,9 +13,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Logs each call (its own path, PYTHON, the first folder on PATH and its arguments); `-m venv [--clear] DIR` copies itself to
-# DIR/bin/python; `-m pytest` exits with $PYTEST_EXIT; anything else (pip, kafka.sh's broker
-# probe `python -`) succeeds.
+# Logs each call (its own path, PYTHON, the first folder on PATH and its arguments); `-m venv
+# [--clear] DIR` copies itself to DIR/bin/python; `-m pytest` exits with $PYTEST_EXIT; anything
+# else (pip, kafka.sh's broker probe `python -`) succeeds.
 STUB = """#!/usr/bin/env bash
 echo "$0|${PYTHON:-}|${PATH%%:*}|$*" >> "$CALLS"
 if [[ "$1 $2" == "-m venv" ]]; then
