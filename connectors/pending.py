@@ -3,9 +3,9 @@
 Entries leave the store in three ways: their label arrives (`pop`), the store is full (by count
 or by bytes: ids, features and predictions, so the checkpoint that holds the store stays within
 a small multiple of the budget; also after a restart gave smaller bounds: `bound`) and the
-oldest entry is evicted, or the entry is older than the TTL measured on
-event time (the Kafka record timestamps, so that a replay expires exactly the same entries as
-the first run). Evictions are returned to the caller, who counts them; nothing is dropped
+oldest entry is evicted, or the entry is older than the TTL measured on event time (the Kafka
+record timestamps, so that a replay expires exactly the same entries as the first run).
+Evictions are returned to the caller, who counts them; nothing is dropped
 silently. Event time is not trusted blindly: it never runs ahead of the wall clock (`clock`), so
 one record stamped in the year 3000 can neither expire the whole store nor sit at its head,
 unexpirable, for ever (a producer clock a little ahead only shortens the TTL by that much).

@@ -12,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
   python3 -m venv --clear .venv
 fi
-export PYTHON="$PWD/.venv/bin/python"
+export PATH="$PWD/.venv/bin:$PATH" PYTHON="$PWD/.venv/bin/python"  # river-pa on PATH too
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --upgrade --upgrade-strategy eager \
   -e ".[test]"
 if ! bash scripts/kafka.sh status >/dev/null 2>&1; then

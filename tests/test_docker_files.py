@@ -8,6 +8,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,7 +125,9 @@ def test_the_dockerfile_warms_the_numba_cache(tmp_path):
     warm = [c for c in commands if c.startswith(("printf", "river-pa"))]
     assert len(warm) == 4
     cache = tmp_path / "cache"
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    # `river-pa` as installed beside this python (a venv's bin, on PATH only when activated)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PATH": path}
     script = " && ".join(warm).replace("/tmp/warm.svm", str(tmp_path / "warm.svm"))
     subprocess.run(["bash", "-c", script], check=True, env=env, capture_output=True, timeout=900)
     indexes = {p.stem.rsplit("-", 1)[0] for p in cache.rglob("*.nbi")}  # module.function-line

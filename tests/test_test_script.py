@@ -13,11 +13,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Logs each call (its own path, PYTHON and arguments); `-m venv [--clear] DIR` copies itself to
-# DIR/bin/python; `-m pytest` exits with $PYTEST_EXIT; anything else (pip, kafka.sh's broker
-# probe `python -`) succeeds.
+# Logs each call (its own path, PYTHON, the first folder on PATH and its arguments); `-m venv
+# [--clear] DIR` copies itself to DIR/bin/python; `-m pytest` exits with $PYTEST_EXIT; anything
+# else (pip, kafka.sh's broker probe `python -`) succeeds.
 STUB = """#!/usr/bin/env bash
-echo "$0|${PYTHON:-}|$*" >> "$CALLS"
+echo "$0|${PYTHON:-}|${PATH%%:*}|$*" >> "$CALLS"
 if [[ "$1 $2" == "-m venv" ]]; then
   dir="${@: -1}"; mkdir -p "$dir/bin"; cp "$0" "$dir/bin/python"
 elif [[ "$1 $2" == "-m pytest" ]]; then
@@ -51,22 +51,23 @@ def fresh_clone(tmp_path: Path) -> Path:
 def test_a_fresh_clone_builds_its_venv_and_runs_everything_with_it(tmp_path):
     repo = fresh_clone(tmp_path)
     system, venv = str(tmp_path / "bin" / "python3"), str(repo / ".venv" / "bin" / "python")
+    here, bin_ = str(tmp_path / "bin"), str(repo / ".venv" / "bin")  # its river-pa on PATH
     code, calls = run_script(repo, "tests/test_cli.py", "-k", "model spec")
     assert code == 0
     bootstrap = f"127.0.0.1:{os.environ.get('RIVER_PA_BROKER_PORT', '19092')}"
     assert calls == [
-        [system, "", "-m venv --clear .venv"],  # the only call to the machine's python3
-        [venv, venv, "-m pip install --quiet --disable-pip-version-check --upgrade "
-                     "--upgrade-strategy eager -e .[test]"],
-        [venv, venv, f"- {bootstrap}"],  # kafka.sh's probe: the broker is up, none started
-        [venv, venv, "-m pytest tests/test_cli.py -k model spec"],
+        [system, "", here, "-m venv --clear .venv"],  # the only call to the machine's python3
+        [venv, venv, bin_, "-m pip install --quiet --disable-pip-version-check --upgrade "
+                           "--upgrade-strategy eager -e .[test]"],
+        [venv, venv, bin_, f"- {bootstrap}"],  # kafka.sh's probe: the broker is up, none started
+        [venv, venv, bin_, "-m pytest tests/test_cli.py -k model spec"],
     ]
     # a local .venv is reused (and upgraded); pytest's status is the script's, 5 included
     code, calls = run_script(repo, pytest_exit=5)
     assert code == 5
-    assert calls[0] == [".venv/bin/python", "", "-m pip --version"]  # it works: no new venv
-    assert [call[:2] for call in calls[1:]] == [[venv, venv]] * 3
-    assert calls[-1][2] == "-m pytest"
+    assert calls[0] == [".venv/bin/python", "", here, "-m pip --version"]  # works: no new venv
+    assert [call[:3] for call in calls[1:]] == [[venv, venv, bin_]] * 3
+    assert calls[-1][3] == "-m pytest"
 
 
 def test_the_venv_is_git_ignored():

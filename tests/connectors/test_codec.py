@@ -112,7 +112,8 @@ def test_deeply_nested_json_is_a_bad_record_not_an_exception(raw):
         with pytest.raises(BadRecord) as info:
             decode(raw, BINARY, len(raw))
         assert info.value.reason == "too_deep"
-        assert str(info.value) == f"too_deep: arrays and objects nested more than {MAX_DEPTH} levels"
+        assert str(info.value) == (
+            f"too_deep: arrays and objects nested more than {MAX_DEPTH} levels")
 
 
 @pytest.mark.parametrize("raw,event_reason,label_reason", [
