@@ -529,8 +529,11 @@ class Daemon:
             wanted = {tp, *self.consumer.assignment()}.difference(self.log_ends)
             try:
                 self.log_ends.update(self.offsets_client.end_offsets(list(wanted)))
-            except KafkaError as exc:  # the broker is away: hold the other side back
-                log.warning("end offset of %s unknown (%s)", tp, exc)
+            # the broker is away: hold the other side back. KeyError: kafka-python 3.0.12's
+            # end_offsets when a partition got no answer (its leader restarting; it indexes
+            # the answers by every partition asked: the learner died in a rolling restart)
+            except (KafkaError, KeyError) as exc:
+                log.warning("end offset of %s unknown (%s: %s)", tp, type(exc).__name__, exc)
                 self.log_ends[tp] = 2**63
         return self.log_ends[tp]
 
