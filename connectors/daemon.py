@@ -105,12 +105,14 @@ def watch_stop(cfg: ServeConfig) -> None:
 
 
 def _close_replaced(producer) -> None:
-    """Close a replaced (fenced) producer, waiting up to its max_block_ms for its last sends
-    to fail (kafka-python's close flushes first and raises if that times out)."""
+    """Close a replaced producer, waiting up to its max_block_ms for its last sends to end.
+    kafka-python's close flushes first and raises if that times out, before it stops its IO
+    thread: the thread is then stopped without sending (it lingered with its connections)."""
     try:
         producer.close(timeout=producer.config["max_block_ms"] / 1000)
     except KafkaError as exc:
-        log.warning("the replaced producer did not close: %s", exc)
+        log.info("the replaced producer is closed without its last sends (%s)", exc)
+        producer._sender.force_close()
 
 
 class Daemon:
