@@ -108,12 +108,14 @@ def watch_stop(cfg: ServeConfig) -> None:
 
 
 def _close_replaced(producer) -> None:
-    """Close a replaced (fenced) producer, waiting up to its max_block_ms for its last sends
-    to fail (kafka-python's close flushes first and raises if that times out)."""
+    """Close a replaced producer, waiting up to its max_block_ms for its last sends to end.
+    kafka-python's close flushes first and raises if that times out, before it stops its IO
+    thread: the thread is then stopped without sending (it lingered with its connections)."""
     try:
         producer.close(timeout=producer.config["max_block_ms"] / 1000)
     except KafkaError as exc:
-        log.warning("the replaced producer did not close: %s", exc)
+        log.info("the replaced producer is closed without its last sends (%s)", exc)
+        producer._sender.force_close()
 
 
 class Daemon:
@@ -641,8 +643,11 @@ class Daemon:
             wanted = {tp, *self.consumer.assignment()}.difference(self.log_ends)
             try:
                 self.log_ends.update(self.offsets_client.end_offsets(list(wanted)))
-            except KafkaError as exc:  # the broker is away: hold the other side back
-                log.warning("end offset of %s unknown (%s)", tp, exc)
+            # the broker is away: hold the other side back. KeyError: kafka-python 3.0.12's
+            # end_offsets when a partition got no answer (its leader restarting; it indexes
+            # the answers by every partition asked: the learner died in a rolling restart)
+            except (KafkaError, KeyError) as exc:
+                log.warning("end offset of %s unknown (%s: %s)", tp, type(exc).__name__, exc)
                 self.log_ends[tp] = 2**63
         return self.log_ends[tp]
 
