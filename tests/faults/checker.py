@@ -40,7 +40,7 @@ from river_pa.registry import make_model
 
 __all__ = ["check"]
 
-PROGRESS_S = 300
+PROGRESS_S = 180  # ten times what a healed run takes on a busy machine
 TOLERANCE = 5  # events: a flowing stream's merge may release a record before an older one
 LOOP = 3
 
@@ -93,9 +93,25 @@ def lag(run) -> str | None:
     learned = run.learned()
     if learners or predictors or learned < run.stream.n_events:
         return (f"learned {learned} of {run.stream.n_events}; learners' group behind {learners}, "
-                f"predictors' group behind {predictors}; unexpected exits "
+                f"predictors' group behind {predictors} (owners {owners(run)}); unexpected exits "
                 f"{ {n: s.unexpected for n, s in run.fleet.slots.items() if s.unexpected} }")
     return None
+
+
+def owners(run) -> dict:
+    """{events partition: client id} of the predictors' group as its coordinator says."""
+    admin = run.cluster.admin()
+    try:
+        info = admin.describe_groups([run.fleet.predict_group])[run.fleet.predict_group]
+    except Exception as exc:  # noqa: BLE001 (only a description for the message)
+        return {"unknown": repr(exc)}
+    finally:
+        admin.close()
+    out = {"state": info["group_state"]}
+    for member in info["members"]:
+        for topic in (member.get("member_assignment") or {}).get("assigned_partitions", ()):
+            out.update({p: member["client_id"] for p in topic["partitions"]})
+    return out
 
 
 def wait_progress(run) -> str | None:
@@ -119,7 +135,7 @@ def exits(run, statuses: dict) -> list[str]:
     bad = {n: s for n, s in statuses.items() if s != 0}
     if bad:
         found.append(f"(d) exit statuses after the final SIGTERM (None: still running after "
-                     f"90 s) {bad}")
+                     f"60 s) {bad}")
     return found
 
 

@@ -131,7 +131,7 @@ class Fleet:
         return all(s.retired or (not s.paused and s.proc.poll() is None and s.cause is None)
                    for s in self.slots.values())
 
-    def stop_all(self, timeout_s: float = 90) -> dict[str, int | None]:
+    def stop_all(self, timeout_s: float = 60) -> dict[str, int | None]:
         """SIGTERM every running daemon at once; return each one's exit status (None if it
         did not exit in time: then it is killed)."""
         running = [s for s in self.slots.values() if s.proc is not None and s.proc.poll() is None]

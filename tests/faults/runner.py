@@ -52,6 +52,7 @@ class Run:
     def __init__(self, schedule: Schedule, exactly_once: bool, bootstrap: str, workdir: Path,
                  elec2_path, n_events: int):
         self.schedule, self.exactly_once = schedule, exactly_once
+        broker_script("cluster-start")  # every node up, whatever an interrupted run left
         self.cluster = Cluster(bootstrap)
         self.kafka = Kafka(bootstrap, workdir, replication=3)
         self.topics = tuple(self.kafka.topics("events", "labels", "preds", partitions=3))
