@@ -211,6 +211,8 @@ def restored(run, topic: str, name: str) -> dict:
         reader.close()
     if found is None:
         raise snapshots.SnapshotError(f"{topic}: no snapshot {name}")
+    if found[0]["sha256"] in run.forged:  # loading it here would run it
+        raise snapshots.SnapshotError(f"{topic}: the newest {name} is the forged pickle")
     path = run.kafka.tmp_path / f"check-{name}.ckpt"
     path.write_bytes(found[1])
     meta = checkpoint.metadata(make_model("PAClassifier", {}))

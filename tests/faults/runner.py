@@ -59,6 +59,7 @@ class Run:
         self.stream = Stream(elec2_path, n_events)
         self.key = secrets.token_hex(32) if schedule.signed else None
         self.marker = workdir / "FORGED-PICKLE-RAN"
+        self.forged: set[str] = set()  # SHA-256 of the forged pickles written
         extra = (("--exactly-once",) if exactly_once else ()) + (
             ("--checkpoint-key", self.key) if self.key else ())
         self.fleet = Fleet(self.kafka, self.topics, extra)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,8 +47,14 @@ def parse(argv=None) -> argparse.Namespace:
     return args
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv=None) -> int:
     args = parse(argv)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a soak in the background: stopped cleanly,
+        signal.signal(sig, _interrupt)           # its daemons killed, the totals printed
     seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
     modes = {"on": [True], "off": [False], "both": [False, True]}[args.exactly_once]
     started = subprocess.run(["bash", str(SCRIPT), "cluster-status"],
