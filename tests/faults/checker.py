@@ -132,6 +132,10 @@ def exits(run, statuses: dict) -> list[str]:
         if slot.unexpected >= LOOP:
             found.append(f"(d) {name} exited on its own {slot.unexpected} times (a restart "
                          f"loop): exits {slot.exits}")
+        for status, cause in slot.exits:
+            if cause == "SIGTERM" and status != 0:
+                found.append(f"(d) {name} exited {status} after a SIGTERM: exits {slot.exits}")
+                break
     bad = {n: s for n, s in statuses.items() if s != 0}
     if bad:
         found.append(f"(d) exit statuses after the final SIGTERM (None: still running after "
@@ -149,14 +153,18 @@ def read_if_any(run, topic: str) -> list:
 def predictions(run) -> list[str]:
     events, _, preds = run.topics
     counts = Counter(json.loads(r.value)["id"] for r in run.kafka.read_all(preds, run.exactly_once))
-    rejected = {r.key.decode() for r in read_if_any(run, f"{events}-dlq")
-                if dict(r.headers or ()).get("reason") == b"output_rejected"}
+    reasons = {}  # event id -> dead-letter reasons
+    for r in read_if_any(run, f"{events}-dlq"):
+        reasons.setdefault(r.key.decode(), set()).add(dict(r.headers or ()).get("reason", b"").decode())
+    rejected = {i for i, why in reasons.items() if "output_rejected" in why}
     ids = run.stream.ids()
     found = []
     missing = ids - counts.keys() - rejected
     if missing:
+        why = Counter(r for i in missing for r in reasons.get(i, {"not dead-lettered"}))
         found.append(f"(a) {len(missing)} of {len(ids)} events never predicted (nor refused "
-                     f"by the topic limit), e.g. {sorted(missing)[:5]}")
+                     f"by the topic limit), e.g. {sorted(missing)[:5]}; their dead letters: "
+                     f"{dict(why)}")
     if counts.keys() - ids:
         found.append(f"(a) predictions for ids never sent: {sorted(counts.keys() - ids)[:5]}")
     doubles = {i: c for i, c in counts.items() if c > 1}
