@@ -17,7 +17,9 @@ after heal. It then stops every daemon with SIGTERM and reads the topics:
     stream was in Kafka before the faults, the metric within `TOLERANCE` events otherwise;
     the newest model snapshot in the model topic (what a new predictor loads) likewise;
 (d) no daemon froze (the progress above), exited on its own after the heal, exited on its own
-    `LOOP` times or more (a restart loop), or exited non-zero on the final SIGTERM;
+    `LOOP` times or more (a restart loop), or exited non-zero on a SIGTERM (but -15, the
+    signal itself when it came before the daemon's handler was installed) or did not exit on
+    the final one;
 (e) no record ran code: the forged pickles' marker file does not exist.
 
 Each violation is one message naming the seed, the invariant with its figures, the schedule
@@ -40,7 +42,7 @@ from river_pa.registry import make_model
 
 __all__ = ["check"]
 
-PROGRESS_S = 300
+PROGRESS_S = 180  # ten times what a healed run takes on a busy machine
 TOLERANCE = 5  # events: a flowing stream's merge may release a record before an older one
 LOOP = 3
 
@@ -93,9 +95,25 @@ def lag(run) -> str | None:
     learned = run.learned()
     if learners or predictors or learned < run.stream.n_events:
         return (f"learned {learned} of {run.stream.n_events}; learners' group behind {learners}, "
-                f"predictors' group behind {predictors}; unexpected exits "
+                f"predictors' group behind {predictors} (owners {owners(run)}); unexpected exits "
                 f"{ {n: s.unexpected for n, s in run.fleet.slots.items() if s.unexpected} }")
     return None
+
+
+def owners(run) -> dict:
+    """{events partition: client id} of the predictors' group as its coordinator says."""
+    admin = run.cluster.admin()
+    try:
+        info = admin.describe_groups([run.fleet.predict_group])[run.fleet.predict_group]
+    except Exception as exc:  # noqa: BLE001 (only a description for the message)
+        return {"unknown": repr(exc)}
+    finally:
+        admin.close()
+    out = {"state": info["group_state"]}
+    for member in info["members"]:
+        for topic in (member.get("member_assignment") or {}).get("assigned_partitions", ()):
+            out.update({p: member["client_id"] for p in topic["partitions"]})
+    return out
 
 
 def wait_progress(run) -> str | None:
@@ -116,10 +134,14 @@ def exits(run, statuses: dict) -> list[str]:
         if slot.unexpected >= LOOP:
             found.append(f"(d) {name} exited on its own {slot.unexpected} times (a restart "
                          f"loop): exits {slot.exits}")
+        for status, cause in slot.exits:  # -15: stopped by the signal before its handler
+            if cause == "SIGTERM" and status not in (0, -15):  # was installed (start-up)
+                found.append(f"(d) {name} exited {status} after a SIGTERM: exits {slot.exits}")
+                break
     bad = {n: s for n, s in statuses.items() if s != 0}
     if bad:
         found.append(f"(d) exit statuses after the final SIGTERM (None: still running after "
-                     f"90 s) {bad}")
+                     f"60 s) {bad}")
     return found
 
 
@@ -133,14 +155,18 @@ def read_if_any(run, topic: str) -> list:
 def predictions(run) -> list[str]:
     events, _, preds = run.topics
     counts = Counter(json.loads(r.value)["id"] for r in run.kafka.read_all(preds, run.exactly_once))
-    rejected = {r.key.decode() for r in read_if_any(run, f"{events}-dlq")
-                if dict(r.headers or ()).get("reason") == b"output_rejected"}
+    reasons = {}  # event id -> dead-letter reasons
+    for r in read_if_any(run, f"{events}-dlq"):
+        reasons.setdefault(r.key.decode(), set()).add(dict(r.headers or ()).get("reason", b"").decode())
+    rejected = {i for i, why in reasons.items() if "output_rejected" in why}
     ids = run.stream.ids()
     found = []
     missing = ids - counts.keys() - rejected
     if missing:
+        why = Counter(r for i in missing for r in reasons.get(i, {"not dead-lettered"}))
         found.append(f"(a) {len(missing)} of {len(ids)} events never predicted (nor refused "
-                     f"by the topic limit), e.g. {sorted(missing)[:5]}")
+                     f"by the topic limit), e.g. {sorted(missing)[:5]}; their dead letters: "
+                     f"{dict(why)}")
     if counts.keys() - ids:
         found.append(f"(a) predictions for ids never sent: {sorted(counts.keys() - ids)[:5]}")
     doubles = {i: c for i, c in counts.items() if c > 1}
@@ -195,6 +221,8 @@ def restored(run, topic: str, name: str) -> dict:
         reader.close()
     if found is None:
         raise snapshots.SnapshotError(f"{topic}: no snapshot {name}")
+    if found[0]["sha256"] in run.forged:  # loading it here would run it
+        raise snapshots.SnapshotError(f"{topic}: the newest {name} is the forged pickle")
     path = run.kafka.tmp_path / f"check-{name}.ckpt"
     path.write_bytes(found[1])
     meta = checkpoint.metadata(make_model("PAClassifier", {}))

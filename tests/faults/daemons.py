@@ -131,14 +131,16 @@ class Fleet:
         return all(s.retired or (not s.paused and s.proc.poll() is None and s.cause is None)
                    for s in self.slots.values())
 
-    def stop_all(self, timeout_s: float = 90) -> dict[str, int | None]:
+    def stop_all(self, timeout_s: float = 60) -> dict[str, int | None]:
         """SIGTERM every running daemon at once; return each one's exit status (None if it
         did not exit in time: then it is killed)."""
+        for slot in self.slots.values():
+            slot.retired = True  # nothing is restarted any more
         running = [s for s in self.slots.values() if s.proc is not None and s.proc.poll() is None]
         for slot in running:
             if slot.paused:
                 self.resume(slot.name)
-            slot.cause = "SIGTERM"
+            slot.cause = "final SIGTERM"
             slot.proc.send_signal(signal.SIGTERM)
         statuses = {}
         for slot in running:

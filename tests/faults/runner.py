@@ -52,12 +52,14 @@ class Run:
     def __init__(self, schedule: Schedule, exactly_once: bool, bootstrap: str, workdir: Path,
                  elec2_path, n_events: int):
         self.schedule, self.exactly_once = schedule, exactly_once
+        broker_script("cluster-start")  # every node up, whatever an interrupted run left
         self.cluster = Cluster(bootstrap)
         self.kafka = Kafka(bootstrap, workdir, replication=3)
         self.topics = tuple(self.kafka.topics("events", "labels", "preds", partitions=3))
         self.stream = Stream(elec2_path, n_events)
         self.key = secrets.token_hex(32) if schedule.signed else None
         self.marker = workdir / "FORGED-PICKLE-RAN"
+        self.forged: set[str] = set()  # SHA-256 of the forged pickles written
         extra = (("--exactly-once",) if exactly_once else ()) + (
             ("--checkpoint-key", self.key) if self.key else ())
         self.fleet = Fleet(self.kafka, self.topics, extra)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,42 +40,60 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=N_EVENTS, help="events in the stream")
     args = parser.parse_args(argv)
     args.kinds = tuple(k for k in args.kinds.split(",") if k)
-    Schedule.from_seed(0, args.kinds)  # an unknown kind: a clear error before any broker starts
+    try:  # an unknown kind: one line, before any broker starts
+        Schedule.from_seed(0, args.kinds)
+    except ValueError as exc:
+        parser.error(f"--kinds: {exc}")
     return args
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv=None) -> int:
     args = parse(argv)
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a soak in the background: stopped cleanly,
+        signal.signal(sig, _interrupt)           # its daemons killed, the totals printed
     seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
     modes = {"on": [True], "off": [False], "both": [False, True]}[args.exactly_once]
     started = subprocess.run(["bash", str(SCRIPT), "cluster-status"],
                              capture_output=True).returncode != 0
     bootstrap = broker_script("cluster-start").splitlines()[-1]
-    runs, fired, violations = 0, Counter(), []
+    runs, fired, failing = 0, Counter(), []
     try:
         for seed in seeds:
             schedule = Schedule.from_seed(seed, args.kinds, args.length)
             for exactly_once in modes:
-                work = Path(tempfile.mkdtemp(prefix=f"river-pa-faults-seed{seed}-"))
-                result = run_schedule(schedule, exactly_once, bootstrap, work, ELEC2, args.events)
-                if not result.violations:  # kept otherwise: the daemons' logs and reports
-                    shutil.rmtree(work)
+                result = run_one(schedule, exactly_once, bootstrap, args)
                 runs += 1
                 fired += result.fired
-                violations += result.violations
-                print(f"seed {seed} exactly-once {'on' if exactly_once else 'off'}: "
-                      f"{sum(result.fired.values())} faults {dict(result.fired)}, "
-                      f"{len(result.violations)} violations, {result.seconds:.0f} s", flush=True)
-                if args.seed is not None:
-                    print("\n".join(result.log), flush=True)
+                if result.violations:
+                    failing.append((result, len(result.violations)))
     finally:
+        print(f"\n{runs} schedules run; faults injected by kind: {dict(sorted(fired.items()))}; "
+              f"{sum(n for _, n in failing)} violations in {len(failing)} runs", flush=True)
+        for result, n in failing:
+            print(f"  {n} violations: {result.violations[0].splitlines()[-1]}")
         if started:
             broker_script("cluster-stop")
-    print(f"\n{runs} schedules run; faults injected by kind: {dict(sorted(fired.items()))}; "
-          f"{len(violations)} violations")
-    for text in violations:
-        print("\n" + text)
-    return 1 if violations else 0
+    return 1 if failing else 0
+
+
+def run_one(schedule: Schedule, exactly_once: bool, bootstrap: str, args):
+    """Run one schedule, print its line (and its violations in full) as soon as it ends."""
+    work = Path(tempfile.mkdtemp(prefix=f"river-pa-faults-seed{schedule.seed}-"))
+    result = run_schedule(schedule, exactly_once, bootstrap, work, ELEC2, args.events)
+    if not result.violations:  # kept otherwise: the daemons' logs and reports
+        shutil.rmtree(work)
+    print(f"seed {schedule.seed} exactly-once {'on' if exactly_once else 'off'}: "
+          f"{sum(result.fired.values())} faults {dict(result.fired)}, "
+          f"{len(result.violations)} violations, {result.seconds:.0f} s", flush=True)
+    if args.seed is not None:
+        print("\n".join(result.log), flush=True)
+    for text in result.violations:
+        print("\n" + text + "\n", flush=True)
+    return result
 
 
 if __name__ == "__main__":
