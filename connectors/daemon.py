@@ -314,9 +314,9 @@ class Daemon:
         cfg = self.cfg
         self.output_topics = [t for t in (cfg.predictions_topic, cfg.dead_letter_topic,
                                           cfg.metrics_topic) if t]
-        limits = topic_limits(cfg, self.output_topics)
-        with quiet_bootstrap():
+        with quiet_bootstrap():  # a broker that refuses us is one line, not the client's log
             self.consumer = make_consumer(cfg)
+            limits = topic_limits(cfg, self.output_topics)
             self.producer = make_producer(cfg, limits)
             # end offsets, for the merge (`_log_end`): two topics, or the learner's partitions
             merges = cfg.labels_topic or cfg.role == "learn"
