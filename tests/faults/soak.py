@@ -70,6 +70,8 @@ def main(argv=None) -> int:
                 fired += result.fired
                 if result.violations:
                     failing.append((result, len(result.violations)))
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc}): the totals so far", flush=True)
     finally:
         print(f"\n{runs} schedules run; faults injected by kind: {dict(sorted(fired.items()))}; "
               f"{sum(n for _, n in failing)} violations in {len(failing)} runs", flush=True)
