@@ -28,7 +28,7 @@ def test_invariants_hold_under_a_random_fault_schedule(cluster_bootstrap, elec2_
     result = run_schedule(schedule, exactly_once, cluster_bootstrap, tmp_path, elec2_path,
                           N_EVENTS)
     assert sum(result.fired.values()) > 0, "\n".join(result.log)
-    assert not result.violations, "\n\n".join(result.violations)
+    assert not result.violations, result.message
 
 
 def test_a_schedule_is_a_function_of_its_seed():
