@@ -15,7 +15,7 @@ from tests.faults.runner import run_schedule
 from tests.faults.schedule import Schedule
 
 CI_KINDS = ("kill", "term", "pause", "broker", "members")
-SEEDS = (3, 11)
+SEEDS = (5, 9)
 LENGTH = 3
 N_EVENTS = 1_000
 
