@@ -47,3 +47,11 @@ def test_kafka_partition_of_a_group_is_javas():
     assert java_hash("polygenelubricants") == -(1 << 31)  # Integer.MIN_VALUE: abs is 0
     assert kafka_partition("polygenelubricants", 50) == 0
     assert kafka_partition("my-group", 50) == abs(java_hash("my-group")) % 50
+
+
+def test_the_coordinators_are_looked_up_in_the_cluster(cluster_bootstrap):
+    from tests.faults.cluster import Cluster
+
+    cluster = Cluster(cluster_bootstrap)
+    assert cluster.coordinator("any-group") in {1, 2, 3}
+    assert cluster.transaction_coordinator("any-group.learner") in {1, 2, 3}
