@@ -22,8 +22,8 @@ after heal. It then stops every daemon with SIGTERM and reads the topics:
     the final one;
 (e) no record ran code: the forged pickles' marker file does not exist.
 
-Each violation is one message naming the seed, the invariant with its figures, the schedule
-(one line per fault, with what it resolved to) and the command that reproduces it.
+`message` puts a run's violations together with its seed, its schedule (one line per fault,
+and what each resolved to) and the command that reproduces it.
 
 """
 
@@ -40,7 +40,7 @@ from river import metrics
 from river_pa.connectors import checkpoint, snapshots
 from river_pa.registry import make_model
 
-__all__ = ["check"]
+__all__ = ["check", "message"]
 
 PROGRESS_S = 180  # ten times what a healed run takes on a busy machine
 TOLERANCE = 5  # events: a flowing stream's merge may release a record before an older one
@@ -48,7 +48,7 @@ LOOP = 3
 
 
 def check(run) -> list[str]:
-    """Every violation of the invariants (a)-(e) in `run`, as messages."""
+    """Every violation of the invariants (a)-(e) in `run`, one line each with its figures."""
     found = []
     stuck = wait_progress(run)
     if stuck:
@@ -58,12 +58,15 @@ def check(run) -> list[str]:
     found += learned_and_model(run)
     if run.marker.exists():
         found.append(f"(e) a record ran code: {run.marker} exists")
-    return [message(run, v) for v in found]
+    return found
 
 
-def message(run, violation: str) -> str:
+def message(run, violations: list[str]) -> str:
+    """The violations of a run with its seed, schedule, what happened, and the command that
+    reproduces it."""
     schedule, mode = run.schedule, "on" if run.exactly_once else "off"
-    return "\n".join([f"seed {schedule.seed}, exactly-once {mode}: invariant {violation}",
+    return "\n".join([f"seed {schedule.seed}, exactly-once {mode}: {len(violations)} violations",
+                      *[f"  invariant {v}" for v in violations],
                       schedule.lines(), "what happened:", *run.result.log,
                       f"daemons' logs and reports: {run.kafka.tmp_path}",
                       f"reproduce: python -m tests.faults.soak --seed {schedule.seed} "

@@ -52,23 +52,18 @@ class Cluster:
         """Start node `node` and wait until all three are in the cluster."""
         broker_script("node-start", str(node))
 
-    def leader(self, topic: str, partition: int) -> int:
-        """The node id that leads `topic`'s partition now."""
+    def _partitions(self, topic: str) -> dict[int, int]:
+        """{partition: the node id that leads it now} of `topic`."""
         admin = self.admin()
         try:
             [info] = admin.describe_topics([topic])
         finally:
             admin.close()
-        return next(p["leader"] for p in info["partitions"] if p["partition"] == partition)
+        return {p["partition_index"]: p["leader_id"] for p in info["partitions"]}
 
     def _leader_of_key(self, topic: str, key: str) -> int:
-        admin = self.admin()
-        try:
-            [info] = admin.describe_topics([topic])
-        finally:
-            admin.close()
-        partition = kafka_partition(key, len(info["partitions"]))
-        return next(p["leader"] for p in info["partitions"] if p["partition"] == partition)
+        leaders = self._partitions(topic)
+        return leaders[kafka_partition(key, len(leaders))]
 
     def coordinator(self, group: str) -> int:
         """The node coordinating consumer group `group` (its `__consumer_offsets` leader)."""

@@ -41,8 +41,10 @@ class Result:
     schedule: Schedule
     exactly_once: bool
     fired: Counter = field(default_factory=Counter)  # faults carried out, by kind
+    skipped: int = 0  # faults whose target was busy or missing when they came due
     log: list[str] = field(default_factory=list)  # one line per thing done, with its time
-    violations: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)  # one line each
+    message: str = ""  # the violations with the seed, schedule, log and reproduce command
     seconds: float = 0.0
 
 
@@ -98,15 +100,12 @@ class Run:
     # ---- progress and the loop ---------------------------------------------------------
 
     def learned(self) -> int:
-        """The most labels any learner's last report says it learned."""
-        best = 0
-        for name, slot in self.fleet.slots.items():
-            if slot.role == "learn" and (self.kafka.tmp_path / f"{name}.jsonl").exists():
-                try:
-                    best = max(best, self.kafka.last_report(f"{name}.jsonl")["learned"])
-                except (ValueError, IndexError, KeyError):  # a line being written
-                    pass
-        return best
+        """The labels the active learner's last report says it learned (0 if none yet)."""
+        name = self.fleet.active_learner()
+        try:
+            return self.kafka.last_report(f"{name}.jsonl")["learned"] if name else 0
+        except (OSError, ValueError, IndexError, KeyError):  # no report yet, a line being written
+            return 0
 
     def progress(self) -> float:
         n = self.stream.n_events
@@ -142,7 +141,9 @@ class Run:
             except Exception as exc:  # noqa: BLE001 (an admin call failed: a broker moving)
                 did = f"skipped: {exc!r}"
             self.note(f"{fault.line()}{stalled}: {did}")
-            if not did.startswith("skipped"):
+            if did.startswith("skipped"):
+                self.result.skipped += 1
+            else:
                 self.result.fired[fault.kind] += 1
             last = time.monotonic()
 
@@ -193,6 +194,8 @@ def run_schedule(schedule: Schedule, exactly_once: bool, bootstrap: str, workdir
         run.heal()
         run.result.violations = checker.check(run)
         run.result.violations += [f"harness error in {e}" for e in run.errors]
+        if run.result.violations:
+            run.result.message = checker.message(run, run.result.violations)
     finally:
         run.close()
         run.result.seconds = time.monotonic() - run.started

@@ -69,12 +69,15 @@ def main(argv=None) -> int:
                 runs += 1
                 fired += result.fired
                 if result.violations:
-                    failing.append((result, len(result.violations)))
+                    failing.append(result)
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc}): the totals so far", flush=True)
     finally:
         print(f"\n{runs} schedules run; faults injected by kind: {dict(sorted(fired.items()))}; "
-              f"{sum(n for _, n in failing)} violations in {len(failing)} runs", flush=True)
-        for result, n in failing:
-            print(f"  {n} violations: {result.violations[0].splitlines()[-1]}")
+              f"{sum(len(r.violations) for r in failing)} violations in {len(failing)} runs",
+              flush=True)
+        for result in failing:
+            print(f"  {len(result.violations)} violations: {result.message.splitlines()[-1]}")
         if started:
             broker_script("cluster-stop")
     return 1 if failing else 0
@@ -87,12 +90,12 @@ def run_one(schedule: Schedule, exactly_once: bool, bootstrap: str, args):
     if not result.violations:  # kept otherwise: the daemons' logs and reports
         shutil.rmtree(work)
     print(f"seed {schedule.seed} exactly-once {'on' if exactly_once else 'off'}: "
-          f"{sum(result.fired.values())} faults {dict(result.fired)}, "
+          f"{sum(result.fired.values())} faults {dict(result.fired)} ({result.skipped} skipped), "
           f"{len(result.violations)} violations, {result.seconds:.0f} s", flush=True)
     if args.seed is not None:
         print("\n".join(result.log), flush=True)
-    for text in result.violations:
-        print("\n" + text + "\n", flush=True)
+    if result.violations:
+        print("\n" + result.message + "\n", flush=True)
     return result
 
 
