@@ -4,8 +4,11 @@
 #   scripts/kafka.sh start    fetch jars (once, via Maven), format storage, start, wait for a client
 #   scripts/kafka.sh stop     SIGTERM the broker started here, wait for it to exit
 #   scripts/kafka.sh status   exit 0 when a client can reach the broker
+#   scripts/kafka.sh reset    stop it and delete its data (every topic, offset and group): a
+#                             broker left with a test suite's hundreds of partitions can take
+#                             longer than RIVER_PA_BROKER_WAIT to start again
 #   scripts/kafka.sh fetch    only download the jars into the cache
-#   scripts/kafka.sh cluster-start|cluster-stop|cluster-status
+#   scripts/kafka.sh cluster-start|cluster-stop|cluster-status|cluster-reset
 #                             a 3-broker KRaft cluster on loopback ports (see the section below)
 #   scripts/kafka.sh node-stop N | node-start N   stop or start node N (1-3) of that cluster
 #   scripts/kafka.sh sasl-start|sasl-stop|sasl-status
@@ -160,6 +163,12 @@ stop() {
   if kill -0 "$pid" 2>/dev/null; then log "broker did not stop in 30s; SIGKILL"; kill -KILL "$pid"; fi
   rm -f "$PIDFILE"
   log "broker stopped"
+}
+
+reset() {  # the next start formats a new, empty log directory
+  stop
+  rm -rf "$RUN"
+  log "deleted $RUN"
 }
 
 status() {
@@ -334,15 +343,17 @@ PY
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  reset) reset ;;
   status) status ;;
   fetch) fetch ;;
   cluster-start) cluster_start ;;
   cluster-stop) cluster_stop ;;
+  cluster-reset) cluster_stop; rm -rf "$CLUSTER_RUN"; log "deleted $CLUSTER_RUN" ;;
   cluster-status) if cluster_ready; then echo "up $(cluster_bootstrap)"; else echo "down $(cluster_bootstrap)"; exit 1; fi ;;
   node-stop) node_number "${2:-}"; node_stop "$2" ;;
   node-start) node_number "${2:-}"; node_start "$2"; cluster_wait ;;
   sasl-start) sasl_mode; start ;;
   sasl-stop) sasl_mode; stop ;;
   sasl-status) sasl_mode; status ;;
-  *) echo "usage: $0 start|stop|status|fetch|sasl-start|sasl-stop|sasl-status|cluster-start|cluster-stop|cluster-status|node-stop N|node-start N" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|reset|status|fetch|sasl-start|sasl-stop|sasl-status|cluster-start|cluster-stop|cluster-reset|cluster-status|node-stop N|node-start N" >&2; exit 2 ;;
 esac
