@@ -13,25 +13,9 @@ from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition
 
-from tests.kafka.conftest import broker_script
+from tests.kafka.conftest import broker_script, kafka_partition
 
-__all__ = ["Cluster", "java_hash", "kafka_partition"]
-
-
-def java_hash(text: str) -> int:
-    """Java's `String.hashCode` (a signed 32-bit int over UTF-16 code units)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def kafka_partition(key: str, partitions: int) -> int:
-    """The partition of `__consumer_offsets` (a group) or `__transaction_state` (a
-    transactional id) that holds `key`: Kafka's `Utils.abs(key.hashCode) % partitions`."""
-    h = java_hash(key)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
+__all__ = ["Cluster"]
 
 
 class Cluster:

@@ -41,7 +41,7 @@ def test_a_schedule_is_a_function_of_its_seed():
 
 
 def test_kafka_partition_of_a_group_is_javas():
-    from tests.faults.cluster import java_hash, kafka_partition
+    from tests.kafka.conftest import java_string_hash as java_hash, kafka_partition
 
     assert java_hash("hello") == 99162322  # "hello".hashCode() in Java
     assert java_hash("polygenelubricants") == -(1 << 31)  # Integer.MIN_VALUE: abs is 0

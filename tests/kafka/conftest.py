@@ -71,6 +71,13 @@ def java_string_hash(text: str) -> int:
     return h - 2**32 if h >= 2**31 else h
 
 
+def kafka_partition(key: str, partitions: int) -> int:
+    """The partition of `__consumer_offsets` (a group) or `__transaction_state` (a
+    transactional id) that holds `key`: Kafka's `Utils.abs(key.hashCode) % partitions`."""
+    h = java_string_hash(key)
+    return (0 if h == -2**31 else abs(h)) % partitions
+
+
 def coordinator_nodes(bootstrap: str, group_id: str | None = None,
                       transactional_ids: list[str] | tuple = ()) -> dict:
     """The broker node ids (as `kafka.sh node-stop N` numbers them: node.id) that coordinate
@@ -94,8 +101,7 @@ def coordinator_nodes(bootstrap: str, group_id: str | None = None,
     def leader(topic: str, key: str) -> int:
         partitions = leaders.get(topic)
         assert partitions, f"{topic} does not exist yet (no group or transaction used so far)"
-        h = java_string_hash(key)
-        return partitions[(0 if h == -2**31 else abs(h)) % len(partitions)]  # Kafka's Utils.abs
+        return partitions[kafka_partition(key, len(partitions))]
 
     out: dict = {"transactions": {t: leader("__transaction_state", t) for t in transactional_ids}}
     if group_id is not None:
