@@ -141,7 +141,9 @@ def exits(run, statuses: dict) -> list[str]:
             if cause == "SIGTERM" and status not in (0, -15):  # was installed (start-up)
                 found.append(f"(d) {name} exited {status} after a SIGTERM: exits {slot.exits}")
                 break
-    bad = {n: s for n, s in statuses.items() if s != 0}
+    # -15 here too: a daemon restarted just before the final SIGTERM, still importing (seed
+    # 155: la restarted 5 s before it, no line logged yet); any other status is a violation
+    bad = {n: s for n, s in statuses.items() if s not in (0, -15)}
     if bad:
         found.append(f"(d) exit statuses after the final SIGTERM (None: still running after "
                      f"60 s) {bad}")
