@@ -14,7 +14,7 @@ import pytest
 from tests.faults.runner import run_schedule
 from tests.faults.schedule import Schedule
 
-CI_KINDS = ("kill", "term", "pause", "broker", "members")
+CI_KINDS = ("kill", "term", "pause", "broker", "members", "replay", "garbage", "pickle", "limit")
 SEEDS = (5, 9)
 LENGTH = 3
 N_EVENTS = 1_000
