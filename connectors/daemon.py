@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 from kafka.errors import (
@@ -339,11 +340,21 @@ class Daemon:
                 self._step()
             self._final_checkpoint()
         finally:  # after an error: no checkpoint; a restart recovers from the last one
-            self.producer.close()
-            self.consumer.close(autocommit=False)
-            if self.offsets_client is not None:
-                self.offsets_client.close()
+            self._close_clients()
         return 0
+
+    def _close_clients(self) -> None:
+        """Close the clients. An error closing one (its broker away) is logged: it must not
+        replace the error that ended the run (a lost lease would become an exit 1), and
+        after a clean stop the final checkpoint is already written."""
+        closes = [self.producer.close, partial(self.consumer.close, autocommit=False)]
+        if self.offsets_client is not None:
+            closes.append(self.offsets_client.close)
+        for close in closes:
+            try:
+                close()
+            except KafkaError as exc:
+                log.warning("closing a Kafka client: %s", exc)
 
     def _subscribe(self) -> None:
         """Join the consumer group on the input topics (the learner assigns itself instead)."""

@@ -4,7 +4,10 @@ Every learner process joins the consumer group `<group_id>.lease` on the one-par
 `<events_topic>.lease` (created if missing; nothing is ever written to it). Kafka's group
 coordinator gives partition 0 to one member: that one is the active learner, the others are
 standbys that say so once and keep polling the lease consumer (keeping their membership).
-The cooperative sticky assignor keeps partition 0 with its owner when standbys come and go.
+The lease stays with its owner while standbys come and go (`LeaseAssignor`), and a member is
+the active learner only under the member id it was elected with: a member whose session
+expired (a SIGSTOP) rejoins under a new id, so its old term has lost the lease whatever the
+next assignment says.
 
 The active learner assigns itself every partition of the events and labels topics (no
 group rebalances; partitions added later are followed), restores the whole state of the
@@ -33,9 +36,13 @@ import time
 
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from kafka.errors import (
     CommitFailedError, IllegalStateError, InvalidProducerEpochError, KafkaError,
     ProducerFencedError, RebalanceInProgressError,
+)
+from kafka.protocol.consumer.metadata import (
+    ConsumerProtocolAssignment, ConsumerProtocolSubscription,
 )
 from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
@@ -44,7 +51,7 @@ from river_pa.connectors.daemon import MODEL_FIELDS, Daemon, ensure_topic, watch
 from river_pa.connectors.kafka_io import CLIENT_DEFAULTS, OutputError, client_settings
 from river_pa.connectors.snapshots import Publisher
 
-__all__ = ["Lease", "LeaseLost", "Learner", "run_learner"]
+__all__ = ["Lease", "LeaseAssignor", "LeaseLost", "Learner", "run_learner"]
 
 log = logging.getLogger("river_pa.serve")
 
@@ -55,11 +62,59 @@ class LeaseLost(RuntimeError):
     """The active learner no longer holds the lease: it must write nothing more."""
 
 
+class LeaseAssignor(CooperativeStickyAssignor):
+    """Cooperative sticky, with stale claims refused: every member advertises the partitions
+    it owns with the generation it got them in (subscription v2, as Kafka's Java client does),
+    and a partition claimed by several members goes to the newest claim. kafka-python 3.0.12's
+    assignor advertises its last assignment even after the member's session expired, without
+    a generation, and the leader kept whichever claim it read last: a SIGCONTed zombie's
+    rejoin moved the lease back from the learner elected meanwhile (seen 1 in 3 runs of
+    test_a_zombie_learner_steps_down_and_writes_nothing). A partition never moves while its
+    owner is in the group; unclaimed ones go to the members holding fewest. The name stays
+    "cooperative-sticky" so learners of the previous release share a protocol with these
+    during a rolling update.
+    """
+
+    def metadata(self, topics):
+        owned = super().metadata(topics).owned_partitions
+        return ConsumerProtocolSubscription(version=2, topics=sorted(topics), user_data=b"",
+                                            owned_partitions=owned, generation_id=self.generation)
+
+    def assign(self, cluster, members):
+        claims, held = {}, {m.member_id: [] for m in members}  # partition: (generation, member)
+        for member in members:
+            meta = self.parse_member_metadata(member.metadata)
+            for tp in meta.partitions:
+                claims[tp] = max(claims.get(tp, (-2, "")), (meta.generation, member.member_id))
+        for member in members:
+            meta = self.parse_member_metadata(member.metadata)
+            for topic in sorted(meta.subscription):
+                for p in sorted(cluster.partitions_for_topic(topic) or ()):
+                    tp = TopicPartition(topic, p)
+                    if tp not in claims:  # to the subscribers holding fewest, in id order
+                        fewest = min(sorted(held), key=lambda m: len(held[m]))
+                        claims[tp] = (StickyPartitionAssignor.DEFAULT_GENERATION_ID, fewest)
+        for tp, (_, member) in claims.items():
+            if member in held:
+                held[member].append(tp)
+        return {member: ConsumerProtocolAssignment(self.version, _by_topic(tps), b"")
+                for member, tps in held.items()}
+
+
+def _by_topic(tps) -> list:
+    """[(topic, [partition, ...]), ...] sorted: the assignment's wire shape."""
+    topics = {}
+    for tp in sorted(tps):
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    return sorted(topics.items())
+
+
 class Lease:
     """This process's membership of the lease group; `held` says whether it is the active one.
 
-    The lease is this member's while partition 0 of the lease topic is assigned to it; `held`
-    says what the consumer knows, `confirm` asks the coordinator.
+    The lease is this member's while partition 0 of the lease topic is assigned to it under
+    the member id it had when it first held it (`member`); `held` says what the consumer
+    knows, `confirm` asks the coordinator.
     """
 
     def __init__(self, cfg: ServeConfig):
@@ -73,7 +128,7 @@ class Lease:
             "enable_auto_commit": False,
             "session_timeout_ms": cfg.session_timeout_ms,
             "heartbeat_interval_ms": max(cfg.session_timeout_ms // 4, 100),
-            "partition_assignment_strategy": (CooperativeStickyAssignor,),
+            "partition_assignment_strategy": (LeaseAssignor,),
             **CLIENT_DEFAULTS,
             **client_settings(cfg.kafka, KafkaConsumer),
         })
@@ -83,12 +138,22 @@ class Lease:
         # a confirmation stands for a quarter of the session: the member heartbeats every
         # quarter, so the coordinator cannot expire it sooner; any stall makes it stale
         self.valid_s, self.confirmed_at = session_s / 4, -float("inf")
+        self.member = None  # the member id this process was elected under
 
     def held(self, timeout_ms: int = 0) -> bool:
         """Poll the lease consumer (joining, heartbeats, rebalances); True while partition 0
-        is assigned to this member as far as it knows."""
+        is assigned to this member, under the member id it was elected with, as far as it
+        knows."""
         self.consumer.poll(timeout_ms=timeout_ms)
-        return self.tp in self.consumer.assignment()
+        return self._ours()
+
+    def _ours(self) -> bool:
+        member = self.consumer.group_metadata().member_id
+        if self.tp not in self.consumer.assignment():
+            return False
+        if self.member is None:  # elected now
+            self.member = member
+        return member == self.member
 
     def confirm(self) -> bool:
         """True when the coordinator accepts an offset commit of the lease partition from this
@@ -99,7 +164,7 @@ class Lease:
         way (a standby joining) is waited for, up to `confirm_s`."""
         start = time.monotonic()
         deadline = start + self.confirm_s
-        while self.tp in self.consumer.assignment():
+        while self._ours():
             if start - self.confirmed_at < self.valid_s:
                 return self.held()
             try:
@@ -204,7 +269,10 @@ class Learner(Daemon):
         producer's unsent records (e.g. a model snapshot) are dropped first, so nothing more
         reaches the broker."""
         if not self.lease.confirm():
-            self.producer.close(timeout=0)
+            try:
+                self.producer.close(timeout=0)
+            except KafkaError as exc:  # unsent records are dropped all the same
+                log.warning("closing the producer: %s", exc)
             raise LeaseLost(f"the lease {self.lease.topic} of group {self.lease.group} is lost")
 
     def _publish(self) -> None:

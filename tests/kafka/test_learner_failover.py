@@ -120,12 +120,6 @@ def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_o
     assert configs["topic"][f"{events}.state"]["cleanup.policy"]["value"] == "compact"
 
 
-# A known, unfixed race (issue 17's closing note): in one fresh-clone run of 3 the woken zombie
-# got the lease back 1.3 s after b was elected (b's lease partition was revoked at the
-# rebalance a's rejoin caused; a then led, wrote nothing stale but b never finished). Not
-# strict: the test still runs and shows when it holds, and a red CI must not hide the rest.
-@pytest.mark.xfail(reason="race: a woken zombie's rejoin can move the lease back from the new "
-                   "owner (seen 1 in 3 runs)", strict=False)
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_a_zombie_learner_steps_down_and_writes_nothing(kafka, elec2_path, exactly_once):
     rows, events, clean, group, a, b = mid_stream(kafka, elec2_path, exactly_once)
