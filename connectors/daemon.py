@@ -108,14 +108,16 @@ def watch_stop(cfg: ServeConfig) -> None:
     threading.Thread(target=watch, name="river-pa-stop", daemon=True).start()
 
 
-def _close_replaced(producer) -> None:
-    """Close a replaced producer, waiting up to its max_block_ms for its last sends to end.
+def close_producer(producer) -> None:
+    """Close a producer, waiting up to its max_block_ms for its last sends to end.
     kafka-python's close flushes first and raises if that times out, before it stops its IO
-    thread: the thread is then stopped without sending (it lingered with its connections)."""
+    thread: the thread is then stopped without sending (it lingered with its connections).
+    Without a timeout the close waited for ever for batches of a transaction that the
+    coordinator never heard of (see `kafka_io.Outputs.check`)."""
     try:
         producer.close(timeout=producer.config["max_block_ms"] / 1000)
     except KafkaError as exc:
-        log.info("the replaced producer is closed without its last sends (%s)", exc)
+        log.info("the producer is closed without its last sends (%s)", exc)
         producer._sender.force_close()
 
 
@@ -347,7 +349,8 @@ class Daemon:
         """Close the clients. An error closing one (its broker away) is logged: it must not
         replace the error that ended the run (a lost lease would become an exit 1), and
         after a clean stop the final checkpoint is already written."""
-        closes = [self.producer.close, partial(self.consumer.close, autocommit=False)]
+        closes = [partial(close_producer, self.producer),
+                  partial(self.consumer.close, autocommit=False)]
         if self.offsets_client is not None:
             closes.append(self.offsets_client.close)
         for close in closes:
@@ -477,7 +480,7 @@ class Daemon:
         self.outputs.replace(self.producer, limits)
         if self.cfg.exactly_once:
             self.producer.init_transactions()  # bounded by max_block_ms: KafkaTimeoutError
-        threading.Thread(target=_close_replaced, args=(old,), name="river-pa-old-producer",
+        threading.Thread(target=close_producer, args=(old,), name="river-pa-old-producer",
                          daemon=True).start()
 
     def _resume(self) -> None:

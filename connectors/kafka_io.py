@@ -383,9 +383,19 @@ class Outputs:
 
     def check(self) -> None:
         """Flush, then raise OutputError (naming the topic and the cause) if any send failed,
-        OutputTooLarge if the broker refused a batch as too large."""
+        OutputTooLarge if the broker refused a batch as too large; KafkaTimeoutError when a
+        transactional producer's records are not sent within its max_block_ms: kafka-python
+        3.0.12 can lose the request adding their partitions to the transaction, sent as the
+        transaction coordinator's broker stopped (see `transact`), and they then waited for
+        ever (a predictor froze in a rolling restart of a 3-broker cluster). A producer that
+        is not transactional fails its records after delivery_timeout_ms by itself."""
+        config = self.producer.config
+        timeout_ms = config["max_block_ms"] if config["transactional_id"] else None
         try:
-            self.producer.flush()
+            self.producer.flush(timeout=timeout_ms and timeout_ms / 1000)
+        except kafka_errors.KafkaTimeoutError as exc:
+            raise kafka_errors.KafkaTimeoutError(
+                f"records not sent after {timeout_ms} ms (max_block_ms)") from exc
         except kafka_errors.UnknownError as exc:  # see TOO_LARGE
             raise OutputTooLarge(f"a batch was refused as too large: {exc}") from exc
         too_large = [f for f in self.failed if isinstance(f[1], TOO_LARGE)]
