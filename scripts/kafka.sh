@@ -238,12 +238,12 @@ node_start() {  # start cluster node $1 (formatting its storage once)
   echo $! >"$dir/kafka.pid"
 }
 
-node_stop() {  # SIGTERM cluster node $1 and wait for it to exit
-  local pid dir="$CLUSTER_RUN/n$1"
+node_stop() {  # SIGTERM cluster node $1 and wait for it to exit (up to $2 seconds, 30)
+  local pid dir="$CLUSTER_RUN/n$1" grace="${2:-30}"
   pid="$(node_pid "$1")" || { rm -f "$dir/kafka.pid"; return 0; }
   kill -TERM "$pid"
-  for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-  if kill -0 "$pid" 2>/dev/null; then log "node $1 did not stop in 30s; SIGKILL"; kill -KILL "$pid"; fi
+  for _ in $(seq 1 $((grace * 4))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  if kill -0 "$pid" 2>/dev/null; then log "node $1 did not stop in ${grace}s; SIGKILL"; kill -KILL "$pid"; fi
   rm -f "$dir/kafka.pid"
   log "cluster node $1 stopped"
 }
@@ -281,9 +281,10 @@ cluster_start() {
   cluster_wait
 }
 
-cluster_stop() {
+cluster_stop() {  # all nodes at once, 10 s each: the last one waits for a quorum that is gone
   local n
-  for n in "${CLUSTER_NODES[@]}"; do node_stop "$n"; done
+  for n in "${CLUSTER_NODES[@]}"; do node_stop "$n" 10 & done
+  wait
 }
 
 node_number() {  # validate a node number argument

@@ -1,11 +1,14 @@
 """Shared fixtures: the shared real data sets, the example scripts, and a seeded `random`;
-hypothesis' CI profile."""
+hypothesis' CI profile; the brokers a run started stopped at its end."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import random
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,31 @@ EXAMPLES = REPO / "examples"
 settings.register_profile("ci", derandomize=True, print_blob=True, database=None, deadline=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+STARTED_HERE = pytest.StashKey[bool]()
+
+
+def pytest_configure(config):
+    """The folder where tests/kafka/conftest.py writes down the brokers it starts; made by the
+    run's first process (pytest-xdist's workers, and pytest runs inside a test, inherit it)."""
+    if "RIVER_PA_STARTED" not in os.environ:
+        os.environ["RIVER_PA_STARTED"] = tempfile.mkdtemp(prefix="river-pa-started-")
+        config.stash[STARTED_HERE] = True
+
+
+def pytest_sessionfinish(session):
+    """Stop the brokers this run started, once every worker is done (in the run's first
+    process; a worker cannot know that the others are done with them)."""
+    if not session.config.stash.get(STARTED_HERE, False):
+        return
+    folder = Path(os.environ["RIVER_PA_STARTED"])
+    for path in sorted(folder.glob("*")):
+        stop, env = json.loads(path.read_text())
+        subprocess.run(["bash", str(REPO / "scripts" / "kafka.sh"), stop],
+                       env={**os.environ, **env}, capture_output=True, timeout=600)
+        path.unlink()
+    folder.rmdir()
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,17 @@
 """Fixtures for the tests against a real Apache Kafka broker (scripts/kafka.sh; never mocks).
 
 The broker is the one at RIVER_PA_KAFKA_BOOTSTRAP if set, otherwise the script's local broker,
-started here when it is not up yet. Every test gets topic names of its own.
+started here when it is not up yet. Every test gets topic names of its own. Tests that stop
+brokers have brokers of their own: the 3-broker cluster, or a private single broker on the
+port 100 above the shared one. Each pytest-xdist worker has a cluster, a private broker and a
+SASL broker of its own (`_worker_ports`); tests/conftest.py stops at the end of the run what
+the run started.
 
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -32,34 +37,72 @@ os.environ.setdefault("PYTHON", sys.executable)
 ELEC2 = Path(os.environ.get("ELEC2_PATH", shared_folder() / "elec2" / "elec.csv.gz"))
 
 
-def broker_script(*command: str) -> str:
-    """Run scripts/kafka.sh COMMAND [ARG] and return its standard output."""
+def _worker_ports() -> None:
+    """Give pytest-xdist's worker gwN (N > 0) a 3-broker cluster, a private broker and a SASL
+    broker of its own, N*100 (the cluster) or N*10 ports above gw0's: tests that stop brokers
+    must not stop them under another worker's tests. Every worker shares the one broker."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    if os.environ.get("RIVER_PA_PORTS_OF") == worker:  # this module is imported twice
+        return
+    n, port = int(worker[2:]), int(os.environ.get("RIVER_PA_BROKER_PORT", "19092"))
+    for key, default, step in (("RIVER_PA_CLUSTER_PORT", 19400, 100),
+                               ("RIVER_PA_BROKER_SASL_PORT", port + 50, 10),
+                               ("RIVER_PA_PRIVATE_BROKER_PORT", port + 100, 10)):
+        os.environ[key] = str(int(os.environ.get(key, default)) + n * step)
+    os.environ["RIVER_PA_PORTS_OF"] = worker
+
+
+_worker_ports()
+PRIVATE = {"RIVER_PA_BROKER_PORT": os.environ["RIVER_PA_PRIVATE_BROKER_PORT"]}
+
+
+def broker_script(*command: str, env: dict | None = None) -> str:
+    """Run scripts/kafka.sh COMMAND [ARG] (with `env` added to the environment, e.g. `PRIVATE`
+    for the private broker) and return its standard output."""
     done = subprocess.run(["bash", str(SCRIPT), *command], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env={**os.environ, **(env or {})})
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
 
+def ensure_up(status: str, start: str, stop: str, env: dict | None = None) -> str:
+    """Start a broker (or the cluster) with kafka.sh's `start` command unless `status` says it
+    is up, and return its bootstrap address. pytest-xdist's workers take turns (a lock file):
+    two starts on one port would race. What is started here is written down for
+    tests/conftest.py, which stops it at the end of the run (a worker cannot know whether
+    another still uses it)."""
+    home = Path(os.environ.get("RIVER_PA_BROKER_HOME", ROOT / ".cache" / "kafka"))
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / "fixtures.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        down = subprocess.run(["bash", str(SCRIPT), status], capture_output=True,
+                              env={**os.environ, **(env or {})})
+        address = broker_script(start, env=env).splitlines()[-1]
+        if down.returncode and "RIVER_PA_STARTED" in os.environ:
+            started = Path(os.environ["RIVER_PA_STARTED"]) / f"{stop}-{address}"
+            started.write_text(json.dumps([stop, env or {}]))
+        return address
+
+
 @pytest.fixture(scope="session")
 def bootstrap():
-    """host:port of a running broker; one that this session starts, it also stops."""
-    if os.environ.get("RIVER_PA_KAFKA_BOOTSTRAP"):
-        yield os.environ["RIVER_PA_KAFKA_BOOTSTRAP"]
-        return
-    started = subprocess.run(["bash", str(SCRIPT), "status"], capture_output=True).returncode != 0
-    yield broker_script("start").splitlines()[-1]
-    if started:
-        broker_script("stop")
+    """host:port of a running broker (the script's, started if it is down)."""
+    return os.environ.get("RIVER_PA_KAFKA_BOOTSTRAP") or ensure_up("status", "start", "stop")
 
 
 @pytest.fixture(scope="session")
 def cluster_bootstrap():
     """host:port,... of the script's 3-broker cluster (replication factor 3, min.insync.replicas
-    2); started here when it is not up, and then stopped at the end of the session."""
-    started = subprocess.run(["bash", str(SCRIPT), "cluster-status"], capture_output=True).returncode != 0
-    yield broker_script("cluster-start").splitlines()[-1]
-    if started:
-        broker_script("cluster-stop")
+    2), started if it is down."""
+    return ensure_up("cluster-status", "cluster-start", "cluster-stop",
+                     {"RIVER_PA_CLUSTER_PORT": os.environ["RIVER_PA_CLUSTER_PORT"]})
+
+
+@pytest.fixture
+def private_bootstrap():
+    """host:port of a broker for this test alone to stop and restart (the script's, on the
+    port 100 above the shared one), started if a test before stopped it."""
+    return ensure_up("status", "start", "stop", PRIVATE)
 
 
 def java_string_hash(text: str) -> int:
@@ -279,14 +322,20 @@ class Kafka:
 
 
 @pytest.fixture
-def restart_broker(bootstrap):
-    """A function that stops the script's broker and starts it again (same data)."""
+def restart_broker(private_bootstrap):
+    """A function that stops the private broker and starts it again (same data)."""
     def restart():
-        broker_script("stop")
-        if subprocess.run(["bash", str(SCRIPT), "status"], capture_output=True).returncode == 0:
-            pytest.skip("the broker on this port was not started by this checkout's kafka.sh")
-        broker_script("start")
+        broker_script("stop", env=PRIVATE)
+        broker_script("start", env=PRIVATE)
     return restart
+
+
+@pytest.fixture
+def private(private_bootstrap, tmp_path):
+    """A `Kafka` helper on the private broker (`private_bootstrap`)."""
+    helper = Kafka(private_bootstrap, tmp_path)
+    yield helper
+    helper.close()
 
 
 @pytest.fixture

@@ -8,40 +8,41 @@ import signal
 import time
 
 from river_pa.connectors.replay import elec2, records, send_all
+from tests.kafka.conftest import PRIVATE, broker_script
 
 N_EVENTS = 500
 
 
-def test_sigterm_with_every_broker_gone_exits_in_seconds(cluster, cluster_node, elec2_path):
-    events, labels, preds = cluster.topics("events", "labels", "preds", partitions=2)
-    send_all(cluster.producer(acks="all"), records(elec2(str(elec2_path), N_EVENTS), 100),
+def test_sigterm_with_every_broker_gone_exits_in_seconds(private, elec2_path):
+    kafka = private  # a broker of its own to stop (the next test to need it starts it again)
+    events, labels, preds = kafka.topics("events", "labels", "preds", partitions=2)
+    send_all(kafka.producer(), records(elec2(str(elec2_path), N_EVENTS), 100),
              events, labels)
-    both = cluster.serve_stream(events, labels, preds, group=f"{events}-both", name="both")
-    learner = cluster.serve_stream(events, labels, f"{events}-unused", "--role", "learn",
+    both = kafka.serve_stream(events, labels, preds, group=f"{events}-both", name="both")
+    learner = kafka.serve_stream(events, labels, f"{events}-unused", "--role", "learn",
                                    "--publish-seconds", "0.5", name="learn")
-    predictor = cluster.serve_stream(events, None, preds, "--role", "predict", name="predict",
+    predictor = kafka.serve_stream(events, None, preds, "--role", "predict", name="predict",
                                      group=f"{events}-predict")
-    cluster.wait_for_report("both.jsonl", lambda r: r["labelled"] == N_EVENTS, both, 240)
-    cluster.wait_for_report("predict.jsonl", lambda r: r["events"] == N_EVENTS, predictor, 240)
+    kafka.wait_for_report("both.jsonl", lambda r: r["labelled"] == N_EVENTS, both, 240)
+    kafka.wait_for_report("predict.jsonl", lambda r: r["events"] == N_EVENTS, predictor, 240)
     # a learner steps down when the lease's coordinator goes away (connectors/lease.py), and
     # exits once a request times out: it is stopped before
-    assert cluster.stop(learner) == 0
+    assert kafka.stop(learner) == 0
     procs = {"both": both, "predict": predictor}
-    for node in (1, 2, 3):  # the fixture starts them again
-        cluster_node("stop", node)
+    broker_script("stop", env=PRIVATE)
     for proc in procs.values():
-        assert proc.poll() is None, cluster.exited(proc)
+        assert proc.poll() is None, kafka.exited(proc)
     sent = time.monotonic()
     for proc in procs.values():
         proc.send_signal(signal.SIGTERM)
     took = {}
     for name, proc in procs.items():
-        assert proc.wait(timeout=60) == 1, cluster.exited(proc)
+        assert proc.wait(timeout=60) == 1, kafka.exited(proc)
         took[name] = time.monotonic() - sent
     assert max(took.values()) < 10, took  # the grace is 3 s, then a TCP probe
-    refused = ", ".join(f"{a} (Connection refused)" for a in cluster.bootstrap.split(","))
+    refused = ", ".join(f"{a} (Connection refused)" for a in kafka.bootstrap.split(","))
     for name in procs:
-        lines = [line for line in cluster.log(name).splitlines()
+        lines = [line for line in kafka.log(name).splitlines()
                  if line.startswith("river-pa serve:")]
         assert lines == [f"river-pa serve: stopped without a final checkpoint: no broker at "
                          f"{refused} (the records since the last one are served again at the "
