@@ -31,6 +31,13 @@ class _Local:
         return iter(self.rows)
 
 
+def params_id(params: dict) -> str:
+    """`params` as a test id, functions by their name: a function's repr holds its address,
+    which differs between pytest-xdist's workers, and they must collect the same ids."""
+    return str({k: v.__name__ if callable(v) and hasattr(v, "__name__") else v
+                for k, v in params.items()})
+
+
 def _models():
     for name in river_pa.__all__:
         cls = getattr(river_pa, name)
@@ -39,12 +46,12 @@ def _models():
         if issubclass(cls, river_pa.RescaledExp):
             for params in cls._unit_test_params():
                 yield pytest.param(linear_model.LogisticRegression(optimizer=cls(**params)),
-                                   id=f"LogisticRegression({cls.__name__}{params})")
+                                   id=f"LogisticRegression({cls.__name__}{params_id(params)})")
                 yield pytest.param(linear_model.LinearRegression(optimizer=cls(**params)),
-                                   id=f"LinearRegression({cls.__name__}{params})")
+                                   id=f"LinearRegression({cls.__name__}{params_id(params)})")
             continue
         for params in cls._unit_test_params():
-            yield pytest.param(cls(**params), id=f"{name}{params}")
+            yield pytest.param(cls(**params), id=f"{name}{params_id(params)}")
 
 
 def test_every_public_class_is_checked():

@@ -27,6 +27,7 @@ from river import base
 
 import river_pa
 from river_pa._core.validation import TooManyClassesError
+from tests.test_estimators import params_id
 
 MAGNITUDES = [0.0, 1e-300, 1e-10, 1.0, 3.0, 1e10, 1e100, 1e149]
 values = st.sampled_from(MAGNITUDES).flatmap(lambda m: st.sampled_from([m, -m]))
@@ -42,7 +43,7 @@ def _learners():
         cls = getattr(river_pa, name)
         if inspect.isclass(cls) and issubclass(cls, base.Estimator):
             for params in cls._unit_test_params():
-                yield pytest.param(cls, params, id=f"{name}{params}")
+                yield pytest.param(cls, params, id=f"{name}{params_id(params)}")
 
 
 def _numbers(value):
