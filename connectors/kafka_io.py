@@ -6,6 +6,7 @@ import contextlib
 import logging
 import socket
 import threading
+import time
 from collections import deque
 
 from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -123,6 +124,25 @@ def transact(producer: KafkaProducer, call: str, *args) -> None:
     if not result.wait(timeout_ms=timeout_ms):
         raise kafka_errors.KafkaTimeoutError(
             f"{call} not done after {timeout_ms} ms (max_block_ms)")
+
+
+def fenced_by_state(producer: KafkaProducer | None, wait_s: float) -> bool:
+    """True when `producer`'s transactional state says another producer took its id.
+
+    kafka-python 3.0.12 answers a batch refused for its epoch by bumping the epoch (KIP-360);
+    the coordinator refuses the bump as fenced, and a transactional call made meanwhile fails
+    with "Invalid transition attempted from state BUMPING_PRODUCER_EPOCH", which names no
+    fencing (a fenced learner exited 1 instead of stepping down). A bump under way is waited
+    for, up to `wait_s`.
+    """
+    manager = producer and producer._transaction_manager
+    if manager is None:
+        return False
+    deadline = time.monotonic() + wait_s
+    while manager.is_bumping_epoch() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return isinstance(manager.last_error, (kafka_errors.ProducerFencedError,
+                                           kafka_errors.InvalidProducerEpochError))
 
 
 def make_admin(cfg: ServeConfig) -> KafkaAdminClient:

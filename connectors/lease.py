@@ -48,7 +48,9 @@ from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.daemon import MODEL_FIELDS, Daemon, ensure_topic, watch_stop
-from river_pa.connectors.kafka_io import CLIENT_DEFAULTS, OutputError, client_settings
+from river_pa.connectors.kafka_io import (
+    CLIENT_DEFAULTS, OutputError, client_settings, fenced_by_state,
+)
 from river_pa.connectors.snapshots import Publisher
 
 __all__ = ["Lease", "LeaseAssignor", "LeaseLost", "Learner", "run_learner"]
@@ -56,6 +58,7 @@ __all__ = ["Lease", "LeaseAssignor", "LeaseLost", "Learner", "run_learner"]
 log = logging.getLogger("river_pa.serve")
 
 FENCED = (ProducerFencedError, InvalidProducerEpochError)
+FENCE_WAIT_S = 10.0  # how long an epoch bump under way is waited for (see fenced_by_state)
 
 
 class LeaseLost(RuntimeError):
@@ -309,6 +312,17 @@ def fenced(exc: BaseException) -> bool:
     return False
 
 
+def _taken_over(cfg: ServeConfig, term: Learner, exc: BaseException) -> bool:
+    """Whether the error that ended `term` says another learner took over (this one steps
+    down and waits as a standby) rather than a failure (raised: exit 1)."""
+    if isinstance(exc, LeaseLost) or fenced(exc):
+        return True
+    # IllegalStateError ("Cannot call send in state READY"): kafka-python 3.0.12 after another
+    # producer's init_transactions ended our transaction under us
+    return cfg.exactly_once and (isinstance(exc, IllegalStateError) or fenced_by_state(
+        getattr(term, "producer", None), FENCE_WAIT_S))
+
+
 def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
     """Run `--role learn`: standby until elected, active until the lease is lost or the
     producer fenced, then standby again; 0 after SIGTERM/SIGINT. Other errors propagate.
@@ -342,10 +356,7 @@ def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
             try:
                 term.run()
             except (LeaseLost, KafkaError, OutputError) as exc:
-                # IllegalStateError ("Cannot call send in state READY"): kafka-python 3.0.12
-                # after another producer's init_transactions ended our transaction under us
-                ended = cfg.exactly_once and isinstance(exc, IllegalStateError)
-                if not (isinstance(exc, LeaseLost) or fenced(exc) or ended):
+                if not _taken_over(cfg, term, exc):
                     raise
                 log.warning("stepping down, writing nothing more: %s", exc)
                 continue

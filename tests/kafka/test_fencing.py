@@ -1,0 +1,40 @@
+"""`kafka_io.fenced_by_state`: a transactional producer whose id another producer took says so
+from its own state, whatever error its next call raises. kafka-python 3.0.12 answers the
+refused batch with an epoch bump (KIP-360) that the coordinator refuses as fenced; a call
+made during the bump raised only "Invalid transition ... BUMPING_PRODUCER_EPOCH", and a fenced
+learner exited 1 instead of stepping down (test_a_fenced_learner_steps_down_and_is_elected_again
+in a two-worker run)."""
+
+from __future__ import annotations
+
+from kafka import KafkaProducer
+
+from river_pa.connectors.kafka_io import fenced_by_state
+
+
+def test_a_producer_whose_id_was_taken_says_it_is_fenced(kafka):
+    (topic,) = kafka.topics("out")
+    tid = f"{topic}-txn"
+    ours = KafkaProducer(bootstrap_servers=kafka.bootstrap, transactional_id=tid)
+    try:
+        ours.init_transactions()
+        ours.begin_transaction()
+        ours.send(topic, b"before").get(timeout=30)
+        assert not fenced_by_state(ours, 0)
+        intruder = KafkaProducer(bootstrap_servers=kafka.bootstrap, transactional_id=tid)
+        intruder.init_transactions()  # bumps the epoch: ours is fenced
+        intruder.close()
+        ours.send(topic, b"after")  # refused for its epoch; the error lands in the state
+        ours.flush(timeout=30)
+        assert fenced_by_state(ours, 30)
+    finally:
+        ours.close(timeout=5)
+
+
+def test_a_producer_that_is_not_transactional_is_never_fenced(kafka):
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap)
+    try:
+        assert not fenced_by_state(producer, 0)
+        assert not fenced_by_state(None, 0)
+    finally:
+        producer.close()
