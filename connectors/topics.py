@@ -25,6 +25,7 @@ its docstring and `DEFAULT_PARTITIONS` to describe the command.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from river_pa.connectors.config import ServeConfig  # the standard library only
@@ -186,8 +187,6 @@ def create(cfg: ServeConfig, partitions: int | None, replication: int | None, ou
 def run(args) -> int:
     """`river-pa topics create` with the parsed flags `args`; returns the exit status (1: a
     topic with other settings, no broker, a configuration error; each one line on stderr)."""
-    import sys
-
     from kafka.errors import KafkaError
 
     from river_pa.connectors.config import from_args
