@@ -91,7 +91,9 @@ _FLAGS_HELP = {
                          "says (earliest: all the topics retain); without it such a start is "
                          "refused, status 3",
     "model": "a river_pa class name, or 'module:attribute' naming a River estimator class or "
-             "instance (the module is imported: trusted modules only)",
+             "instance, e.g. a pipeline 'mymodels:model' in ./mymodels.py (the module is looked"
+             " up in the current folder first and imported: trusted modules only; factories "
+             "are not called)",
     "model_params": "JSON object of keyword arguments for the model",
     "metric": "river.metrics class name, repeatable or comma-separated "
               "(default: Accuracy, or MAE for regressors)",
@@ -102,9 +104,9 @@ _FLAGS_HELP = {
     "checkpoint_seconds": "checkpoint and commit after this many seconds",
     "state_topic": "compacted topic that keeps a copy of every checkpoint; restored from when the"
                    " local checkpoint is missing (a new node); with --role learn the copy is "
-                   "always restored, and the default is '<events_topic>.state'",
+                   "always restored (default: none; with --role learn '<events_topic>.state')",
     "model_topic": "compacted topic of the model snapshots the learner publishes and the "
-                   "predictors restore (default '<events_topic>.model')",
+                   "predictors restore (default: '<events_topic>.model')",
     "publish_every": "the learner publishes the model after this many events",
     "publish_seconds": "the learner publishes the model after this many seconds (if it learned)",
     "report_every": "a report snapshot after this many events",
@@ -125,9 +127,10 @@ _FLAGS_HELP = {
     "max_buffered": "records buffered at most before fetching pauses (flow control)",
     "session_timeout_ms": "Kafka consumer group session timeout",
     "exactly_once": "predictions and offsets in one Kafka transaction",
-    "transactional_id": "default '<group_id>-<client_id>': give each daemon its own client id;"
-                        " with --role learn '<group_id>.learner', one for every learner of the "
-                        "group, so a new active learner fences the old one",
+    "transactional_id": "the --exactly-once producer's id; give each daemon its own client id "
+                        "(default: '<group_id>-<client_id>'; with --role learn "
+                        "'<group_id>.learner', one for every learner of the group, so a new "
+                        "active learner fences the old one)",
     "kafka": "JSON object of extra kafka-python client settings (SASL/SSL, ...)",
 }
 
@@ -138,13 +141,15 @@ def _default(f: dataclasses.Field):
     return f.default
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add `--config` and one flag per `ServeConfig` field to `parser`, each with its help and
-    default; every flag defaults to None (not given), so the TOML file and the environment
-    can fill it (see `from_args`)."""
+def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None = None) -> None:
+    """Add `--config` and one flag per `ServeConfig` field (or per field named in `only`) to
+    `parser`, each with its help and default; every flag defaults to None (not given), so the
+    TOML file and the environment can fill it (see `from_args`)."""
     parser.add_argument("--config", metavar="TOML", help="TOML configuration file (its keys "
                         "are the flags' names with underscores, and a [kafka] table)")
     for f in dataclasses.fields(ServeConfig):
+        if only is not None and f.name not in only:
+            continue
         flag = "--" + f.name.replace("_", "-")
         default = _default(f)
         shown = json.dumps(default) if isinstance(default, (dict, list)) else default

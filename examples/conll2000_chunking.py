@@ -27,7 +27,6 @@ import zipfile
 
 from river_pa.evaluate.datasets import shared_folder
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA = shared_folder() / "conll2000" / "conll2000.zip"
 
 
@@ -191,12 +190,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--C", type=float, default=1.0)
     parser.add_argument("--no-average", action="store_true")
-    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "out" / "conll2000_chunking.png")
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("out"), help="folder the plots go to (default: out)")
     args = parser.parse_args(argv)
     fraction, epochs = (0.125, 1) if args.quick else (1.0, args.epochs)
     result = run(fraction, epochs, average=not args.no_average, C=args.C)
     print_report(result)
-    plot(result, args.out)
+    plot(result, args.out / "conll2000_chunking.png")
     return result
 
 

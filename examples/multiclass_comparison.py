@@ -20,7 +20,7 @@ set 0.311 / 0. The paper's ranking rule enforces one constraint per event, movin
 prototypes, and does not learn where to cut; the threshold rule moves every label that is on
 the wrong side of its cut.
 
-Run: ``python examples/multiclass_comparison.py [--quick] [--plot out/multiclass_comparison.png]``.
+Run: ``python examples/multiclass_comparison.py [--quick] [--out DIR]``.
 
 """
 
@@ -156,7 +156,7 @@ def plot(table: dict, path: Path) -> None:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"first {QUICK} events only")
-    parser.add_argument("--plot", type=Path, default=Path("out/multiclass_comparison.png"))
+    parser.add_argument("--out", type=Path, default=Path("out"), help="folder the plots go to (default: out)")
     args = parser.parse_args(argv)
     n = QUICK if args.quick else None
 
@@ -164,8 +164,8 @@ def main(argv=None):
     print(f"{'data set':<15}{'PAMultiClassifier':>19}{'OneVsRest(PAClassifier)':>25}")
     for name, (a, b) in table.items():
         print(f"{name:<15}{100 * a.mean():>18.2f}%{100 * b.mean():>24.2f}%")
-    plot(table, args.plot)
-    print(f"plot: {args.plot}")
+    plot(table, args.out / "multiclass_comparison.png")
+    print(f"plot: {args.out / 'multiclass_comparison.png'}")
 
     n_ml = QUICK // 2 if args.quick else None
     ml = multilabel_table(n_ml)

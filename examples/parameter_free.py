@@ -69,7 +69,7 @@ Why RescaledExp is at 1.43 here and 1.19 in the paper (audit, measured; nothing 
 So 1.25 is out of reach on these six sets without tuning or switching variant per set: the
 three others would have to average 1.38 instead of 1.75.
 
-Run: `python examples/parameter_free.py [--quick] [--limit N] [--out out/parameter_free.png]`
+Run: `python examples/parameter_free.py [--quick] [--limit N] [--out DIR]`
 (the losses of every learner and setting go to the same path with a .json suffix).
 `--quick` keeps 600 events per set and the powers of ten 1e-3..1e1 only.
 
@@ -96,7 +96,6 @@ from river_pa.evaluate.datasets import shared_folder
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 POWERS = [10.0**e for e in range(-5, 3)]
 REFINE = [0.2, 0.4, 0.8, 2.0, 4.0, 6.0, 8.0]
 QUICK_POWERS = [10.0**e for e in range(-3, 2)]
@@ -411,7 +410,7 @@ def main(argv=None):
     parser.add_argument("--limit", type=int, default=None, help="events per data set")
     parser.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
     parser.add_argument("--no-vw", action="store_true", help="skip Vowpal Wabbit's PiSTOL")
-    parser.add_argument("--out", type=Path, default=ROOT / "out/parameter_free.png")
+    parser.add_argument("--out", type=Path, default=Path("out"), help="folder the plots go to (default: out)")
     args = parser.parse_args(argv)
     limit = 600 if args.quick and args.limit is None else args.limit
     powers = QUICK_POWERS if args.quick else POWERS
@@ -421,17 +420,18 @@ def main(argv=None):
     table = normalized(all_results)
     print(format_table(all_results, table))
     print(format_windows(curves))
-    plot(all_results, args.out)
-    curves_png = args.out.with_name(args.out.stem + "_curves.png")
+    png = args.out / "parameter_free.png"
+    plot(all_results, png)
+    curves_png = png.with_name(png.stem + "_curves.png")
     plot_curves(curves, curves_png)
-    losses = args.out.with_suffix(".json")
+    losses = png.with_suffix(".json")
     losses.write_text(json.dumps(
         {ds: {name: {str(k): v for k, v in r.items()} if isinstance(r, dict) else r
               for name, r in row.items()} for ds, row in all_results.items()}, indent=1))
     curves_png.with_suffix(".json").write_text(json.dumps(
         {ds: {name: window_means(c) for name, c in row.items()} for ds, row in curves.items()},
         indent=1))
-    print(f"plots written to {args.out} and {curves_png}, losses next to them (.json)")
+    print(f"plots written to {png} and {curves_png}, losses next to them (.json)")
     return all_results
 
 

@@ -20,7 +20,7 @@ best exponentially weighted mean (1.4% more loss), PA-II and hard PA chase the o
 the running mean cannot follow the drift. Shuttle ROC-AUC: PAUniclass fixed radius 97.13%,
 learned radius 72.48%, HalfSpaceTrees 95.81%.
 
-    python examples/uniclass_tracking.py [--quick] [--out out/uniclass_tracking.png]
+    python examples/uniclass_tracking.py [--quick] [--out DIR]
 
 """
 
@@ -31,7 +31,6 @@ import pathlib
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 DIM, EPSILON, OUTLIERS = 10, 4.0, 0.05
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 FADING_GRID = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
@@ -164,7 +163,7 @@ def main(argv=None) -> tuple[dict, dict]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2,000 events, 5,000 Shuttle events")
     parser.add_argument("--n", type=int, default=20_000)
-    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "out" / "uniclass_tracking.png")
+    parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("out"), help="folder the plots go to (default: out)")
     args = parser.parse_args(argv)
     n, n_shuttle = (2_000, 5_000) if args.quick else (args.n, None)
     results = compare(n)
@@ -174,7 +173,7 @@ def main(argv=None) -> tuple[dict, dict]:
     for name, r in results.items():
         print(f"{name:<8}{r['setting']:<14}{r['total']:>12.1f}{r['inliers']:>16.1f}"
               f"{r['tracking']:>17.3f}")
-    plot(results, args.out)
+    plot(results, args.out / "uniclass_tracking.png")
     aucs = shuttle_auc(n_shuttle)
     print(f"Shuttle ROC-AUC ({n_shuttle or 'all 49097'} events, MinMaxScaler first):")
     for name, auc in aucs.items():

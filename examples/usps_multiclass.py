@@ -24,7 +24,7 @@ and its [0, 1] features are rescaled here; and the order matters: three random o
 PA-I 4.72%, 4.92%, 5.10% and the Perceptron 7.58%, 7.96%, 7.90% (``--orders 3``). We did not
 tune anything to close the gap.
 
-Run: ``python examples/usps_multiclass.py [--quick] [--orders K] [--plot out/usps.png]``.
+Run: ``python examples/usps_multiclass.py [--quick] [--orders K] [--out DIR]``.
 
 """
 
@@ -133,7 +133,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--quick", action="store_true", help=f"first {QUICK_ROUNDS} digits only")
     parser.add_argument("--orders", type=int, default=0,
                         help="also average PA-I and the Perceptron over this many random orders")
-    parser.add_argument("--plot", type=Path, default=Path("out/usps_multiclass.png"))
+    parser.add_argument("--out", type=Path, default=Path("out"), help="folder the plots go to (default: out)")
     args = parser.parse_args(argv)
 
     X, y = load_usps(n=QUICK_ROUNDS if args.quick else None)
@@ -142,8 +142,8 @@ def main(argv=None) -> dict:
     print(f"{'learner':<12}{'online error %':>16}{'support vectors':>17}{'seconds':>9}")
     for name, (mistakes, n_sv, seconds) in results.items():
         print(f"{name:<12}{100 * mistakes.mean():>16.2f}{n_sv:>17}{seconds:>9.1f}")
-    plot(results, args.plot)
-    print(f"plot: {args.plot}")
+    plot(results, args.out / "usps_multiclass.png")
+    print(f"plot: {args.out / 'usps_multiclass.png'}")
 
     rng = np.random.default_rng(0)
     for k in range(args.orders):

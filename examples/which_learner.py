@@ -15,15 +15,18 @@ parameters unless a row says otherwise, no feature scaling unless a row says so:
 5. dense, non-linear: USPS (7,291 x 256, x' = 2x - 1), the linear multiclass PA against the
    kernel PA ((x . v)^3, C = 100) with and without a budget: error, memory, time.
 
-Run: ``python examples/which_learner.py [--quick]`` (--quick: the first 5,000 events of each set).
+Run: ``python examples/which_learner.py [--quick] [--out DIR]`` (--quick: the first 5,000
+events of each set; the tables also go to DIR/which_learner.json, DIR defaults to out).
 
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import time
+from pathlib import Path
 
 from river import metrics, stats
 
@@ -122,6 +125,8 @@ def kernel_table(n: int | None) -> dict:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="first 5,000 events of each set")
+    parser.add_argument("--out", type=Path, default=Path("out"),
+                        help="folder the tables go to, as which_learner.json (default: out)")
     args = parser.parse_args(argv)
     n = 5000 if args.quick else None
     elec, a9a = events("elec2", n), events("a9a", n)
@@ -143,6 +148,10 @@ def main(argv=None) -> dict:
     print("5. USPS: error %, support vectors, pickled MiB, seconds")
     for name, (e, n_sv, mb, s) in tables["kernel"].items():
         print(f"   {name:<28}{e:8.2f}{n_sv:>7}{mb:8.1f}{s:8.1f}")
+    path = args.out / "which_learner.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(tables, indent=1))
+    print(f"tables: {path}")
     return tables
 
 

@@ -5,7 +5,9 @@
 * `river-pa serve`: the Kafka daemon (`river_pa.connectors`; its flags are defined with their
   TOML keys and RIVER_PA_* variables in `river_pa.connectors.config`);
 * `river-pa report FILE`: the learning curves and summary of a report either of them wrote
-  (`river_pa.report`).
+  (`river_pa.report`);
+* `river-pa topics create`: the Kafka topics `serve` uses, with the settings its roles need
+  (`river_pa.connectors.topics`; the same topic flags as `serve`).
 
 The same things have the same flags in `evaluate` and `serve`: `--model`, `--model-params`,
 repeatable `--metric`, `--report-path`. A usage error is one line on stderr with exit status 2.
@@ -62,7 +64,10 @@ def _add_evaluate(sub) -> None:
                    "chunk's labels: two distinct labels binary, other numbers regression, "
                    "anything else multiclass)")
     p.add_argument("--model", dest="models", action=_ModelAction, metavar="MODEL",
-                   help="a river_pa class name or an import path 'module:factory' (default by "
+                   help="a river_pa class name, or 'module:attribute' naming a River "
+                   "estimator class or instance, e.g. a pipeline 'mymodels:model' in "
+                   "./mymodels.py (looked up in the current folder first; factories are not "
+                   "called) (default by "
                    "task: PAClassifier, PAMultiClassifier, PARegressor); repeat it to compare "
                    "several models in one pass over the same events: one table, one plot")
     p.add_argument("--param", action=_ModelParamAction, default=[], metavar="KEY=VALUE",
@@ -107,6 +112,42 @@ def _add_serve(sub, flags: bool) -> None:
     p.set_defaults(run=_run_serve)
 
 
+# serve's flags that name the topics and the cluster: `topics create` takes them too
+TOPIC_FLAGS = ("bootstrap_servers", "events_topic", "labels_topic", "predictions_topic",
+               "metrics_topic", "dead_letter_topic", "model_topic", "state_topic", "client_id",
+               "kafka")
+
+
+def _add_topics(sub, flags: bool) -> None:
+    summary = "create the Kafka topics serve uses (events, labels, outputs, model, state, lease)"
+    if not flags:
+        sub.add_parser("topics", help=summary)
+        return
+    from river_pa.connectors import config, topics
+
+    p = sub.add_parser("topics", help=summary, description=topics.__doc__.split("\n\n")[0])
+    actions = p.add_subparsers(title="actions", metavar="{create}", required=True)
+    create = actions.add_parser("create", help=summary, description=summary + "; a topic that "
+                                "exists with the settings serve needs is left as it is, one "
+                                "with other settings is one line naming it, and nothing is "
+                                "created (status 1)")
+    create.add_argument("--partitions", type=_positive, metavar="N",
+                        help="partitions of the events and labels topics (co-partitioned) and "
+                        "the outputs (default: the existing events or labels topic's, else "
+                        f"{topics.DEFAULT_PARTITIONS})")
+    create.add_argument("--replication-factor", type=_positive, metavar="N",
+                        help="replicas of every topic (default: min(3, brokers))")
+    config.add_arguments(create, only=TOPIC_FLAGS)
+    create.set_defaults(run=_run_topics)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r:.60}")
+    return value
+
+
 def _add_report(sub) -> None:
     p = sub.add_parser("report", help="render a report of evaluate or serve: PNG and table",
                        description="Learning curves of every snapshot of a JSONL report "
@@ -129,6 +170,12 @@ def _run_serve(args) -> int:
     return run(args)
 
 
+def _run_topics(args) -> int:
+    from river_pa.connectors.topics import run
+
+    return run(args)
+
+
 def _run_report(args) -> int:
     from river_pa.report import main
 
@@ -137,16 +184,17 @@ def _run_report(args) -> int:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `river-pa` parser with its subcommands; `command`, if given, is the one about to
-    run (evaluate or report: serve's flags are not defined)."""
+    run (the flags of serve and topics are defined only for themselves)."""
     from river_pa import __version__
 
     parser = _Parser(prog="river-pa", description="Passive-Aggressive and parameter-free "
                      "online learners for River: evaluate on files, serve on Kafka.")
     parser.add_argument("--version", action="version", version=f"river-pa {__version__}")
-    sub = parser.add_subparsers(title="commands", metavar="{evaluate,serve,report}")
+    sub = parser.add_subparsers(title="commands", metavar="{evaluate,serve,report,topics}")
     _add_evaluate(sub)
-    _add_serve(sub, command not in ("evaluate", "report"))
+    _add_serve(sub, command not in ("evaluate", "report", "topics"))
     _add_report(sub)
+    _add_topics(sub, command not in ("evaluate", "report", "serve"))
     return parser
 
 

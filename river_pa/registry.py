@@ -3,10 +3,12 @@
 Used by the command line (`river-pa evaluate`, `river-pa serve`): a model is named either by a
 river_pa class name (``PAClassifier``) or by an import path ``module:attribute`` whose attribute
 is a River estimator class (``river.linear_model:LogisticRegression``, built with the given
-parameters) or an estimator instance (``mypkg.models:pipeline``, cloned). Nothing else is
-called: ``os:system`` with ``{"command": ...}`` ran the command, from a flag, a TOML file or an
-environment variable alone. Naming a module imports it (its top-level code runs), so name only
-trusted modules.
+parameters) or an estimator instance (``mymodels:model``, cloned). Nothing else is called, so
+factories are refused: ``os:system`` with ``{"command": ...}`` ran the command, from a flag, a
+TOML file or an environment variable alone. Naming a module imports it (its top-level code
+runs), so name only trusted modules. The module is looked up in the current folder first, as
+``python -m`` and ``python -c`` do (``./mymodels.py`` is found without ``PYTHONPATH=.``); the
+folder is on ``sys.path`` only while that module is imported.
 
 """
 
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 
 from river import base
 
@@ -56,7 +60,11 @@ def _estimator(name: str):
         raise _refused(name, "not 'module:attribute' (an absolute dotted module name, no "
                              "relative import, and one attribute name)")
     try:
-        obj = getattr(importlib.import_module(module), attr)
+        obj = getattr(_import(module), attr)
+    except ModuleNotFoundError as exc:
+        where = f" (looked in the current folder {os.getcwd()} first, then sys.path)" \
+            if module.split(".")[0] == exc.name else ""
+        raise _refused(name, f"{exc}{where}") from None
     except (ImportError, AttributeError) as exc:
         raise _refused(name, str(exc)) from None
     except (Exception, SystemExit) as exc:  # its top-level code raised (or exited)
@@ -65,6 +73,17 @@ def _estimator(name: str):
         return obj
     raise _refused(name, f"a {type(obj).__name__}, not a River estimator class or instance "
                          "(factories are not called: name the class, or a module-level instance)")
+
+
+def _import(module: str):
+    """Import `module` with the current folder first on sys.path, for this import only (the
+    `river-pa` script's sys.path has no current folder; `python -m river_pa` takes it off)."""
+    folder = os.getcwd()
+    sys.path.insert(0, folder)
+    try:
+        return importlib.import_module(module)
+    finally:
+        sys.path.remove(folder)  # the first occurrence: the one inserted above
 
 
 def _refused(name: str, why: str) -> ValueError:

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from river_pa import __version__, cli
-from river_pa.connectors.config import ServeConfig, load_config
+from river_pa.connectors.config import ServeConfig, add_arguments, load_config
 
 
 def subcommand(name: str) -> argparse.ArgumentParser:
@@ -59,7 +59,8 @@ def test_the_old_evaluate_names_still_work(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["nope"], "river-pa: argument {evaluate,serve,report}: invalid choice: 'nope'"),
+    (["nope"], "river-pa: argument {evaluate,serve,report,topics}: invalid choice: 'nope'"),
+    (["topics"], "river-pa topics: the following arguments are required: {create}"),
     (["evaluate", "--delay", "x"], "river-pa evaluate: argument --delay: invalid int value: 'x'"),
     (["serve", "--rolling-window", "x"], "argument --rolling-window: invalid int value: 'x'"),
     (["serve", "--model-params", "[1]"], "argument --model-params: not a JSON object: '[1]'"),
@@ -105,13 +106,14 @@ def test_the_command_line_imports_each_side_lazily():
 
 
 def test_evaluate_and_report_do_not_import_serve_flags():
-    """serve's flags (river_pa.connectors.config) are defined only when serve may run."""
+    """serve's flags (river_pa.connectors.config) are defined only when serve or topics may
+    run."""
     code = ("import sys; from river_pa import cli; cli.build_parser('{}'); "
             "print('river_pa.connectors.config' in sys.modules)")
     seen = [subprocess.run([sys.executable, "-c", code.format(c)], capture_output=True,
                            text=True, timeout=120, check=True).stdout.strip()
-            for c in ("evaluate", "report", "serve")]
-    assert seen == ["False", "False", "True"]
+            for c in ("evaluate", "report", "serve", "topics")]
+    assert seen == ["False", "False", "True", "True"]
 
 
 MODEL_MODULES = {  # modules on the path of the tests below
@@ -152,3 +154,21 @@ def test_a_malformed_model_spec_imports_nothing(spec):
     with pytest.raises(ValueError) as info:
         make_model(spec)
     assert str(info.value).startswith(f"--model {spec!r}: not 'module:attribute'")
+
+
+@pytest.mark.parametrize("command", ["evaluate", "serve"])
+def test_the_model_help_promises_no_factory(command, capsys):
+    # evaluate's help said 'module:factory' while factories are refused
+    assert cli.main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "module:factory" not in text and "factories are not called" in text
+
+
+def test_each_serve_flag_states_one_default():
+    # --model-topic said "(default '<events_topic>.model') (default: none; ...)"
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    helps = {a.dest: a.help for a in parser._actions if a.help}
+    assert {dest: text for dest, text in helps.items() if text.count("default") != 1
+            and dest != "help"} == {"config": helps["config"]}
+    assert helps["model_topic"].endswith("(default: '<events_topic>.model') (RIVER_PA_MODEL_TOPIC)")

@@ -3,6 +3,12 @@ nothing else, whether named by a flag, a TOML file or an environment variable.""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from river import linear_model, preprocessing
 
@@ -75,3 +81,51 @@ def test_os_system_runs_nothing_from_any_configuration_source(tmp_path, monkeypa
     assert main(argv) == 2
     assert "not a River estimator class or instance" in capsys.readouterr().err
     assert not marker.exists()
+
+
+MODELS_FILE = '''
+from river import preprocessing
+
+import helpers  # a sibling module of the current folder
+
+model = preprocessing.StandardScaler() | helpers.learner()
+'''
+
+
+def test_a_module_in_the_current_folder_is_found_without_pythonpath(tmp_path, monkeypatch):
+    # `--model mymodels:model` said "No module named 'mymodels'" unless PYTHONPATH=. was set
+    (tmp_path / "mymodels.py").write_text(MODELS_FILE)
+    (tmp_path / "helpers.py").write_text("import river_pa\n\ndef learner():\n"
+                                         "    return river_pa.PAClassifier(C=0.25)\n")
+    monkeypatch.chdir(tmp_path)
+    for name in ("mymodels", "helpers"):  # imported afresh, and forgotten after the test
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    path = list(sys.path)
+    model = make_model("mymodels:model")
+    assert isinstance(model["StandardScaler"], preprocessing.StandardScaler)
+    assert model["PAClassifier"].C == 0.25
+    assert sys.path == path  # the folder was on the path for that import only
+
+
+def test_the_river_pa_script_evaluates_a_pipeline_defined_in_a_file_of_the_current_folder(
+        tmp_path):
+    (tmp_path / "mymodels.py").write_text(MODELS_FILE)
+    (tmp_path / "helpers.py").write_text("import river_pa\n\ndef learner():\n"
+                                         "    return river_pa.PAClassifier(C=0.25)\n")
+    script = Path(sys.executable).with_name("river-pa")
+    done = subprocess.run([str(script), "evaluate", "--model", "mymodels:model", "--limit", "200",
+                           "--report-path", "run.jsonl", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr
+    last = json.loads((tmp_path / "run.jsonl").read_text().splitlines()[-1])
+    assert last["events"] == 200
+
+
+def test_a_missing_module_says_where_it_was_looked_for(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError) as info:
+        make_model("no_models_here:model")
+    assert str(info.value) == (f"--model 'no_models_here:model': No module named "
+                               f"'no_models_here' (looked in the current folder {tmp_path} first, "
+                               "then sys.path)")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 @pytest.fixture(scope="module")
@@ -35,8 +37,8 @@ def test_usps_pa1_beats_the_perceptron_on_the_full_pass(usps, usps_data):
 def test_usps_example_quick_mode(usps, tmp_path):
     if not usps.DATA.exists():
         pytest.skip(f"shared data missing: {usps.DATA}")
-    results = usps.main(["--quick", "--plot", str(tmp_path / "usps.png")])
-    assert (tmp_path / "usps.png").stat().st_size > 0
+    results = usps.main(["--quick", "--out", str(tmp_path)])
+    assert (tmp_path / "usps_multiclass.png").stat().st_size > 0
     errors = {name: m.mean() for name, (m, _, _) in results.items()}
     assert len(results["PA"][0]) == usps.QUICK_ROUNDS
     assert errors["PA-I"] < errors["Perceptron"]
@@ -52,15 +54,15 @@ def test_multiclass_pa_beats_one_vs_rest_on_both_data_sets(comparison):
 def test_comparison_example_quick_mode(comparison, tmp_path):
     if not comparison.EMOTIONS.exists():
         pytest.skip(f"shared data missing: {comparison.EMOTIONS}")
-    table, ml = comparison.main(["--quick", "--plot", str(tmp_path / "cmp.png")])
-    assert (tmp_path / "cmp.png").stat().st_size > 0
+    table, ml = comparison.main(["--quick", "--out", str(tmp_path)])
+    assert (tmp_path / "multiclass_comparison.png").stat().st_size > 0
     empty = ml.pop("empty set")
     assert empty[1] == 0.0
     for hamming, f1 in ml.values():
         assert 0.0 < hamming < empty[0] + 0.05 and 0.3 < f1 < 1.0
 
 
-def test_which_learner_quick_mode(load_example):
+def test_which_learner_quick_mode(load_example, tmp_path):
     """The guide's claims on the first 5,000 events of each set (about 10 s). Full-run figures
     in README "Which learner when"; quick-run ones in the comments."""
     from river_pa.evaluate.datasets import shared_folder
@@ -68,7 +70,9 @@ def test_which_learner_quick_mode(load_example):
     if not (shared_folder() / "elec2").is_dir():
         pytest.skip(f"shared data missing: {shared_folder()}")
     guide = load_example("which_learner")
-    tables = guide.main(["--quick"])
+    tables = guide.main(["--quick", "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "which_learner.json").read_text())["drift"] == \
+        {k: list(v) for k, v in tables["drift"].items()}
     scale, drift, kernel = tables["scale"], tables["drift"], tables["kernel"]
     # raw copy: the scale-invariant learners' hinge loss unchanged (0.388, 0.962), RescaledExp's
     # 0.457 -> 133

@@ -92,7 +92,7 @@ class Data:
     """
 
     size = None  # bytes of the file (a Stream's), for progress
-    task_from = "the data set's"  # a Stream's: "given" or why its labels gave the task
+    task_from = "the data set's"  # a Stream's: "given", "the data set's" or why its labels gave the task
     compile_seconds = read_seconds = 0.0  # a Stream's: see there
 
     def __init__(self, name: str, task: str, y: list, x: list | None = None,
@@ -151,7 +151,7 @@ class Stream:
     """
 
     def __init__(self, name: str, path: str, chunks, task: str | None,
-                 limit: int | None = None, warm=None):
+                 limit: int | None = None, warm=None, task_from: str = "given"):
         self.name, self.path, self.limit = name, path, limit
         start = time.perf_counter()
         if warm is not None:
@@ -167,7 +167,7 @@ class Stream:
             raise DataError(f"{path}: no events")
         self.targets = _Targets(first[1], task, path)
         self.task = self.targets.task
-        self.task_from = "given" if task else task_reason(self.task, first[1])
+        self.task_from = task_from if task else task_reason(self.task, first[1])
         self._first = first
 
     def position(self) -> int:
@@ -592,6 +592,12 @@ def _file(source: str, target, task: str | None) -> tuple:
     return source, os.path.basename(source), target, task
 
 
+def _task_from(given: str | None) -> str:
+    """The summary's `task_from` for a task known before the labels are read: the user's
+    --task, or the named data set's own (`task_from: given` when no task was given misled)."""
+    return "given" if given else "the data set's"
+
+
 def open_source(source: str, target: str | None = None, task: str | None = None,
                 limit: int | None = None) -> Data | Stream:
     """The events of a data set name or a file (see the module docstring): River's bundled
@@ -609,10 +615,11 @@ def open_source(source: str, target: str | None = None, task: str | None = None,
         filename, target = RIVER_FILES[source]
         path = str(_river_folder() / "datasets" / filename)
         return Stream(source, path, _guarded(_csv_chunks(path, target), path),
-                      task or RIVER[source][1], limit)
+                      task or RIVER[source][1], limit, task_from=_task_from(task))
     if source in RIVER:
         data = _from_river(source, task)
         return data if limit is None else data.head(limit)
+    given = task
     path, name, target, task = _file(source, target, task)
     ext = _base_extension(path)
     warm = None
@@ -623,7 +630,8 @@ def open_source(source: str, target: str | None = None, task: str | None = None,
     else:
         chunks, warm = _libsvm_chunks(path), lambda: parse_libsvm(b"1 1:1\n")
     try:
-        return Stream(name, path, _guarded(chunks, path), task, limit, warm)
+        return Stream(name, path, _guarded(chunks, path), task, limit, warm,
+                      task_from=_task_from(given))
     except OSError as exc:
         raise DataError(f"{path}: cannot read the file: {exc}") from None
 

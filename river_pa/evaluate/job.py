@@ -35,6 +35,7 @@ import itertools
 import json
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -455,8 +456,8 @@ def _kernel_tier(first, blocks) -> tuple:
     size = len(first.csr.data) + len(first)
     if size > INTERPRET_VALUES:
         return blocks, "Numba"
-    return blocks, (f"interpreted: {size:,} values and rows, less work than loading the "
-                    "compiled kernels")
+    return blocks, (f"interpreted (a small job, {size:,} values: quicker than loading "
+                    "Numba's)")
 
 
 def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
@@ -589,6 +590,44 @@ class _Progress:
                          metric=f"{name} {value:.4f}")
 
 
+# A job on a stderr that is not a terminal (a log, CI) says how it goes at most this often
+PROGRESS_EVERY_S = 10.0
+
+
+class _ProgressLines:
+    """Progress as plain lines on stderr when it is not a terminal and the job is long: one
+    line each `every_s` seconds at most, also while no event is done yet (a first run
+    compiles the Numba kernels: 1-2 s on a quiet machine, a minute seen on a loaded one)."""
+
+    def __init__(self, name: str):
+        self._name, self._every = name, PROGRESS_EVERY_S
+        self._started = self._last = time.monotonic()
+        self._timer = threading.Timer(self._every, self._starting)
+        self._timer.daemon = True
+
+    def __enter__(self):
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._timer.cancel()
+
+    def _starting(self) -> None:
+        self._say("starting (a first run compiles the kernels; later runs load them from "
+                  "Numba's cache)")
+
+    def __call__(self, row: Row) -> None:
+        self._timer.cancel()
+        if time.monotonic() - self._last >= self._every:
+            name, value = next(iter(row.values.items()))
+            self._say(f"{row.step:,} events, {name} {value:.4f}")
+
+    def _say(self, what: str) -> None:
+        self._last = time.monotonic()
+        print(f"river-pa evaluate: {self._name}: {what} ({self._last - self._started:.0f} s)",
+              file=sys.stderr, flush=True)
+
+
 def _setup(args):
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit must be >= 1, got {args.limit}")
@@ -674,13 +713,13 @@ def run(args) -> int:
     if len(models) > 1:
         return _run_many(args, data, models, metrics)
     (model,) = models.values()
-    show = not args.quiet and sys.stderr.isatty()
-    progress = _Progress(data) if show else None
     try:
         out = _Report(args.report_path)
     except OSError as exc:
         print(f"river-pa evaluate: cannot write {args.report_path}: {exc}", file=sys.stderr)
         return 1
+    progress = None if args.quiet else _Progress(data) if sys.stderr.isatty() else \
+        _ProgressLines(data.name)
 
     def on_row(row):
         out(row)
@@ -752,4 +791,7 @@ def _write_outputs(args, rows: list[dict], out: _Report | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"river-pa evaluate: cannot write the outputs: {exc}", file=sys.stderr)
         return 1
+    for what, path in (("report", args.report_path), ("plot", args.plot)):
+        if path:
+            print(f"{what}: {path}")
     return 0

@@ -117,6 +117,8 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         Memory grows with the labels (a coefficient column each per support vector), so
         whoever writes the labels bounds it through this.
 
+    Notes
+    -----
     Support vectors are stored as dense rows over the feature positions of a growing
     vocabulary (position 0, the sink of keys never learned, is always 0), their coefficients
     as a (vectors x labels) matrix, both grown amortised; kernel rows are computed in Numba.

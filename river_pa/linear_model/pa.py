@@ -59,6 +59,8 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         None or "temperature": P(True) = sigmoid(a m), a fitted online on the progressive
         margins of the labelled events (`river_pa._core.calibration`); predictions unchanged.
 
+    Notes
+    -----
     Labels may be bool, 0/1 or -1/+1: all three give the same model. Any other label raises a
     ValueError that points to `PAMultiClassifier`. `learn_one(x, y, w)` takes a sample weight
     that scales C: PA-I uses tau = min(w C, l / ||x||^2), PA-II tau = l / (||x||^2 + 1/(2 w C));
@@ -207,6 +209,8 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
         None for a vocabulary, a power of two for the hashing trick, at most 2**26
         (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
 
+    Notes
+    -----
     Sample weights, bad input, empty dicts and batches behave as in `PAClassifier`; a
     non-numeric target raises TypeError, a non-finite one ValueError.
 

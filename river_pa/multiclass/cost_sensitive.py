@@ -84,6 +84,8 @@ class PACostSensitiveClassifier(MarginClassifier):
         Memory grows with the labels (a weight row each, and a labels x labels margin matrix of the costs), so whoever writes the labels
         bounds it through this.
 
+    Notes
+    -----
     Predictions, probabilities (softmax of the scores, or softmax(a s) calibrated), sample weights and input validation
     are those of `PAMultiClassifier`.
 

@@ -149,6 +149,8 @@ class PAMultiClassifier(MarginClassifier):
         Memory grows with the labels (a weight row each, and a labels x labels margin matrix), so whoever writes the labels
         bounds it through this.
 
+    Notes
+    -----
     `learn_one(x, y, w)` takes a sample weight that scales C, as in `PAClassifier`; w = 0
     registers the label and changes no weight. Feature values must be real numbers: anything
     else raises TypeError, NaN and infinities ValueError, naming the feature; an unhashable

@@ -89,6 +89,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         Memory grows with the labels (a weight row each), so whoever writes the labels
         bounds it through this.
 
+    Notes
+    -----
     `y` is a dict {label: bool} (0/1 accepted); labels are any hashable values, and a label
     first seen gets a fresh prototype; a label missing from an event's `y` counts as
     irrelevant for that event. Sample weights scale C. A bad feature value raises TypeError /

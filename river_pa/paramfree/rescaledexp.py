@@ -101,6 +101,8 @@ class RescaledExp(_RescaledExpState, TransientCache, optim.base.Optimizer):
         re-centred at the weights played on the restart round (w_t) or one round before
         (w_{t-1}, as printed in Appendix C.3).
 
+    Notes
+    -----
     `step(w, g)` accepts dicts, `river.utils.VectorDict` (including the masked ones River's
     models pass, where only the event's keys are visible) and numpy arrays (index i is the
     feature key i). The full-vector variant also writes in `look_ahead`, so every weight River
@@ -255,6 +257,8 @@ class RescaledExpClassifier(_RescaledExpLinear, BinaryMixin):
         None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
         predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
+    Notes
+    -----
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the gradient by the sample weight w
     (w = 0: nothing happens). Without calibration `predict_proba_one` applies the loss's mean
     function (the logistic sigmoid for every River binary loss) to y_hat. Features never seen have weight 0 at

@@ -230,6 +230,8 @@ class CoordinateScaleInvariantClassifier(_ScaleInvariantClassifier, _Coordinate,
         None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
         predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
+    Notes
+    -----
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
     nothing happens). `predict_proba_one` applies the loss's mean function to y_hat (without
     calibration). Bad
@@ -267,6 +269,8 @@ class CoordinateScaleInvariantRegressor(_Coordinate, RegressionMixin):
     learn_intercept
         Whether to add a constant feature of value 1.
 
+    Notes
+    -----
     Targets must be finite real numbers; feature values finite with |x| < 1e150 (so x^2 and the
     sums of squares stay finite): a ValueError naming the feature otherwise, model unchanged.
 
@@ -319,6 +323,8 @@ class FullScaleInvariantClassifier(_ScaleInvariantClassifier, _Full, BinaryMixin
         None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
         predictions (`river_pa._core.calibration`); without it, the loss's mean function.
 
+    Notes
+    -----
     Labels: bool, 0/1 or -1/+1. `learn_one(x, y, w)` scales the loss gradient by w (w = 0:
     nothing happens). `predict_proba_one` applies the loss's mean function to y_hat (without
     calibration). Bad
@@ -355,6 +361,8 @@ class FullScaleInvariantRegressor(_Full, RegressionMixin):
     learn_intercept
         Whether to add a constant feature of value 1.
 
+    Notes
+    -----
     Targets must be finite real numbers; feature values finite with |x| < 1e150 (so x^2 and the
     sums of squares stay finite): a ValueError naming the feature otherwise, model unchanged.
 

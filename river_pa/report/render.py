@@ -182,30 +182,53 @@ def _text(value) -> str:
     return str(value)
 
 
-# figures whose key alone is ambiguous next to the other, as the table shows them
-_LABELS = {"events_per_s": "events/s (whole run)", "throughput_eps": "events/s (last interval)"}
+# figures as the table names them: a reader should not need the report format to read it
+_LABELS = {"events_per_s": "events/s (learning loop)", "throughput_eps": "events/s",
+           "seconds": "seconds (learning loop)", "rss_mib": "memory (MiB resident)",
+           "compile_s": "start-up s (compile or load kernels)"}
+_FORMATS = {"events_per_s": ",.0f", "throughput_eps": ",.0f", "seconds": ".3f",
+            "rss_mib": ".0f", "compile_s": ".2f"}
+
+
+def _rows(snapshot: dict):
+    """(label, text) of every figure of `snapshot` worth a line: metrics first (6 decimals),
+    then the others. The learning loop's events/s of a finished evaluate run is its one
+    throughput (the last interval's rate beside it read as a second, contradicting figure);
+    the start-up cost is its own line, in seconds. A serve report that scored no label (a
+    predictor's) shows no metric rather than a metric of 0, as the metrics endpoint does."""
+    if _scored(snapshot):
+        for name, value in snapshot["metrics"].items():
+            yield name, "-" if value is None else f"{value:.6f}"
+        for name, value in snapshot.get("rolling", {}).items():
+            yield (f"{name} (rolling {snapshot.get('window')})",
+                   "-" if value is None else f"{value:.6f}")
+    for key, value in snapshot.items():
+        if key in ("metrics", "rolling", "window") or \
+                (key == "throughput_eps" and "events_per_s" in snapshot):
+            continue
+        if isinstance(value, float) and key in _FORMATS:
+            yield _LABELS[key], format(value, _FORMATS[key])
+        elif isinstance(value, dict):
+            for sub, v in value.items():
+                yield f"{key}: {sub}", _text(v)
+        else:
+            yield _LABELS.get(key, key), _text(value)
+
+
+def _scored(snapshot: dict) -> bool:
+    """False for a serve report of a role that scored no label (evaluate's always score)."""
+    return snapshot.get("labelled", 1) != 0
 
 
 def summary_table(snapshot: dict):
-    """A rich Table of one snapshot: metrics first (6 decimals), then every other figure."""
+    """A rich Table of one snapshot (`_rows`)."""
     from rich.table import Table
 
     table = Table(title=_title(snapshot))
     table.add_column("figure")
     table.add_column("value", justify="right")
-    for name, value in snapshot["metrics"].items():
-        table.add_row(name, "-" if value is None else f"{value:.6f}")
-    for name, value in snapshot.get("rolling", {}).items():
-        table.add_row(f"{name} (rolling {snapshot.get('window')})",
-                      "-" if value is None else f"{value:.6f}")
-    for key, value in snapshot.items():
-        if key in ("metrics", "rolling", "window"):
-            continue
-        if isinstance(value, dict):
-            for sub, v in value.items():
-                table.add_row(f"{key}: {sub}", _text(v))
-        else:
-            table.add_row(_LABELS.get(key, key), _text(value))
+    for label, text in _rows(snapshot):
+        table.add_row(label, text)
     return table
 
 
@@ -230,7 +253,8 @@ def comparison_table(snapshots: list[dict]):
     for model, last in zip(runs, lasts):
         values = ["-" if last["metrics"].get(n) is None else f"{last['metrics'][n]:.6f}"
                   for n in names]
-        table.add_row(str(model), *values, _text(last.get("events_per_s")))
+        rate = last.get("events_per_s")
+        table.add_row(str(model), *values, "-" if rate is None else format(rate, ",.0f"))
     return table
 
 
@@ -252,6 +276,11 @@ def main(file: str, png: str | None = None) -> int:
     if not snapshots:
         print(f"river-pa report: {file} holds no report", file=sys.stderr)
         return 1
+    if not _scored(snapshots[-1]):
+        print_summary(snapshots[-1])
+        print("no learning curve: no label was scored (a predictor's report, or a learner's "
+              "before its first label)")
+        return 0
     png = png or str(Path(file).with_suffix(".png"))
     try:
         check_output(png, "--png", inputs=[file], plot=True)

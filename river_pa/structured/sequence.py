@@ -93,6 +93,8 @@ class PASequenceTagger(base.Estimator):
         nothing. Memory and a Viterbi step grow with the square of the tags (the transition
         matrix), so a stream of fresh tags would otherwise exhaust both.
 
+    Notes
+    -----
     Errors: ``xs`` must be a non-empty list of dicts with real values and ``ys`` a list of
     hashable tags of the same length; otherwise a ValueError or TypeError names the token or the
     lengths, and the model is unchanged.

@@ -4,13 +4,14 @@ message, the help, and River's imports outside the timed run."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
 from river_pa import cli, report
-from river_pa.evaluate import datasets
+from river_pa.evaluate import datasets, job
 
 
 def test_integer_classes_are_regression_and_the_summary_says_why(tmp_path, capsys):
@@ -33,11 +34,66 @@ def test_integer_classes_are_regression_and_the_summary_says_why(tmp_path, capsy
                                "PARegressor only)")
 
 
-def test_the_table_labels_both_rates(capsys):
+def table(out: str) -> dict[str, str]:
+    """{figure: value} of a printed summary table (rows that wrap are joined)."""
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 2 and cells[0]:
+            rows[cells[0]] = cells[1]
+        elif len(cells) == 2 and rows:  # a wrapped value
+            rows[list(rows)[-1]] += " " + cells[1]
+    return rows
+
+
+def test_the_table_shows_one_throughput_and_the_start_up_as_its_own_line(capsys):
+    # it showed "events/s (last interval) 214,595" beside "events/s (whole run) 6849.66",
+    # "compile_s 8.91e-07", and "task_from: given" when no task was given
     assert cli.main(["evaluate", "phishing", "--limit", "200", "--quiet"]) == 0
+    rows = table(capsys.readouterr().out)
+    assert [k for k in rows if "events/s" in k] == ["events/s (learning loop)"]
+    assert re.fullmatch(r"[\d,]+", rows["events/s (learning loop)"])
+    assert re.fullmatch(r"\d+\.\d\d", rows["start-up s (compile or load kernels)"])
+    assert rows["task_from"] == "the data set's"
+    assert rows["kernels"] == "interpreted (a small job, 2,000 values: quicker than loading " \
+                              "Numba's)"
+    assert not {"events_per_s", "throughput_eps", "compile_s", "rss_mib"} & set(rows)
+
+
+def test_the_paths_written_are_printed(tmp_path, capsys):
+    report_path, plot = tmp_path / "run.jsonl", tmp_path / "run.png"
+    assert cli.main(["evaluate", "phishing", "--limit", "200", "--quiet", "--report-path",
+                     str(report_path), "--plot", str(plot)]) == 0
+    assert capsys.readouterr().out.endswith(f"┘\nreport: {report_path}\nplot: {plot}\n")
+    assert report_path.exists() and plot.exists()
+
+
+def test_a_long_job_says_how_it_goes_on_a_stderr_that_is_not_a_terminal(monkeypatch, capsys):
+    # a first run of `evaluate a9a` compiled for a minute with nothing shown in a log
+    monkeypatch.setattr(job, "PROGRESS_EVERY_S", 0.0)
+    assert cli.main(["evaluate", "phishing", "--every", "500"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2:] == [line for line in err[-2:] if line.startswith("river-pa evaluate: phishing: ")]
+    assert [line.split(": ", 2)[2].split(" (")[0] for line in err if "events," in line] == \
+        [f"{n:,} events, Accuracy {a}" for n, a in ((500, "0.8080"), (1000, "0.8330"),
+                                                    (1250, "0.8416"))]
+    assert cli.main(["evaluate", "phishing", "--every", "500", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_report_that_scored_no_label_shows_no_metric(tmp_path, capsys):
+    # a predictor's report said "Accuracy 0.000000" although it scores no labels
+    path = tmp_path / "predict.jsonl"
+    report.write(path.open("w"), [{"metrics": {"Accuracy": 0.0}, "rolling": {"Accuracy": 0.0},
+                                   "window": 1000, "events": 625, "labelled": 0,
+                                   "model_version": 3}])
+    assert cli.main(["report", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "events/s (whole run)" in out and "events/s (last interval)" in out
-    assert "events_per_s" not in out and "throughput_eps" not in out
+    rows = table(out)
+    assert "Accuracy" not in out and rows["events"] == "625" and rows["model_version"] == "3"
+    assert out.endswith("no learning curve: no label was scored (a predictor's report, or a "
+                        "learner's before its first label)\n")
+    assert not path.with_suffix(".png").exists()
 
 
 def test_help_shows_one_default_per_flag_and_the_task_choices(capsys):

@@ -8,6 +8,8 @@ BPA-S 7.64% with 8.12 / 7.19 / 8.01 / 7.24; mnist-5k unbounded 9.74%, projectron
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -33,3 +35,13 @@ def test_projectron_does_not_decay_and_stays_within_1_5x(budget, data):
     assert mistakes.mean() < results["BPA-S"][0].mean()
     if data == "mnist-5k":  # BPA-S's last quarter is its worst: the decay issue 13 names
         assert budget.quarters(results["BPA-S"][0])[3] > q[3] + 5.0
+
+
+def test_quick_run_writes_its_figures(budget, tmp_path):
+    # the example took neither --quick nor --out
+    results = budget.main(["--quick", "--data", "usps", "--out", str(tmp_path)])
+    written = json.loads((tmp_path / "kernel_budget.json").read_text())
+    assert set(written["usps"]) == set(budget.LEARNERS)
+    for learner, (mistakes, seconds, n_sv) in results["usps"].items():
+        assert len(mistakes) == 1000 and written["usps"][learner]["vectors"] == n_sv
+        assert written["usps"][learner]["error"] == 100 * mistakes.mean()

@@ -99,3 +99,10 @@ def test_curves_are_the_scored_runs(pf, reduced, tmp_path):
     assert text.count("\n") == len(curves)
     pf.plot_curves(curves, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 10_000
+
+
+def test_quick_run_writes_its_plots_and_losses_under_out(pf, tmp_path):
+    pf.main(["--quick", "--no-vw", "--datasets", pf.DATASETS[0], "--out", str(tmp_path)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "parameter_free.json", "parameter_free.png", "parameter_free_curves.json",
+        "parameter_free_curves.png"]
