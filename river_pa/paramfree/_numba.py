@@ -393,6 +393,30 @@ def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
 
 
 @njit(cache=True)
+def si_full_scaled(D, idx, val):
+    """The values in the learner's units: val[j] * D[idx[j]], where D[i] is a power of two
+    fixed by coordinate i's first non-zero value (so it is 2^-e for that value's exponent e);
+    a coordinate without one (D[i] = 0) is scaled by its value's own power of two."""
+    out = np.empty(val.shape[0])
+    for j in range(val.shape[0]):
+        v = val[j]
+        d = D[idx[j]]
+        if d == 0.0 and v != 0.0:
+            d = math.ldexp(1.0, -math.frexp(v)[1])
+        out[j] = v * d
+    return out
+
+
+@njit(cache=True)
+def si_full_fix_scales(D, idx, val):
+    """Fix D[i] for each coordinate's first non-zero value (raw) as `si_full_scaled` chose it."""
+    for j in range(val.shape[0]):
+        i = idx[j]
+        if D[i] == 0.0 and val[j] != 0.0:
+            D[i] = math.ldexp(1.0, -math.frexp(val[j])[1])
+
+
+@njit(cache=True)
 def si_full_eta(hPh, gamma, alpha):
     """eta = exp((h^T S^+ h - Gamma) / (2 alpha)) / alpha, the exponent capped."""
     return math.exp(min((hPh - gamma) / (2.0 * alpha), EXP_CAP)) / alpha
