@@ -304,7 +304,7 @@ def _matvec_sparse(A, idx, val, out):
 
 
 @njit(cache=True)
-def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor):
+def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor, full_rank):
     """The quantities of S_t^+ = (S_{t-1} + x x^T)^+ needed at round t, without forming it.
 
     Fills k = P x, r = N x (the part of x outside the range of S_{t-1}) and Ph = P h, and returns
@@ -320,11 +320,15 @@ def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor):
       + beta (r.h)^2 / ||r||^4; since h is in range(S_{t-1}), r.h = 0: the prediction is 0 and
       h^T S_t^+ h = h^T P h.
 
-    O(d nnz(x) + d^2) (the d^2 is P h).
+    O(d nnz(x) + d^2) (the d^2 is P h). With `full_rank` (N = 0 on every coordinate the model
+    has, so only unseen coordinates can add a direction) r = 0 without the product N x.
 
     """
     _matvec_sparse(P, idx, val, k)
-    _matvec_sparse(N, idx, val, r)
+    if full_rank:
+        r[:] = 0.0
+    else:
+        _matvec_sparse(N, idx, val, r)
     d = h.shape[0]
     for i in range(d):
         s = 0.0

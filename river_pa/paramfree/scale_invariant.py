@@ -143,10 +143,12 @@ class _Full(_ScaleInvariant):
         n = self._index.size
         k, r, Ph = self._scratch[:, :n]
         floor = n * np.finfo(float).eps * (self._trace + float(val @ val) + extra_sq)
+        # N's trace is the null space's dimension, the sink (position 0, never learned) being 1
+        full_rank = np.trace(self._N[:n, :n]) < 1.5
         for attempt in range(2):
             new, xPh, hPh, xPx = _numba.si_full_round(
                 self._P[:n, :n], self._N[:n, :n], self._hv[:n], pos, val, extra_sq, k, r, Ph,
-                floor,
+                floor, full_rank,
             )
             tol = 1e-6 * (1.0 + self._g2)
             if attempt or (-tol <= hPh <= self._g2 + tol and -1e-6 <= xPx <= 1.0 + 1e-6):
