@@ -120,8 +120,9 @@ def test_a_new_direction_far_from_a_tiny_one_keeps_the_pseudo_inverse_finite():
     model = river_pa.FullScaleInvariantRegressor(learn_intercept=False)
     model.learn_one({"a": 1e-10}, 0.0, 1e-300)
     model.learn_one({"a": 1e149, "b": 1e149}, 0.0, 1e-300)
-    P = model._P[:3, :3]  # position 0 is the sink
-    assert P[1:, 1:] == pytest.approx(np.array([[1e20, -1e20], [-1e20, 1e20]]), rel=1e-12)
+    D = model._D[1:3]  # position 0 is the sink; the learner's units are x' = D x
+    P = D[:, None] * model._P[1:3, 1:3] * D  # S^+ = D S'^+ D
+    assert P == pytest.approx(np.array([[1e20, -1e20], [-1e20, 1e20]]), rel=1e-12)
     assert (model._N[1:3, 1:3] == 0).all()  # S has full rank on the two keys
     model.learn_one({"a": 1.0, "b": 2.0}, 1.0)
     assert math.isfinite(model.predict_one({"a": 1.0, "b": 2.0}))

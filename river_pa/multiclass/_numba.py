@@ -16,7 +16,10 @@ loss is s_q - s_y + M[y, q] and the step w_y += tau x, w_q -= tau x with
 The multilabel updates work on label sets (`rel[r]` is 1 for a relevant label, 0 for an
 irrelevant one) with a threshold of score 0 between them: the ranking rule enforces the most
 violated pair (see `multilabel_pair`), the threshold rule every label's side of the threshold at
-once (see `multilabel_cut_step`).
+once (see `multilabel_cut_step`), the chain rule the same on a classifier chain (see
+`multilabel_chain_step`). `V` (label rows x label rows) holds the chain's label-on-label
+weights. Averaging keeps the running sums `U`, `ub`, `UV` of t * each step (t the event's
+number; 0 when not averaging), from which `multilabel_predict` forms the mean weights.
 
 Every batch kernel runs its rows through the same row function as the per-event path, in the
 same order, so `learn_many` gives bit-for-bit the weights of a `learn_one` loop.
@@ -31,7 +34,7 @@ from numba import njit
 from river_pa._core._numba import step_size
 
 MAX_LOSS, PREDICTION_BASED = 0, 1
-RANKING, THRESHOLD = 0, 1
+RANKING, THRESHOLD, CHAIN = 0, 1, 2
 
 
 @njit(cache=True)
@@ -163,7 +166,16 @@ def multilabel_pair(s, n, rel):
 
 
 @njit(cache=True)
-def multilabel_step(variant, c, W, b, ic, idx, val, sq, s, n, rel):
+def shift_averaged(W, b, U, ub, t, ic, idx, val, r, tau):
+    """w_r += tau x, and u_r += t tau x when averaging (t > 0 is the event's number): U sums
+    t * every step, so ((t + 1) W - U) / t is the mean of the weights after events 1..t."""
+    shift(W, b, ic, idx, val, r, tau)
+    if t > 0:
+        shift(U, ub, ic, idx, val, r, t * tau)
+
+
+@njit(cache=True)
+def multilabel_step(variant, c, W, b, U, ub, t, ic, idx, val, sq, s, n, rel):
     """One multilabel ranking PA update given the event's scores; returns tau.
 
     ||Phi(x, r) - Phi(x, q)||^2 is 2 (||x||^2 + ic) for two labels and ||x||^2 + ic against
@@ -177,14 +189,14 @@ def multilabel_step(variant, c, W, b, ic, idx, val, sq, s, n, rel):
     tau = step_size(variant, loss, moving * (sq + ic), c)
     if tau != 0.0:
         if r >= 0:
-            shift(W, b, ic, idx, val, r, tau)
+            shift_averaged(W, b, U, ub, t, ic, idx, val, r, tau)
         if q >= 0:
-            shift(W, b, ic, idx, val, q, -tau)
+            shift_averaged(W, b, U, ub, t, ic, idx, val, q, -tau)
     return tau
 
 
 @njit(cache=True)
-def multilabel_cut_step(variant, c, W, b, ic, idx, val, sq, s, n, rel):
+def multilabel_cut_step(variant, c, W, b, U, ub, t, ic, idx, val, sq, s, n, rel):
     """One PA step on the summed hinge loss of the n label-vs-threshold constraints; returns tau.
 
     Label r must score s_r >= 1 if relevant and <= -1 if not: l_r = max(0, 1 - z_r s_r) with
@@ -207,23 +219,103 @@ def multilabel_cut_step(variant, c, W, b, ic, idx, val, sq, s, n, rel):
         for r in range(n):
             z = 1.0 if rel[r] else -1.0
             if 1.0 - z * s[r] > 0.0:
-                shift(W, b, ic, idx, val, r, z * tau)
+                shift_averaged(W, b, U, ub, t, ic, idx, val, r, z * tau)
     return tau
 
 
 @njit(cache=True)
-def multilabel_update(rule, variant, c, W, b, ic, idx, val, sq, s, n, rel):
-    """`multilabel_cut_step` for THRESHOLD, `multilabel_step` for RANKING; returns tau."""
-    if rule == THRESHOLD:
-        return multilabel_cut_step(variant, c, W, b, ic, idx, val, sq, s, n, rel)
-    return multilabel_step(variant, c, W, b, ic, idx, val, sq, s, n, rel)
+def chained(s, V, r, rel):
+    """s[r] + sum_{q < r} V[r, q] rel[q]: label r's score with the relevance (0 or 1) of every
+    label before it in the chain as features of weights V[r, :r]."""
+    v = s[r]
+    for q in range(r):
+        if rel[q]:
+            v += V[r, q]
+    return v
 
 
 @njit(cache=True)
-def multilabel_dense(rule, variant, C, W, b, ic, cols, X, R, n, sw):
-    """Run the rows of a dense batch through `multilabel_update`; `R` is rows x label rows."""
+def multilabel_chain_step(variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s, n, rel):
+    """The threshold rule (`multilabel_cut_step`) on a classifier chain; returns tau.
+
+    Label r's features are x, the intercept and the true relevance rel[q] (0 or 1) of every
+    label q < r (Read et al. 2011's chain, learned on the true labels): its score is
+    `chained(s, V, r, rel)` and its squared norm ||x||^2 + ic + #{q < r relevant}, so
+    ||grad||^2 sums those norms over the violated labels; each violated row moves by
+    z_r tau times its features (V[r, q] by z_r tau rel[q]).
+
+    """
+    loss = 0.0
+    norm = 0.0
+    before = 0.0
+    for r in range(n):
+        lr = 1.0 - (chained(s, V, r, rel) if rel[r] else -chained(s, V, r, rel))
+        if lr > 0.0:
+            loss += lr
+            norm += sq + ic + before
+        before += rel[r]
+    if loss == 0.0:
+        return 0.0
+    tau = step_size(variant, loss, norm, c)
+    if tau == 0.0:
+        return 0.0
+    for r in range(n):  # row r's violation reads only row r, checked before it moves
+        z = 1.0 if rel[r] else -1.0
+        if 1.0 - z * chained(s, V, r, rel) > 0.0:
+            shift_averaged(W, b, U, ub, t, ic, idx, val, r, z * tau)
+            for q in range(r):
+                if rel[q]:
+                    V[r, q] += z * tau
+                    if t > 0:
+                        UV[r, q] += t * z * tau
+    return tau
+
+
+@njit(cache=True)
+def multilabel_update(rule, variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s, n, rel):
+    """The step of `rule` (THRESHOLD, RANKING or CHAIN) on the event's scores s = W x + b;
+    `t` > 0 also records the step in the running sums U, ub, UV (averaging). Returns tau."""
+    if rule == THRESHOLD:
+        return multilabel_cut_step(variant, c, W, b, U, ub, t, ic, idx, val, sq, s, n, rel)
+    if rule == CHAIN:
+        return multilabel_chain_step(variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s, n,
+                                     rel)
+    return multilabel_step(variant, c, W, b, U, ub, t, ic, idx, val, sq, s, n, rel)
+
+
+@njit(cache=True)
+def multilabel_dense(rule, variant, C, W, b, V, U, ub, UV, t, average, ic, cols, X, R, n, sw):
+    """Run the rows of a dense batch through `multilabel_update` (`R` is rows x label rows);
+    `t` learned events so far, counted on when `average`. Returns the new count."""
     s = np.empty(n)
     for i in range(X.shape[0]):
         sq = scores(W, b, n, cols, X[i], s)
         if sw[i] > 0.0:
-            multilabel_update(rule, variant, C * sw[i], W, b, ic, cols, X[i], sq, s, n, R[i])
+            t += average
+            multilabel_update(rule, variant, C * sw[i], W, b, V, U, ub, UV, t, ic, cols, X[i],
+                              sq, s, n, R[i])
+    return t
+
+
+@njit(cache=True)
+def multilabel_predict(s, su, V, UV, t, n, chain, out):
+    """out[r]: the score label r is predicted by (> 0: relevant), from s = W x + b and
+    su = U x + ub. With t > 0 learned events (averaging) every weight is its mean over those
+    events, ((t + 1) W - U) / t; with `chain`, label r adds its chain weights of the labels
+    predicted relevant before it."""
+    for r in range(n):
+        v = s[r] if t == 0 else ((t + 1) * s[r] - su[r]) / t
+        if chain:
+            for q in range(r):
+                if out[q] > 0.0:
+                    v += V[r, q] if t == 0 else ((t + 1) * V[r, q] - UV[r, q]) / t
+        out[r] = v
+
+
+@njit(cache=True)
+def multilabel_predict_dense(S, SU, V, UV, t, n, chain):
+    """`multilabel_predict` on every row of base scores S, SU (rows x n)."""
+    out = np.empty((S.shape[0], n))
+    for i in range(S.shape[0]):
+        multilabel_predict(S[i], SU[i], V, UV, t, n, chain, out[i])
+    return out

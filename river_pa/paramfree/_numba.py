@@ -50,6 +50,7 @@ TINY = np.finfo(np.float64).tiny  # the smallest normal float64, ~2.2e-308
 # Largest |feature value| accepted: x^2 < 1e300, so sums of up to 1e8 squares (features x
 # events at the limit) stay below float64's 1.8e308.
 MAX_ABS_VALUE = 1e150
+UNIT_SCALE_MIN = 2.0**-64  # see `unit_scale`
 
 
 @njit(cache=True)
@@ -304,7 +305,7 @@ def _matvec_sparse(A, idx, val, out):
 
 
 @njit(cache=True)
-def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor):
+def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor, full_rank, fresh):
     """The quantities of S_t^+ = (S_{t-1} + x x^T)^+ needed at round t, without forming it.
 
     Fills k = P x, r = N x (the part of x outside the range of S_{t-1}) and Ph = P h, and returns
@@ -320,11 +321,19 @@ def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor):
       + beta (r.h)^2 / ||r||^4; since h is in range(S_{t-1}), r.h = 0: the prediction is 0 and
       h^T S_t^+ h = h^T P h.
 
-    O(d nnz(x) + d^2) (the d^2 is P h).
+    O(d nnz(x) + d^2) (the d^2 is P h). With `full_rank` (N = 0 on every coordinate the model
+    has, so only unseen coordinates can add a direction) r = 0 without the product N x.
+    `fresh` says x is non-zero on a coordinate no event has been non-zero on (a fresh axis of
+    the null space): x then adds a direction exactly, whatever ||r||^2 / ||x||^2 (which
+    depends on the features' units) says, unless ||r||^2 underflows (1 / ||r||^2 must stay
+    finite for the update).
 
     """
     _matvec_sparse(P, idx, val, k)
-    _matvec_sparse(N, idx, val, r)
+    if full_rank:
+        r[:] = 0.0
+    else:
+        _matvec_sparse(N, idx, val, r)
     d = h.shape[0]
     for i in range(d):
         s = 0.0
@@ -345,9 +354,14 @@ def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor):
         kh += k[i] * h[i]
         hPh += h[i] * Ph[i]
     beta = 1.0 + xk
-    if rr > RANK_TOL * xx and rr > floor:
+    if (fresh and rr >= TINY) or (rr > RANK_TOL * xx and rr > floor):
         # h = -sum g_q x_q lies in range(S_{t-1}), orthogonal to r: r.h = 0 exactly (what is
         # computed is rounding noise, which would break the invariance of a zero prediction).
+        c = 1.0 / rr  # beta / ||r||^2, formed as `si_full_commit` forms it
+        for j in range(idx.shape[0]):
+            c += val[j] * (k[idx[j]] / rr)
+        if not math.isfinite(c):  # S_t^+ (entries up to about c) would leave float64
+            return False, np.nan, np.nan, np.nan  # refused, as below
         return True, 0.0, hPh, 1.0
     if not beta > 0.0:  # exactly beta >= 1 (P is positive semi-definite); rounding broke it
         return False, np.nan, np.nan, np.nan
@@ -390,6 +404,50 @@ def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
                 P[i, j] -= c * k[i] * k[j]
     for j in range(idx.shape[0]):
         h[idx[j]] -= g * val[j]
+
+
+@njit(cache=True)
+def si_full_scaled(D, idx, val):
+    """The values in the learner's units: val[j] * D[idx[j]], where D[i] is the power of two
+    `unit_scale` of coordinate i's first non-zero value; a coordinate without one (D[i] = 0)
+    is scaled by its value's own."""
+    out = np.empty(val.shape[0])
+    for j in range(val.shape[0]):
+        v = val[j]
+        d = D[idx[j]]
+        if d == 0.0 and v != 0.0:
+            d = unit_scale(v)
+        out[j] = v * d
+    return out
+
+
+@njit(cache=True)
+def unit_scale(v):
+    """2^-e for |v| = m 2^e (m in [0.5, 1)), clipped to [2^-64, 1]: a scale that brings a
+    value in (1, 2^64) into [0.5, 1). It never exceeds 1, so no scaled value exceeds its raw
+    value (|x| < MAX_ABS_VALUE keeps every square finite), and never goes below 2^-64, so S^+
+    (which scales by 1 / D_i D_j) grows by at most 2^128 over its raw-unit value (a raw S^+ of
+    1e20 next to a feature of 1e149 stayed finite only so)."""
+    return min(1.0, max(UNIT_SCALE_MIN, math.ldexp(1.0, -math.frexp(v)[1])))
+
+
+@njit(cache=True)
+def si_full_fresh(D, idx, val) -> bool:
+    """Whether some val[j] != 0 sits on a coordinate without a unit yet (D = 0: never
+    non-zero before, so a fresh axis of S's null space; the sink, position 0, is one)."""
+    for j in range(val.shape[0]):
+        if val[j] != 0.0 and D[idx[j]] == 0.0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def si_full_fix_scales(D, idx, val):
+    """Fix D[i] for each coordinate's first non-zero value (raw) as `si_full_scaled` chose it."""
+    for j in range(val.shape[0]):
+        i = idx[j]
+        if D[i] == 0.0 and val[j] != 0.0:
+            D[i] = unit_scale(val[j])
 
 
 @njit(cache=True)

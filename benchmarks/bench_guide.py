@@ -1,0 +1,128 @@
+"""README's "Which learner when", re-measured across sets and orders (issue 19).
+
+Binary (accuracy, progressive validation): the stationary shared sets a9a (its first 10,000
+events of each order), phishing and mushrooms, features as stored (already in [0, 1] or
+binary), in file order and `--shuffles` seeded shuffles; elec2 (drifting) in file order only,
+since a shuffle removes its drift. Regression (R^2 and MAE, River's `StandardScaler` in front of
+every learner): abalone, cadata (first 5,000 events of each order) and scikit-learn's diabetes,
+same orders; the running mean of the target is the floor (R^2 about 0).
+
+Prints, per set and learner, the mean and standard deviation over the orders and the range.
+
+Run: ``python benchmarks/bench_guide.py [--shuffles 4] [--part binary|regression]`` (about 10
+minutes on one core; most of it `FullScaleInvariant*`, O(d^2) per event).
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+
+import numpy as np
+from river import linear_model, metrics, preprocessing, stats
+from sklearn.datasets import load_diabetes, load_svmlight_file
+
+import river_pa
+from river_pa.evaluate.datasets import shared_folder
+
+BINARY = {
+    "PAClassifier(C=0.01)": lambda: river_pa.PAClassifier(C=0.01),
+    "PAClassifier(C=1)": lambda: river_pa.PAClassifier(C=1.0),
+    "FullScaleInvariantClassifier()": lambda: river_pa.FullScaleInvariantClassifier(),
+    "CoordinateScaleInvariantClassifier()": lambda: river_pa.CoordinateScaleInvariantClassifier(),
+    "RescaledExpClassifier()": lambda: river_pa.RescaledExpClassifier(),
+    "river LogisticRegression()": lambda: linear_model.LogisticRegression(),
+}
+REGRESSION = {
+    "PARegressor()": lambda: river_pa.PARegressor(),
+    "FullScaleInvariantRegressor()": lambda: river_pa.FullScaleInvariantRegressor(),
+    "CoordinateScaleInvariantRegressor()": lambda: river_pa.CoordinateScaleInvariantRegressor(),
+    "RescaledExpRegressor()": lambda: river_pa.RescaledExpRegressor(),
+    "river LinearRegression()": lambda: linear_model.LinearRegression(),
+}
+
+
+class RunningMean:
+    """Predicts the mean of the targets seen so far: the floor of a regressor."""
+
+    def __init__(self):
+        self.mean = stats.Mean()
+
+    def predict_one(self, x):
+        return self.mean.get()
+
+    def learn_one(self, x, y):
+        self.mean.update(y)
+
+
+def libsvm(name: str, n: int | None = None):
+    X, y = load_svmlight_file(str(shared_folder() / name / f"{name}.bz2"))
+    return X.toarray(), y == y.max(), n
+
+
+def binary_sets() -> dict:
+    with gzip.open(shared_folder() / "elec2" / "elec.csv.gz", "rt") as f:
+        elec = np.genfromtxt(f, delimiter=",", skip_header=1)
+    return {"a9a": libsvm("a9a", 10_000), "phishing": libsvm("phishing"),
+            "mushrooms": libsvm("mushrooms"), "elec2 (drifting)": (elec[:, :-1], elec[:, -1] == 1,
+                                                                   None)}
+
+
+def regression_sets() -> dict:
+    X, y = load_svmlight_file(str(shared_folder() / "abalone" / "abalone_scale.bz2"))
+    with gzip.open(shared_folder() / "cadata" / "cal_housing.csv.gz", "rt") as f:
+        cal = np.genfromtxt(f, delimiter=",", skip_header=1)
+    diabetes = load_diabetes()
+    return {"abalone": (X.toarray(), y, None), "cadata": (cal[:, :-1], cal[:, -1], 5_000),
+            "diabetes": (diabetes.data, diabetes.target, None)}
+
+
+def progressive(model, X, y, regression: bool) -> tuple:
+    m = [metrics.R2(), metrics.MAE()] if regression else [metrics.Accuracy()]
+    for row, target in zip(X.tolist(), y.tolist()):
+        x = dict(enumerate(row))
+        p = model.predict_one(x)
+        for metric in m:
+            metric.update(target, p)
+        model.learn_one(x, target)
+    return tuple(metric.get() for metric in m)
+
+
+def run(sets: dict, learners: dict, shuffles: int, regression: bool) -> None:
+    for name, (X, y, n) in sets.items():
+        orders = 1 if "drifting" in name else shuffles + 1
+        runs = {learner: [] for learner in learners}
+        if regression:
+            runs["running mean"] = []
+        for o in range(orders):
+            idx = np.arange(len(X)) if o == 0 else np.random.default_rng(o).permutation(len(X))
+            idx = idx[:n]
+            for learner, make in learners.items():
+                model = preprocessing.StandardScaler() | make() if regression else make()
+                runs[learner].append(progressive(model, X[idx], y[idx], regression))
+            if regression:
+                runs["running mean"].append(progressive(RunningMean(), X[idx], y[idx], True))
+        print(f"\n{name}: {len(idx)} events x {X.shape[1]} features, {orders} orders")
+        for learner, r in runs.items():
+            r = np.array(r)
+            cols = [f"{r[:, k].mean():>9.4f} ±{r[:, k].std():.4f} [{r[:, k].min():.4f}, "
+                    f"{r[:, k].max():.4f}]" for k in range(r.shape[1])]
+            print(f"{learner:<40}" + "  ".join(cols), flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shuffles", type=int, default=4)
+    parser.add_argument("--part", choices=["binary", "regression", "both"], default="both")
+    args = parser.parse_args(argv)
+    if args.part in ("binary", "both"):
+        print("binary: accuracy, mean ± sd [min, max] over the orders")
+        run(binary_sets(), BINARY, args.shuffles, regression=False)
+    if args.part in ("regression", "both"):
+        print("\nregression: R^2 then MAE, mean ± sd [min, max] over the orders")
+        run(regression_sets(), REGRESSION, args.shuffles, regression=True)
+
+
+if __name__ == "__main__":
+    main()
