@@ -15,6 +15,7 @@ the previous checkpoint, which is kept (hard-linked first) as `<path>.prev`: wit
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import io
@@ -211,7 +212,8 @@ def check_writable(path: str | Path) -> None:
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot write a checkpoint there ({exc.strerror})") from None
     finally:
-        probe.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a parent that is a file: NotADirectoryError
+            probe.unlink(missing_ok=True)
 
 
 def _write_private(path: Path, data: bytes) -> None:

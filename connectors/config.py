@@ -403,13 +403,44 @@ def _check_client(settings: dict) -> dict:
 
     from river_pa.connectors.kafka_io import RESERVED_SETTINGS
 
+    reserved = sorted(set(settings) & (RESERVED_SETTINGS | {"bootstrap_servers"}))
+    if reserved:  # bootstrap_servers in [kafka] replaced --bootstrap-servers' for the clients
+        raise SystemExit(f"river-pa serve: Kafka client settings {reserved} (from [kafka], "
+                         "--kafka or RIVER_PA_KAFKA_*) are set by the daemon itself (the "
+                         "bootstrap servers with --bootstrap-servers)")
     known = (set(KafkaConsumer.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG)) - RESERVED_SETTINGS
     unknown = sorted(set(settings) - known)
     if unknown:
         raise SystemExit(f"river-pa serve: unknown Kafka client settings {unknown} (from [kafka], "
                          "--kafka or RIVER_PA_KAFKA_*); known settings are: "
                          + ", ".join(sorted(known)))
+    defaults = {**KafkaProducer.DEFAULT_CONFIG, **KafkaConsumer.DEFAULT_CONFIG}
+    for key, value in settings.items():
+        why = _client_value_error(key, value, defaults[key])
+        if why:
+            raise SystemExit(f"river-pa serve: Kafka client setting {key}={value!r:.60} (from "
+                             f"[kafka], --kafka or RIVER_PA_KAFKA_*): {why}")
     return settings
+
+
+def _client_value_error(key: str, value, default) -> str | None:
+    """Why `value` cannot be client setting `key` (whose default is `default`), if it cannot:
+    kafka-python checks few of them and failed later with a TypeError traceback ("abc" for a
+    timeout) or a timeout "in -1 ms" that named no setting."""
+    if key == "acks":  # 0, 1, -1 or "all"
+        return None if value in (0, 1, -1, "all") else "must be 0, 1, -1 or \"all\""
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "must be true or false"
+    if isinstance(default, (int, float)) and default is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return "must be a number"
+        if isinstance(default, int) and not isinstance(value, int):
+            return "must be a whole number"
+        if value < 0 and key.endswith(("_ms", "_bytes", "_size", "_records")):
+            return "must not be negative"
+    elif isinstance(default, str) and not isinstance(value, str):
+        return "must be a string"
+    return None
 
 
 def _check_keys(table: dict, path: str) -> dict:

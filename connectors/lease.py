@@ -47,7 +47,9 @@ from kafka.protocol.consumer.metadata import (
 from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.daemon import MODEL_FIELDS, Daemon, ensure_topic, watch_stop
+from river_pa.connectors.daemon import (
+    MODEL_FIELDS, Daemon, close_producer, ensure_topic, watch_stop,
+)
 from river_pa.connectors.kafka_io import (
     CLIENT_DEFAULTS, OutputError, client_settings, fenced_by_state,
 )
@@ -272,10 +274,7 @@ class Learner(Daemon):
         producer's unsent records (e.g. a model snapshot) are dropped first, so nothing more
         reaches the broker."""
         if not self.lease.confirm():
-            try:
-                self.producer.close(timeout=0)
-            except KafkaError as exc:  # unsent records are dropped all the same
-                log.warning("closing the producer: %s", exc)
+            close_producer(self.producer, 0)  # unsent records are dropped
             raise LeaseLost(f"the lease {self.lease.topic} of group {self.lease.group} is lost")
 
     def _publish(self) -> None:

@@ -19,10 +19,11 @@ holds (`candidates`, newest first), each checked for size and digest; the caller
 payload and calls `accept` or `reject`. Anything not valid (a key or manifest that does not
 parse, chunks missing or too large, a digest mismatch, a version not newer than the one held)
 is reported once to `on_invalid` with the reason and dropped. The reader keeps the chunks of
-the `KEEP_VERSIONS + 1` newest manifests above the one held, and of versions whose manifest
-has not come yet up to `max_pending_bytes` and `MAX_PENDING_VERSIONS` (the oldest dropped
-first); chunks of a version
-older than a manifest that came are dropped (nobody will publish it). Kafka has no such
+the `KEEP_VERSIONS + 1` newest manifests above the one held (older ones too while they all
+hold at most `max_pending_bytes`: a manifest is not verified until its version is loaded, and
+forged ones must not push the valid versions out), and of versions whose manifest has not
+come yet up to `max_pending_bytes` and `MAX_PENDING_VERSIONS` (the oldest dropped first;
+a newer manifest does not drop them either, for the same reason). Kafka has no such
 mechanism and kafka-python none either, hence this module (Kafka Streams and Quix Streams keep
 state the same way: a compacted changelog topic read to its end on restore).
 
@@ -251,12 +252,16 @@ class Reader:
             return self._invalid(manifest)
         held.manifest = manifest
         self.newest = max(self.newest, at)
-        for other in list(self.versions):  # nobody will publish these: a newer manifest came
-            if other < at and self.versions[other].manifest is None:
-                del self.versions[other]
+        # the oldest announced versions go beyond KEEP_VERSIONS + 1 only while they hold more
+        # than max_pending_bytes of chunks: manifests are unverified until loaded, and three
+        # forged ones (no chunks, or chunks of junk) cut by count pushed the valid versions
+        # out, so no new learner or predictor could start (found by a new user's try)
         announced = sorted(k for k, v in self.versions.items() if v.manifest is not None)
+        total = sum(self.versions[k].nbytes for k in announced)
         for old in announced[:-(KEEP_VERSIONS + 1)]:
-            del self.versions[old]
+            if total <= self.max_pending_bytes:
+                break
+            total -= self.versions.pop(old).nbytes
 
     def _bound(self) -> None:
         """Drop versions without a manifest, the oldest first, beyond `max_pending_bytes` or

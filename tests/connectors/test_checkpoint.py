@@ -295,3 +295,11 @@ def test_the_configured_models_own_classes_are_trusted(model):
 
 def _custom_cost(y, r) -> float:
     return float(y != r)
+
+
+def test_a_checkpoint_path_under_a_file_is_one_error(tmp_path):
+    # a new user's try: --checkpoint-path /etc/passwd/x.bin ended in NotADirectoryError from
+    # the probe's cleanup, a traceback after the right message
+    (tmp_path / "file").write_text("")
+    with pytest.raises(checkpoint.CheckpointError, match="cannot write a checkpoint there"):
+        checkpoint.check_writable(tmp_path / "file" / "x.bin")

@@ -270,3 +270,25 @@ def test_a_topic_name_kafka_refuses_is_one_line(flag, value):
 def test_optional_topics_may_be_off_and_legal_names_pass():
     cfg = load_config(["--metrics-topic", "", "--events-topic", "a.b_c-1"], environ={})
     assert (cfg.metrics_topic, cfg.events_topic, cfg.model_topic) == ("", "a.b_c-1", "a.b_c-1.model")
+
+
+@pytest.mark.parametrize("settings, why", [
+    ({"request_timeout_ms": "abc"}, "request_timeout_ms='abc' .*: must be a number"),
+    ({"max_block_ms": -1}, "max_block_ms=-1 .*: must not be negative"),
+    ({"linger_ms": 1.5}, "linger_ms=1.5 .*: must be a whole number"),
+    ({"enable_idempotence": "yes"}, "enable_idempotence='yes' .*: must be true or false"),
+    ({"security_protocol": 1}, "security_protocol=1 .*: must be a string"),
+    ({"acks": "some"}, "acks='some' .*: must be 0, 1, -1 or \"all\""),
+    ({"bootstrap_servers": "127.0.0.1:1"}, r"\['bootstrap_servers'\] .* --bootstrap-servers"),
+])
+def test_a_kafka_client_setting_of_the_wrong_kind_is_one_line(settings, why):
+    # a new user's try: "abc" for a timeout was a TypeError traceback from kafka-python, -1 a
+    # timeout "in -1 ms", and bootstrap_servers replaced --bootstrap-servers unseen
+    with pytest.raises(SystemExit, match=f"^river-pa serve: Kafka client setting.*{why}"):
+        load_config(["--kafka", json.dumps(settings)], environ={})
+
+
+def test_kafka_client_settings_of_the_right_kind_pass():
+    settings = {"acks": "all", "linger_ms": 5, "retries": 3, "enable_idempotence": True,
+                "security_protocol": "PLAINTEXT", "max_block_ms": 10000}
+    assert load_config(["--kafka", json.dumps(settings)], environ={}).kafka == settings

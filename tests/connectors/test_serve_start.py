@@ -85,4 +85,6 @@ def test_a_max_poll_interval_that_fits_the_batches_is_taken():
                       {})
     assert cfg.kafka["max_poll_interval_ms"] == 30_500
     with pytest.raises(SystemExit, match=r"max_poll_interval_ms must be a number of milliseconds"):
+        load_config(["--kafka", '{"max_poll_interval_ms": 0}'], {})
+    with pytest.raises(SystemExit, match=r"max_poll_interval_ms='soon' .*: must be a number"):
         load_config(["--kafka", '{"max_poll_interval_ms": "soon"}'], {})

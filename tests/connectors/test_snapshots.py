@@ -3,11 +3,12 @@ one is ignored or refused, never raised out of the reader (which restarts at the
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 
-from river_pa.connectors.snapshots import _manifest, _progress
+from river_pa.connectors.snapshots import Publisher, Reader, _manifest, _progress
 
 NESTED = b"[" * 100_000  # json.loads raised RecursionError: a predictor crash loop
 PROGRESS = {"learned": 550, "events": 600, "time_ms": 1_764_590_000_000, "term": 2, "version": 7}
@@ -43,3 +44,51 @@ def test_a_bad_manifest_is_refused_with_its_reason(value, reason):
 
 def test_a_manifest_is_read_back():
     assert _manifest(json.dumps(MANIFEST).encode(), 3, 9) == MANIFEST
+
+
+class _Unread:
+    """The two calls a Reader makes of its consumer when built: records are given to `_take`
+    here, as `poll` would."""
+
+    def assign(self, partitions):
+        pass
+
+    def seek_to_beginning(self, *partitions):
+        pass
+
+
+def _reader_of(records) -> tuple[Reader, list]:
+    invalid = []
+    reader = Reader(_Unread(), "events.model", "model", invalid.append)
+    for key, value in records:
+        reader._take(key, value)
+    return reader, invalid
+
+
+def test_forged_manifests_do_not_push_the_valid_version_out():
+    # a new user's try: three forged manifests of newer versions (no chunks, or chunks of
+    # junk whose digest matches) hid the valid snapshot from every new learner and predictor
+    sent = []
+    Publisher("events.model", "model", 2, 12, []).publish(
+        lambda topic, value, key: sent.append((key, value)), b"the model" * 1000)
+    junk = b"junk"
+    forged = [(b"model/99/1000", json.dumps({"term": 99, "version": 1000, "chunks": 1,
+                                             "bytes": 4, "sha256": "00"}).encode()),
+              (b"model/99/1001/0", junk),
+              (b"model/99/1001", json.dumps({"term": 99, "version": 1001, "chunks": 1, "bytes": 4,
+                                             "sha256": hashlib.sha256(junk).hexdigest()}).encode()),
+              (b"model/99/1002", json.dumps({"term": 99, "version": 1002, "chunks": 1,
+                                             "bytes": 4, "sha256": "00"}).encode())]
+    chunks, manifest = sent[:-1], sent[-1]
+    # the forgeries before, between and after the valid version's chunks and manifest
+    for records in (forged + sent, sent + forged, chunks + forged + [manifest]):
+        reader, invalid = _reader_of(records)
+        tried = []
+        for found, payload in reader.candidates():
+            tried.append((found["term"], found["version"]))
+            if payload != junk:  # the caller's loader refuses the junk (HMAC, unpickling)
+                reader.accept(found)
+                break
+            reader.reject(found, "does not load")
+        assert tried[-1] == (2, 13) and reader.held == (2, 13)
+        assert len(invalid) == 3  # two lacking chunks or digest, one that does not load
