@@ -93,6 +93,10 @@ def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> Kaf
         "linger_ms": 20,
         "batch_size": 262_144,
         "max_request_size": max(1_048_576, 2 * cfg.max_record_bytes),
+        # how long a transactional call or flush waits (`transact`): kafka-python 3.0.12 loses
+        # the request sent as the coordinator's broker stops, so this is how long a daemon
+        # stalls then (60 s by default: a member leaving held its partitions that long)
+        "max_block_ms": 20_000,
         **CLIENT_DEFAULTS,
         **client_settings(cfg.kafka, KafkaProducer),
     }

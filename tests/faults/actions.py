@@ -203,12 +203,20 @@ def forged_pickle(run, fault) -> str:
 
 # ---- topic limits -----------------------------------------------------------------------
 
+# below any prediction's batch, above a transaction marker's (a control batch of about 80
+# bytes): at 64 bytes the broker's transaction coordinator failed to write a marker
+# (IllegalStateException: RecordTooLargeException while sending txn marker, seed 136) and the
+# predictors' transactional ids stayed stuck until the coordinator moved, whatever a client
+# did: an operator's limit that Kafka itself cannot live with, not a fault to serve through
+LIMIT_BYTES = 100
+
+
 def limit(run, fault) -> str:
     preds = run.topics[2]
-    run.cluster.set_topic_config(preds, "max.message.bytes", "64")
+    run.cluster.set_topic_config(preds, "max.message.bytes", str(LIMIT_BYTES))
     run.later(fault.seconds, lambda: run.cluster.set_topic_config(preds, "max.message.bytes", None),
               f"max.message.bytes of {preds} restored")
-    return f"max.message.bytes of {preds} lowered to 64 for {fault.seconds} s"
+    return f"max.message.bytes of {preds} lowered to {LIMIT_BYTES} for {fault.seconds} s"
 
 
 ACTIONS = {"kill": signal_daemon, "term": signal_daemon, "pause": signal_daemon, "broker": broker,

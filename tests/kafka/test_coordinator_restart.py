@@ -15,7 +15,7 @@ from river_pa.connectors.replay import elec2, records, send_all
 from tests.kafka.conftest import coordinator_nodes
 
 N_EVENTS = 3_000
-# a transactional call that does not end is given up after max_block_ms (60 s by default)
+# a transactional call that does not end is given up after max_block_ms (20 s by default)
 EO = ("--exactly-once", "--checkpoint-seconds", "0.5", "--max-poll-records", "50",
       "--kafka", '{"max_block_ms": 10000}')
 
