@@ -132,7 +132,9 @@ def test_a_member_keeping_partitions_loses_none_of_their_buffered_records(kafka,
         assert time.monotonic() < deadline, f"{len(all_ids(n) - ids)} events never predicted"
         time.sleep(0.5)
     assert kafka.stop(d1) == 0
-    assert kafka.last_report("d1.jsonl")["events"] < n  # the d2s did serve a share
+    # that d2-0 served a share is waited for above; d1's own count may still reach n, as it
+    # counts what it served before a rebalance and served again after it (at least once; seen
+    # with both cores busy: 30000 < 30000)
 
 
 def all_ids(n: int) -> set[str]:
