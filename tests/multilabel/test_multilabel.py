@@ -101,19 +101,11 @@ def test_averaged_prediction_is_the_mean_of_the_weights_after_each_event(rule, e
 
 
 def _progressive(model, X, Y):
-    """(Hamming loss, example-F1) of one progressive pass, StandardScaler in front."""
-    from river import preprocessing
+    """(Hamming loss, example-F1) of one progressive pass, StandardScaler in front: the
+    benchmark's own loop (benchmarks/bench_multilabel.py), on a reduced stream."""
+    from benchmarks.bench_multilabel import progressive
 
-    model = preprocessing.StandardScaler() | model
-    labels = list(range(Y.shape[1]))
-    P = np.zeros_like(Y)
-    for i, (row, y) in enumerate(zip(X.tolist(), Y.tolist())):
-        x = dict(enumerate(row))
-        p = model.predict_one(x)
-        P[i] = [bool(p.get(k, False)) for k in labels]
-        model.learn_one(x, dict(zip(labels, y)))
-    tp, den = (Y & P).sum(axis=1), Y.sum(axis=1) + P.sum(axis=1)
-    return np.mean(Y != P), np.where(den == 0, 1.0, 2 * tp / np.maximum(den, 1)).mean()
+    return progressive(lambda labels: model, X, Y)
 
 
 def test_default_beats_the_chain_of_logistic_regressions(emotions):
