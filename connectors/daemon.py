@@ -20,7 +20,8 @@ from functools import partial
 from pathlib import Path
 
 from kafka.errors import (
-    IllegalStateError, KafkaError, KafkaTimeoutError, MessageSizeTooLargeError, ProducerFencedError,
+    IllegalStateError, KafkaConnectionError, KafkaError, KafkaTimeoutError,
+    MessageSizeTooLargeError, ProducerFencedError,
 )
 from kafka.structs import TopicPartition
 from river import base
@@ -32,8 +33,8 @@ from river_pa.connectors.codec import (
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka_io import (
     OutputTooLarge, Outputs, RebalanceQueue, group_size, make_admin, make_consumer,
-    make_offsets_client, make_producer, offsets_to_commit, quiet_bootstrap, topic_limits, tp_key,
-    transact, unreachable,
+    make_offsets_client, make_producer, offsets_to_commit, poll, quiet_bootstrap, topic_limits,
+    tp_key, transact, unreachable,
 )
 from river_pa.connectors.merge import Merger
 from river_pa.connectors.metrics import Health
@@ -393,7 +394,7 @@ class Daemon:
     def _step(self) -> None:
         """Poll (without waiting while ready records remain), then process one bounded batch."""
         timeout = 0 if self.backlog else self.cfg.poll_timeout_ms
-        polled = self.consumer.poll(timeout_ms=timeout)
+        polled = poll(self.consumer, timeout)
         self.log_ends.clear()
         revoked, reassigned = self.rebalances.take()
         if revoked and self.cfg.exactly_once and self.since_checkpoint:
@@ -651,6 +652,8 @@ class Daemon:
                 known = self.consumer.position(tp, timeout_ms=1000)
         except IllegalStateError:
             return True
+        except KafkaConnectionError:  # no broker (kafka-python's lookup of the group
+            return False              # coordinator, see kafka_io.poll): hold the other back
         if known is None or (highwater is not None and known < highwater):
             return False
         # The high watermark is the one of the last fetch of `tp`, which can be far behind

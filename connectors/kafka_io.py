@@ -7,6 +7,7 @@ import logging
 import socket
 import threading
 import time
+import weakref
 from collections import deque
 
 from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -17,9 +18,12 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
 
+log = logging.getLogger("river_pa.serve")
+
 __all__ = [
     "OutputError", "OutputTooLarge", "Outputs", "RebalanceQueue", "client_settings",
     "dead_letter_headers", "explain", "group_size", "make_admin", "make_consumer", "make_producer", "offsets_to_commit",
+    "poll",
     "quiet_bootstrap", "quiet_normal_operation", "topic_limits", "tp_key", "transact",
     "unreachable",
 ]
@@ -147,6 +151,27 @@ def fenced_by_state(producer: KafkaProducer | None, wait_s: float) -> bool:
         time.sleep(0.05)
     return isinstance(manager.last_error, (kafka_errors.ProducerFencedError,
                                            kafka_errors.InvalidProducerEpochError))
+
+
+_OUTAGES: weakref.WeakSet = weakref.WeakSet()  # consumers whose last poll met no broker
+
+
+def poll(consumer: KafkaConsumer, timeout_ms: int) -> dict:
+    """`consumer.poll`, or {} after a pause while no broker answers (the caller polls again;
+    the client reconnects once one is back). kafka-python 3.0.12 lets a group consumer's poll
+    raise KafkaConnectionError then: its coordinator lookup retries a failed request, but not
+    the metadata update it waits for after one (`ensure_coordinator_ready_async`), so a
+    daemon exited at a broker's stop. One warning per outage."""
+    try:
+        polled = consumer.poll(timeout_ms=timeout_ms)
+    except kafka_errors.KafkaConnectionError as exc:
+        if consumer not in _OUTAGES:
+            log.warning("no broker answers (%s): polling on until one does", exc)
+            _OUTAGES.add(consumer)
+        time.sleep(max(timeout_ms, consumer.config["retry_backoff_ms"]) / 1000)
+        return {}
+    _OUTAGES.discard(consumer)
+    return polled
 
 
 def make_admin(cfg: ServeConfig) -> KafkaAdminClient:

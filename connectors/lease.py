@@ -51,7 +51,7 @@ from river_pa.connectors.daemon import (
     MODEL_FIELDS, Daemon, close_producer, ensure_topic, watch_stop,
 )
 from river_pa.connectors.kafka_io import (
-    CLIENT_DEFAULTS, OutputError, client_settings, fenced_by_state,
+    CLIENT_DEFAULTS, OutputError, client_settings, fenced_by_state, poll,
 )
 from river_pa.connectors.snapshots import Publisher
 
@@ -149,7 +149,7 @@ class Lease:
         """Poll the lease consumer (joining, heartbeats, rebalances); True while partition 0
         is assigned to this member, under the member id it was elected with, as far as it
         knows."""
-        self.consumer.poll(timeout_ms=timeout_ms)
+        poll(self.consumer, timeout_ms)
         return self._ours()
 
     def _ours(self) -> bool:
