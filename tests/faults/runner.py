@@ -177,11 +177,16 @@ class Run:
         self.note("healed: every broker up, every daemon running, no fault left")
 
     def close(self) -> None:
+        """Kill the daemons, then delete the run's topics (a long soak shares the cluster)."""
         self.kafka.close()
         for slot in self.fleet.slots.values():
             if slot.proc is not None and slot.proc.poll() is None:
                 slot.proc.kill()
                 slot.proc.wait()
+        try:
+            self.kafka.delete_topics()
+        except Exception as exc:  # noqa: BLE001 (cleanup: must not hide what ended the run)
+            self.note(f"topics not deleted: {exc!r}")
 
 
 def run_schedule(schedule: Schedule, exactly_once: bool, bootstrap: str, workdir: Path,
