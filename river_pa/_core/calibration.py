@@ -41,12 +41,16 @@ a9a for about 5% of the events), P(True) stays just above 1/2: the cost of keepi
 Written here rather than borrowed (River's `LogisticRegression` on the margin, scikit-learn's
 `CalibratedClassifierCV` or `IsotonicRegression`): an SGD step of fixed learning rate is not
 invariant to the margin's scale and can diverge early, and scikit-learn's calibrators are
-batch fits. The binary mixture costs a few vector operations over 66 experts per labelled
-event.
+batch fits. The binary mixture costs 3 vector operations over the 65 temperatures per
+prediction and 7 per label (the temperatures' posterior gives their mixture's likelihood, the
+histogram is scalar arithmetic): 73k predictions and labels a second here against 78k for the
+temperatures alone.
 
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -63,18 +67,17 @@ _LOG_PRIOR[_ONE] = np.log(0.5)
 # the binary mixture: the temperatures, then the histogram expert
 BINS = 10  # per side of m = 0 (5 and 20 gave the same ECE counts within 1 run in 18)
 STRENGTH = 2.0  # pseudo-events at the temperatures' p per bin (0.5 gave the same within 1 run)
-_LOG_PRIOR_BINARY = np.append(np.full(len(GRID), np.log(0.25 / (len(GRID) - 1))), np.log(0.25))
-_LOG_PRIOR_BINARY[_ONE] = np.log(0.5)
+# prior 1/4 on the histogram and 3/4 on the temperatures, among which 2/3 on a = 1: 1/2 in all
+_LOG_ODDS_HISTOGRAM = -np.log(3.0)
+_LOG_PRIOR_T = np.full(len(GRID), np.log(1 / 3 / (len(GRID) - 1)))
+_LOG_PRIOR_T[_ONE] = np.log(2 / 3)
+_HALF_GRID = GRID / 2
 _ABOVE_HALF, _BELOW_HALF = float(np.nextafter(0.5, 1.0)), float(np.nextafter(0.5, 0.0))
 _CERTAIN = 1.0 - 2.0**-40  # the histogram's largest P: a miss costs it at most 27.7 nats
 
 
 # numpy only, by hand: scipy.special's expit, softmax and logsumexp would add scipy's import
-# (about 0.1 s) to every `import river_pa`, for three one-line formulas
-def _sigmoids(z: np.ndarray) -> np.ndarray:
-    return 0.5 + 0.5 * np.tanh(0.5 * z)  # no overflow for any finite z
-
-
+# (about 0.1 s) to every `import river_pa`, for one-line formulas
 def _softmax_rows(Z: np.ndarray) -> np.ndarray:
     e = np.exp(Z - Z.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -144,12 +147,13 @@ class MarginMixture:
     """Online calibration of a binary margin: a Bayesian mixture of the temperatures `GRID`
     and of a histogram expert that calibeats them (see the module docstring).
 
-    State (plain numpy arrays: they pickle): `log_w` and `w`, the unnormalised log and the
-    normalised posterior weights (float64, 66: the temperatures, then the histogram expert);
-    `t`, the temperatures' weights among themselves (float64, 65: the weights of the mixture
-    the histogram expert calibeats, kept apart since the histogram's weight can take all of
-    `w`); `hits` and `events`, the labels True and the labelled events of each histogram bin
-    (float64, 2 `BINS`: m < 0, then m > 0, each by |2 p - 1| rising).
+    The 66 experts' posterior is kept in two levels, which Bayes' rule gives exactly: the
+    temperatures among themselves, and the histogram against the temperatures' mixture. State
+    (plain numpy arrays and floats: they pickle): `log_t` and `t`, the log and the normalised
+    weights of the temperatures among themselves (float64, 65); `log_odds`, the histogram's
+    posterior log-odds against them; `hits` and `events`, the labels True and the labelled
+    events of each histogram bin (float64, 2 `BINS`: m < 0, then m > 0, each by |2 p - 1|
+    rising).
 
     >>> cal = MarginMixture()
     >>> cal.a, round(cal.proba(1.0), 4)   # the link's sigmoid(1) = 0.7311, pulled towards
@@ -172,9 +176,9 @@ class MarginMixture:
     """
 
     def __init__(self):
-        self.log_w = _LOG_PRIOR_BINARY.copy()
-        self.w = np.exp(self.log_w)
-        self.t = _bayes(self.log_w[:-1], 0.0)[1]
+        self.log_t = _LOG_PRIOR_T.copy()
+        self.t = np.exp(self.log_t)
+        self.log_odds = float(_LOG_ODDS_HISTOGRAM)
         self.hits = np.zeros(2 * BINS)
         self.events = np.zeros(2 * BINS)
 
@@ -183,32 +187,44 @@ class MarginMixture:
         """The most probable inverse temperature (1 before any label)."""
         return float(GRID[self.t.argmax()])
 
-    def _experts(self, m: float) -> tuple[np.ndarray, float, int]:
-        """(the temperatures' sigmoid(a_k m), the histogram expert's P(True), its bin)."""
-        s = _sigmoids(GRID * m)
-        p = float(self.t @ s)
+    @property
+    def w(self) -> np.ndarray:
+        """The 66 experts' posterior weights: the temperatures, then the histogram."""
+        h = 0.5 + 0.5 * math.tanh(0.5 * self.log_odds)
+        return np.append((1.0 - h) * self.t, h)
+
+    def _histogram(self, m: float, p: float) -> tuple[float, int]:
+        """(the histogram expert's P(True), its bin) for the margin m (not 0) at which the
+        temperatures give P(True) = p; on the side of 1/2 of m, and never 0 or 1."""
         j = min(int(abs(2.0 * p - 1.0) * BINS), BINS - 1) + (BINS if m > 0 else 0)
         q = float(self.hits[j] + STRENGTH * p) / float(self.events[j] + STRENGTH)
-        q = min(max(q, _ABOVE_HALF), _CERTAIN) if m > 0 else max(min(q, _BELOW_HALF), 1 - _CERTAIN)
-        return s, q, j
+        if m > 0:
+            return min(max(q, _ABOVE_HALF), _CERTAIN), j
+        return max(min(q, _BELOW_HALF), 1.0 - _CERTAIN), j
 
     def proba(self, m: float) -> float:
         """P(True) for the margin m: above 1/2 exactly when m > 0 (1/2 for 0 or NaN)."""
         if not (m > 0.0 or m < 0.0):
             return 0.5
-        s, q, _ = self._experts(m)
-        p = float(self.w[:-1] @ s) + float(self.w[-1]) * q
+        p = 0.5 + 0.5 * float(self.t @ np.tanh(_HALF_GRID * m))  # sum_k t_k sigmoid(a_k m)
+        q = self._histogram(m, p)[0]
+        p += (0.5 + 0.5 * math.tanh(0.5 * self.log_odds)) * (q - p)
         return max(p, _ABOVE_HALF) if m > 0 else min(p, _BELOW_HALF)  # rounding
 
     def learn(self, m: float, y: bool) -> None:
         """Bayes' rule for the labelled margin (m, y), then its bin's counts; a margin that is
         0 or not finite carries no information (every a_k gives it 1/2, or it overflows)."""
-        if m == 0.0 or not np.isfinite(m):
+        if m == 0.0 or not math.isfinite(m):
             return
-        s, q, j = self._experts(m)
-        losses = np.append(np.logaddexp(0.0, (-m if y else m) * GRID), -np.log(q if y else 1 - q))
-        self.log_w, self.w = _bayes(self.log_w, losses)
-        self.t = _bayes(self.log_w[:-1], 0.0)[1]
+        log_t = self.log_t - np.logaddexp(0.0, (-m if y else m) * GRID)
+        top = log_t.max()
+        e = np.exp(log_t - top)
+        total = e.sum()
+        log_like = float(top + np.log(total))  # ln P(y) of the temperatures' mixture
+        p = math.exp(log_like) if y else -math.expm1(log_like)  # their P(True) before
+        q, j = self._histogram(m, p)
+        self.log_odds += math.log(q if y else 1.0 - q) - log_like
+        self.log_t, self.t = log_t - log_like, e / total
         self.hits[j] += y
         self.events[j] += 1.0
 
