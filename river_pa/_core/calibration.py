@@ -8,7 +8,7 @@ weight is its prior times exp(-its cumulative log loss on the progressive margin
 labelled event's margin is taken before the learner learns from it). The log loss of such a
 mixture over any stream is at most any expert's plus the log of the inverse of that expert's
 prior weight, and the experts may themselves learn from the past (the bound needs nothing
-else). Every expert gets half its prior on the uncalibrated link, so over any stream the
+else). Both mixtures put half the prior on the uncalibrated link, so over any stream the
 calibrated cumulative log loss exceeds the uncalibrated link's by at most ln 2 nats in total.
 No step size, nothing that can jump: the Newton-step fit of issue 19 moved a from 1 to about
 100 on the second event of a stream whose first margin was tiny, and made LogLoss up to 7x
