@@ -10,13 +10,17 @@ Quality (``--quality``): issue 19's table. For every shared binary set, in file 
 LogLoss and 10-bin ECE of the uncalibrated link and of the calibrated learner, and two batch
 anchors fitted after the fact on the same progressive margins (in-sample: the best a
 calibrator of the margin could have done): Platt's sigmoid and isotonic regression, the two
-maps of scikit-learn's `CalibratedClassifierCV`. Prints one line per run, then the spread of
-calibrated / uncalibrated LogLoss and the runs where calibration is worse by more than 1% or
-leaves ECE above 0.03.
+maps of scikit-learn's `CalibratedClassifierCV`, and River's `LogisticRegression()` on the
+same stream. Prints one line per run, then per set (and over all): the spread of calibrated /
+uncalibrated LogLoss, the runs where calibration is worse by more than 1%, the runs whose ECE
+ends at most 0.03 among those where the uncalibrated ECE is above, the median ECE and LogLoss
+beside the anchors, and the events where P(True) > 1/2 disagrees with `predict_one` (0: no
+label changes). Held-out sets: ``--sets phishing-full,bananas,a9a-test``.
 
 Run: ``python benchmarks/bench_calibration.py [--rounds 5]`` or
 ``python benchmarks/bench_calibration.py --quality [--shuffles 10] [--sets a9a,elec2]``
-(the full table takes about 20 minutes on one core). Timings on a shared machine are noisy:
+(the full table replays 9.6 million margins through the calibrator: minutes of CPU; `--sets`
+splits it, e.g. into parallel runs). Timings on a shared machine are noisy:
 read the ratios.
 
 """
@@ -31,7 +35,6 @@ import numpy as np
 from river import datasets, linear_model, metrics
 
 import river_pa
-from streams import progressive_seconds
 
 LEARNERS = {
     "PAClassifier()": lambda: river_pa.PAClassifier(),
@@ -43,6 +46,8 @@ SETS = ["phishing", "a9a", "elec2", "mushrooms"]
 
 
 def events_per_s(model, events) -> float:
+    from streams import progressive_seconds  # benchmarks/ on the path: run as a script
+
     return len(events) / progressive_seconds(model, events, "predict_proba_one")
 
 
@@ -69,50 +74,77 @@ def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
                for b in range(bins) if (which == b).any()) / len(p)
 
 
-def progressive(model, events) -> tuple[float, float, np.ndarray]:
-    """(LogLoss, ECE, the progressive margins) of one pass."""
-    loss, p, m = metrics.LogLoss(), [], []
+def river_log_loss(events) -> float:
+    """Progressive LogLoss of River's `LogisticRegression()` (the anchor of issue 19)."""
+    model, loss = linear_model.LogisticRegression(), metrics.LogLoss()
     for x, y in events:
-        proba = model.predict_proba_one(x)
-        loss.update(y, proba)
-        p.append(proba[True])
-        m.append(model.decision_function_one(x))
+        loss.update(y, model.predict_proba_one(x))
         model.learn_one(x, y)
-    return loss.get(), ece(np.array(p), np.array([y for _, y in events], float)), np.array(m)
+    return loss.get()
 
 
 def anchors(m: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """In-sample LogLoss of Platt's sigmoid and of isotonic regression on the margins."""
     from sklearn.isotonic import IsotonicRegression
     from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import log_loss
 
     platt = LogisticRegression(C=1e6).fit(m[:, None], y).predict_proba(m[:, None])[:, 1]
-    iso = IsotonicRegression(out_of_bounds="clip", y_min=1e-15, y_max=1 - 1e-15).fit(m, y)
-    return log_loss(y, platt), log_loss(y, iso.predict(m))
+    iso = IsotonicRegression(out_of_bounds="clip").fit(m, y)
+    return log_loss(platt, y), log_loss(iso.predict(m), y)
+
+
+def log_loss(p: np.ndarray, y: np.ndarray) -> float:
+    """Mean log loss of P(True) = p, clipped to [1e-15, 1 - 1e-15] as River's LogLoss."""
+    p = np.clip(p, 1e-15, 1 - 1e-15)
+    return float(-np.mean(np.where(y > 0, np.log(p), np.log1p(-p))))
+
+
+def calibrated(margins: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(True) of `calibration="temperature"` on progressive margins: the calibrator a
+    calibrated `PAClassifier` holds, fed what its `predict_proba_one` and `learn_one` feed it."""
+    from river_pa._core.calibration import make_calibrator
+
+    cal, p = make_calibrator("temperature", binary=True), np.empty(len(margins))
+    for i, (m, label) in enumerate(zip(margins.tolist(), (y > 0).tolist())):
+        p[i] = cal.proba(m)
+        cal.learn(m, label)
+    return p
 
 
 def quality(shuffles: int, names: list[str]) -> list[dict]:
+    """Issue 19's runs. The margins come from `progressive_csr` (bit for bit those of a
+    `predict_one`/`learn_one` loop, and calibration does not change them), the calibrated
+    probabilities from `calibrated`: the learner's own loop with calibration on is
+    tests/_core/test_calibration.py's."""
+    import scipy.sparse
+
     from river_pa.evaluate.datasets import load
 
     rows = []
     for name in names:
-        data = load(name)
-        events = [(x, bool(y > 0) if not isinstance(y, bool) else y)
-                  for x, y in zip(data.x, data.y)]
+        csr = load(name).csr
+        d = int(csr.indices.max()) + 1
+        X = scipy.sparse.csr_matrix((csr.data, csr.indices, csr.indptr), shape=(len(csr), d))
+        keys = range(d) if csr.keys is None else csr.keys
         for order in range(shuffles + 1):
-            stream = list(events)
+            perm = list(range(len(csr)))
             if order:
-                random.Random(order).shuffle(stream)
-            y = np.array([label for _, label in stream], float)
+                random.Random(order).shuffle(perm)  # = shuffling the list of events
+            Xo, y = X[perm], (np.asarray(csr.y)[perm] > 0).astype(float)
+            stream = [({keys[j]: v for j, v in zip(Xo.indices[lo:hi], Xo.data[lo:hi])},
+                       label > 0) for lo, hi, label in zip(Xo.indptr[:-1], Xo.indptr[1:], y)]
+            river = river_log_loss(stream)
             for C in (0.01, 0.1, 1.0):
                 for variant in ("PA", "PA-I", "PA-II"):
-                    raw = progressive(river_pa.PAClassifier(C=C, variant=variant), stream)
-                    cal = progressive(river_pa.PAClassifier(C=C, variant=variant,
-                                                            calibration="temperature"), stream)
-                    platt, iso = anchors(raw[2], y)
+                    m = river_pa.PAClassifier(C=C, variant=variant).progressive_csr(
+                        Xo.indptr, Xo.indices, Xo.data, y > 0, keys)
+                    p_raw, p_cal = 1 / (1 + np.exp(-m)), calibrated(m, y)
+                    raw = log_loss(p_raw, y), ece(p_raw, y)
+                    cal = log_loss(p_cal, y), ece(p_cal, y)
+                    platt, iso = anchors(m, y)
                     rows.append({"set": name, "order": order, "C": C, "variant": variant,
-                                 "raw": raw[:2], "cal": cal[:2], "platt": platt, "iso": iso})
+                                 "raw": raw, "cal": cal, "platt": platt, "iso": iso,
+                                 "river": river, "flips": int(((p_cal > 0.5) != (m > 0)).sum())})
                     print(f"{name:10} order {order:2} C={C:<5} {variant:6} LogLoss "
                           f"{raw[0]:.4f} -> {cal[0]:.4f} (Platt {platt:.4f}, isotonic "
                           f"{iso:.4f})  ECE {raw[1]:.4f} -> {cal[1]:.4f}", flush=True)
@@ -121,23 +153,25 @@ def quality(shuffles: int, names: list[str]) -> list[dict]:
 
 
 def summary(rows: list[dict]) -> None:
-    ratios = [r["cal"][0] / r["raw"][0] for r in rows]
-    q = np.quantile(ratios, [0, 0.5, 1])
-    print(f"\n{len(rows)} runs: calibrated / uncalibrated LogLoss min {q[0]:.3f}, median "
-          f"{q[1]:.3f}, max {q[2]:.4f}")
-    worse = [r for r, ratio in zip(rows, ratios) if ratio > 1.01]
-    print(f"worse by more than 1%: {len(worse)}")
-    high = [r for r in rows if r["cal"][1] > 0.03 and r["raw"][1] > 0.03]
-    print(f"ECE above 0.03 after calibration where it was above before: {len(high)} of "
-          f"{sum(r['raw'][1] > 0.03 for r in rows)}")
-    for name in sorted({r["set"] for r in rows}):
-        mine = [r for r in rows if r["set"] == name]
-        print(f"  {name:10} median ECE {statistics.median(r['raw'][1] for r in mine):.4f} -> "
-              f"{statistics.median(r['cal'][1] for r in mine):.4f}; median LogLoss "
-              f"{statistics.median(r['raw'][0] for r in mine):.4f} -> "
-              f"{statistics.median(r['cal'][0] for r in mine):.4f} (Platt "
-              f"{statistics.median(r['platt'] for r in mine):.4f}, isotonic "
-              f"{statistics.median(r['iso'] for r in mine):.4f})")
+    """Issue 19's table: per set, calibrated / uncalibrated LogLoss (min / median / max), the
+    runs worse by more than 1%, the runs with ECE <= 0.03 among those whose uncalibrated ECE
+    is above, median ECE and LogLoss beside the anchors (medians over the runs)."""
+    print(f"\n{'set':14}{'runs':>5}  LogLoss ratio min / median / max  >1% worse  "
+          f"ECE<=0.03 met/eligible  median ECE raw -> cal  median LogLoss raw -> cal "
+          f"(Platt, isotonic, River LR)  P>1/2 != predict_one")
+    for name in list(dict.fromkeys(r["set"] for r in rows)) + ["all"]:
+        mine = [r for r in rows if name in ("all", r["set"])]
+        ratios = [r["cal"][0] / r["raw"][0] for r in mine]
+        q = np.quantile(ratios, [0, 0.5, 1])
+        eligible = [r for r in mine if r["raw"][1] > 0.03]
+        met = sum(r["cal"][1] <= 0.03 for r in eligible)
+        med = lambda f: statistics.median(f(r) for r in mine)  # noqa: E731
+        print(f"{name:14}{len(mine):>5}  {q[0]:.3f} / {q[1]:.3f} / {q[2]:.5f}"
+              f"{sum(x > 1.01 for x in ratios):>12}  {met:>10} / {len(eligible):<10}"
+              f"  {med(lambda r: r['raw'][1]):.4f} -> {med(lambda r: r['cal'][1]):.4f}"
+              f"       {med(lambda r: r['raw'][0]):.4f} -> {med(lambda r: r['cal'][0]):.4f} "
+              f"({med(lambda r: r['platt']):.4f}, {med(lambda r: r['iso']):.4f}, "
+              f"{med(lambda r: r['river']):.4f}){sum(r['flips'] for r in mine):>10}")
 
 
 def main(argv=None):

@@ -56,8 +56,9 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         over that many positions (a stable CRC-32 hash: the same in every process), at most 2**26
         (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
     calibration
-        None or "temperature": P(True) = sigmoid(a m), a fitted online on the progressive
-        margins of the labelled events (`river_pa._core.calibration`); predictions unchanged.
+        None or "temperature": P(True) from a Bayesian mixture of sigmoid(a m) over inverse
+        temperatures a and of a histogram of them, fitted online on the progressive margins of
+        the labelled events (`river_pa._core.calibration.MarginMixture`); predictions unchanged.
 
     Notes
     -----
@@ -68,8 +69,9 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
 
     Without calibration, `predict_proba_one` maps the margin m = w . x + b to P(True) =
     1 / (1 + exp(-m)), a fixed logistic link (not a calibrated probability: PA optimises the
-    hinge loss); with `calibration="temperature"` it is sigmoid(a m), a fitted online to
-    the margins each event had before it was learned. `predict_one` is True exactly when m > 0.
+    hinge loss); with `calibration="temperature"` it is calibrated online on the margins each
+    event had before it was learned, and above 1/2 exactly when m > 0. `predict_one` is True
+    exactly when m > 0.
     With calibration, `learn_many` is a `learn_one` loop.
 
     Feature values must be real numbers (int, float, bool, numpy scalars): anything else raises
@@ -123,7 +125,7 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         self.learn_intercept = learn_intercept
         self.n_features = n_features
         self.calibration = calibration
-        self._calibrator = make_calibrator(calibration)
+        self._calibrator = make_calibrator(calibration, binary=True)
         self._setup(variant, C, 0.0, learn_intercept, n_features)
 
     @classmethod

@@ -145,8 +145,8 @@ class ParamFreeLinear(EventCache):
 
 class BinaryMixin(base.Classifier):
     """Binary labels (bool, 0/1 or -1/+1) and probabilities from the loss's mean function, or
-    from the online temperature scaling of y_hat when the classifier's `calibration` is
-    "temperature"
+    from the online calibration of y_hat (`river_pa._core.calibration.MarginMixture`) when the
+    classifier's `calibration` is "temperature"
     (its constructor calls `_setup_calibration`)."""
 
     _loss_kind = optim.losses.BinaryLoss
@@ -154,7 +154,7 @@ class BinaryMixin(base.Classifier):
 
     def _setup_calibration(self, calibration) -> None:
         self.calibration = calibration
-        self._calibrator = make_calibrator(calibration)
+        self._calibrator = make_calibrator(calibration, binary=True)
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         try:

@@ -254,8 +254,10 @@ class RescaledExpClassifier(_RescaledExpLinear, BinaryMixin):
     learn_intercept
         Whether to learn the intercept (as a constant feature, by the same rule).
     calibration
-        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
-        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
+        None or "temperature": P(True) calibrated online on the progressive predictions y_hat
+        (`river_pa._core.calibration.MarginMixture`: a mixture of sigmoid(a y_hat) over
+        inverse temperatures a and of a histogram of them); without it, the loss's mean
+        function. Predictions unchanged.
 
     Notes
     -----

@@ -250,8 +250,10 @@ class CoordinateScaleInvariantClassifier(_ScaleInvariantClassifier, _Coordinate,
     learn_intercept
         Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
     calibration
-        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
-        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
+        None or "temperature": P(True) calibrated online on the progressive predictions y_hat
+        (`river_pa._core.calibration.MarginMixture`: a mixture of sigmoid(a y_hat) over
+        inverse temperatures a and of a histogram of them); without it, the loss's mean
+        function. Predictions unchanged.
 
     Notes
     -----
@@ -351,8 +353,10 @@ class FullScaleInvariantClassifier(_ScaleInvariantClassifier, _Full, BinaryMixin
     learn_intercept
         Whether to add a constant feature of value 1 (the intercept, learned by the same rule).
     calibration
-        None or "temperature": P(True) = sigmoid(a y_hat), a fitted online on the progressive
-        predictions (`river_pa._core.calibration`); without it, the loss's mean function.
+        None or "temperature": P(True) calibrated online on the progressive predictions y_hat
+        (`river_pa._core.calibration.MarginMixture`: a mixture of sigmoid(a y_hat) over
+        inverse temperatures a and of a histogram of them); without it, the loss's mean
+        function. Predictions unchanged.
 
     Notes
     -----
