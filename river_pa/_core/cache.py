@@ -86,7 +86,13 @@ class EventCache(TransientCache):
             self._vals, self._epos, self._val = vals, pos, val
             self._version_seen = self._version
         if learn and self._n_unseen:
-            self._index.check_room(self._n_unseen)  # past max_keys: nothing changes
-            self._grow(self._index.size + self._n_unseen)  # may fail: before the index grows
-            self._pos = self._epos = self._index.insert(keys)
-            self._n_unseen = 0
+            self._insert_unseen(keys)
+
+    def _insert_unseen(self, keys: tuple) -> None:
+        """Give the `_n_unseen` keys at the sink positions, and only them (a vocabulary lookup
+        per new key, not per key: on a text stream most events bring a few new keys)."""
+        self._index.check_room(self._n_unseen)  # past max_keys: nothing changes
+        self._grow(self._index.size + self._n_unseen)  # may fail: before the index grows
+        # only a Vocabulary has unseen keys, and never merged ones: `_epos` is `_pos`
+        self._pos = self._epos = self._index.insert_unseen(keys, self._pos)
+        self._n_unseen = 0

@@ -111,6 +111,10 @@ class FeatureIndex(abc.ABC):
     def check_room(self, n_new: int) -> None:
         """Raise `TooManyFeaturesError` if `n_new` more positions would pass the bound."""
 
+    def insert_unseen(self, keys: tuple, pos: np.ndarray) -> np.ndarray:
+        """`insert(keys)`, given their positions `pos` from `lookup(keys)`."""
+        return self.insert(keys)
+
     def insert_unique(self, keys: tuple) -> tuple[np.ndarray, bool]:
         """`insert(keys)` and whether two of the keys share a position (a hash collision)."""
         return self.insert(keys), False
@@ -156,7 +160,8 @@ class Vocabulary(FeatureIndex):
         return len(self.positions) + 1
 
     def lookup(self, keys):
-        return np.fromiter(map(self.positions.get, keys, repeat(0)), np.int64, len(keys))
+        # a list first: 0.7-0.8x the time of `np.fromiter` on the map (measured, issue 18)
+        return np.array(list(map(self.positions.get, keys, repeat(0))), dtype=np.int64)
 
     def insert(self, keys):
         positions = self.positions
@@ -164,6 +169,26 @@ class Vocabulary(FeatureIndex):
             self.check_room(self.room(keys))
         add = positions.setdefault  # one dict probe per key: 1.5-2.5x faster than `in` + `[]`
         return np.fromiter([add(key, len(positions) + 1) for key in keys], np.int64, len(keys))
+
+    def insert_unseen(self, keys, pos):
+        """`insert(keys)` with a dict write only for the keys at the sink in `pos` (their
+        `lookup`), not a probe per key: on a text stream most events bring a few new keys.
+
+        >>> v = Vocabulary()
+        >>> v.insert_unseen(("a", "b"), v.lookup(("a", "b")))
+        array([1, 2])
+        >>> v.insert_unseen(("b", "c", "a"), v.lookup(("b", "c", "a")))
+        array([2, 3, 1])
+
+        """
+        positions = self.positions
+        if len(positions) + len(keys) > self.max_keys:
+            self.check_room(len(pos) - np.count_nonzero(pos))
+        out = pos.tolist()
+        for j, p in enumerate(out):
+            if not p:  # a dict holds each key once, so each sink key is new and distinct
+                out[j] = positions[keys[j]] = len(positions) + 1
+        return np.array(out, dtype=np.int64)
 
     def n_unseen(self, idx):
         return len(idx) - np.count_nonzero(idx)  # 3x faster than (idx == 0).sum() on short arrays
