@@ -7,7 +7,9 @@ The flags are parsed by `river_pa.cli` (defined in `river_pa.connectors.config`)
 
 from __future__ import annotations
 
+import faulthandler
 import logging
+import signal
 import sys
 
 __all__ = ["run"]
@@ -36,6 +38,10 @@ def run(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
     quiet_normal_operation()
+    # `kill -USR1 <pid>`: every thread's stack on stderr, the process goes on (a daemon whose
+    # loop makes no step: the soak found kafka-python 3.0.12 waiting for ever in net.run)
+    if sys.__stderr__ is not None:  # the process's own stderr (sys.stderr may have no fd)
+        faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
     try:
         model = make_model(cfg.model, cfg.model_params)
         serve_metrics(cfg.metric, model)  # an unknown --metric: status 2 before any I/O

@@ -339,6 +339,7 @@ class Daemon:
                              self.consumer.assignment if cfg.role == "learn" else None)
         self.reporter = Reporter(cfg.report_every, cfg.report_seconds, cfg.report_path,
                                  self._send_report)
+        self.health.beat = time.monotonic()  # a first step that never ends turns /livez 503
         try:
             while not self.stopping:
                 self._step()

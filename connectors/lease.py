@@ -192,8 +192,10 @@ class Lease:
     def wait(self, stopping, health) -> bool:
         """Wait as a standby until this member holds the lease (True) or `stopping()` (False).
         `health` (the endpoints') beats at each poll and is ready once this member is in the
-        group: a standby does its job, and a rolling update must not wait for it to lead."""
-        said = False
+        group: a standby does its job, and a rolling update must not wait for it to lead.
+        The beat starts now: a first poll that never returns (kafka-python 3.0.12 can wait for
+        ever in it, docs/serving/operations.md) turns /livez 503."""
+        said, health.beat = False, time.monotonic()
         while not stopping():
             if self.held(500):  # 500 ms per poll: no busy loop, heartbeats go on meanwhile
                 return True
@@ -349,7 +351,9 @@ def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
             # fault harness's seed 5: it restored the state and served on for 60 s)
             if not lease.wait(lambda: bool(stop), term.health) or stop:
                 break
-            term.health.ready, term.health.why = False, "restoring the state"
+            # restoring is starting (live, not ready): the loop beats again from its start
+            health = term.health
+            health.beat, health.ready, health.why = None, False, "restoring the state"
             log.info("active learner: holds the lease %s of group %s; restoring the state "
                      "from %s", lease.topic, lease.group, cfg.state_topic)
             try:

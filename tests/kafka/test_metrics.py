@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -151,11 +152,14 @@ def test_livez_is_503_while_the_loop_is_stuck(kafka):
     wait_until(lambda: scrape(port).get(("river_pa_learned_total", frozenset())) == 1, [proc],
                kafka, "the first event was never learned")
     assert get(port, "/livez") == (200, "ok\n") and get(port, "/readyz") == (200, "ok\n")
-    producer.send(events, json.dumps({"id": "b", "x": {"f": 1.0, "sleep": 8}, "y": True}).encode())
+    producer.send(events, json.dumps({"id": "b", "x": {"f": 1.0, "sleep": 15}, "y": True}).encode())
     producer.flush()
     status, body = wait_until(lambda: (r := get(port, "/livez"))[0] == 503 and r, [proc], kafka,
                               "/livez never said the loop was stuck")
     assert body.startswith("no step of the loop for ") and body.endswith("(limit 1 s)\n")
+    proc.send_signal(signal.SIGUSR1)  # every thread's stack in the log, the daemon goes on
+    kafka.wait_for_log("d0", "in predict_proba_one", proc)
+    assert re.search(r'File ".*tests/kafka/sleepy\.py", line \d+ in predict_proba_one', kafka.log())
     wait_until(lambda: get(port, "/livez")[0] == 200, [proc], kafka, "/livez never recovered")
     assert scrape(port)[("river_pa_learned_total", frozenset())] == 2
     assert kafka.stop(proc) == 0
