@@ -623,7 +623,11 @@ class Daemon:
         if now - self.unassigned_since < wait_s:
             return
         self.unassigned_since = now
-        partitions = len(self.consumer.partitions_for_topic(self.cfg.events_topic) or ())
+        try:  # a metadata request (kafka-python 3.0.12 raises if its broker is away)
+            partitions = len(self.consumer.partitions_for_topic(self.cfg.events_topic) or ())
+        except KafkaError as exc:
+            log.warning("partitions of %s unknown (%s)", self.cfg.events_topic, exc)
+            return
         members = group_size(self.cfg)
         # also with no member at all: a first join that never completed (seen under load:
         # with the rejoin skipped for that case, daemons sat for 2 minutes with nothing)

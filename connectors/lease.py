@@ -266,10 +266,15 @@ class Learner(Daemon):
             self.positions_unknown = True  # `_step` seeks every partition (`_resume`)
 
     def _check_membership(self, assigned) -> None:
-        """Follow partitions added to the input topics (checked every 10 s)."""
+        """Follow partitions added to the input topics (checked every 10 s; a metadata
+        request that fails, a broker restarting, is tried again at the next check: kafka-python
+        3.0.12 raised KafkaConnectionError from `topics()` and the learner exited 1)."""
         if time.monotonic() - self.partitions_checked >= 10:
             self.partitions_checked = time.monotonic()
-            self._follow_partitions()
+            try:
+                self._follow_partitions()
+            except KafkaError as exc:
+                log.warning("partitions of %s not checked (%s)", ", ".join(self.topics), exc)
 
     def _confirm(self) -> None:
         """Raise LeaseLost unless the lease is held and confirmed by the coordinator; the

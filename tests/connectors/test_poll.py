@@ -43,3 +43,24 @@ def test_no_broker_is_an_empty_poll_with_one_warning_per_outage(caplog):
 def test_other_kafka_errors_still_end_the_poll():
     with pytest.raises(UnknownTopicOrPartitionError):
         poll(Consumer(UnknownTopicOrPartitionError("t")), 0)
+
+
+def test_a_learner_whose_metadata_request_fails_checks_its_partitions_at_the_next_check(caplog):
+    """CI saw a learner exit 1 at a broker's restart (test_coordinator_restart): its check for
+    new partitions every 10 s asks `topics()`, which raised KafkaConnectionError."""
+    from river_pa.connectors.config import ServeConfig
+    from river_pa.connectors.lease import Learner
+    from river_pa.linear_model import PAClassifier
+
+    class NoBroker:
+        def topics(self):
+            raise KafkaConnectionError("111 ECONNREFUSED")
+
+    learner = Learner(ServeConfig(model="PAClassifier", role="learn"), PAClassifier())
+    learner.consumer, learner.offsets_client, learner.topics = NoBroker(), None, ["ev", "lab"]
+    learner.partitions_checked = 0.0
+    with caplog.at_level(logging.WARNING, "river_pa.serve"):
+        learner._check_membership(set())
+    assert learner.partitions_checked > 0.0  # the next check in 10 s
+    assert [r.getMessage() for r in caplog.records] == [
+        "partitions of ev, lab not checked (KafkaConnectionError: 111 ECONNREFUSED)"]
