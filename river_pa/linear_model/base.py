@@ -101,14 +101,14 @@ class SparseLinear(EventCache):
         margin = self._margin
         # skip the kernel when the loss is 0 (no step): classification 1 - y m <= 0, i.e.
         # y m >= 1; regression |m - y| <= epsilon; exact rewrites of the kernels' tests
-        if (y * margin >= 1.0 if self._task == _numba.CLASSIFY
-                else abs(margin - y) <= self._epsilon):
-            if self._n_unseen:
-                self._insert_unseen(self._keys)
-            return
+        passive = (y * margin >= 1.0 if self._task == _numba.CLASSIFY
+                   else abs(margin - y) <= self._epsilon)
         if self._n_unseen:  # the keys' new positions hold 0, as the sink they sit at now does
-            self._check_step(y, w)
+            if not passive:
+                self._check_step(y, w)
             self._insert_unseen(self._keys)
+        if passive:
+            return
         val = self._val
         kernel = _numba.update_packed if val.__class__ is bytes else _numba.update
         b, step = kernel(
