@@ -21,12 +21,13 @@ def run(args) -> int:
     signal with no broker left) or an output lost, 2: settings that conflict, unknown model,
     parameter or metric, a model that fails at start or on `MODEL_FAILURES_TO_STOP` records in
     a row, 3: checkpoint, also a learner with no state whose group has committed offsets,
-    without --allow-empty-state), with one line on stderr."""
+    without --allow-empty-state), with one line on stderr; 70: no step of the loop for
+    --stall-exit-seconds (connectors/metrics.py's `Watchdog`)."""
     from river_pa.connectors.checkpoint import CheckpointError, check_writable
     from river_pa.connectors.config import SettingsConflict, from_args
     from river_pa.connectors.daemon import check_model
     from river_pa.connectors.kafka_io import quiet_normal_operation
-    from river_pa.connectors.metrics import Endpoints
+    from river_pa.connectors.metrics import Endpoints, Watchdog
     from river_pa.connectors.reporting import check_report_path, serve_metrics
     from river_pa.registry import make_model
 
@@ -68,15 +69,17 @@ def run(args) -> int:
             print(f"river-pa serve: cannot serve --metrics-port {cfg.metrics_port} "
                   f"({exc.strerror})", file=sys.stderr)
             return 1
+    watchdog = Watchdog(cfg.stall_exit_seconds)
     try:
-        return _serve(cfg, model, endpoints)
+        return _serve(cfg, model, [o for o in (endpoints, watchdog) if o is not None])
     finally:
         if endpoints is not None:
             endpoints.close()
 
 
-def _serve(cfg, model, endpoints) -> int:
-    """Connect and run the daemon of `cfg.role` (see `run` for the exit statuses)."""
+def _serve(cfg, model, observers) -> int:
+    """Connect and run the daemon of `cfg.role`, watched by `observers` (the endpoints and
+    the watchdog of connectors/metrics.py; see `run` for the exit statuses)."""
     from kafka.errors import KafkaError
 
     from river_pa.connectors.checkpoint import CheckpointError
@@ -96,15 +99,13 @@ def _serve(cfg, model, endpoints) -> int:
             "decides this daemon's model (no code runs); set --checkpoint-key (or "
             "RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
     try:
-        if cfg.role == "learn":  # standby until elected (connectors/lease.py)
-            if endpoints is not None:
-                endpoints.start()
-            return run_learner(cfg, model, endpoints)
-        daemon = (Predictor if cfg.role == "predict" else Daemon)(cfg, model)
-        if endpoints is not None:
-            endpoints.daemon = daemon
-            endpoints.start()
-        return daemon.run()
+        daemon = None
+        if cfg.role != "learn":  # a learner is standby until elected (connectors/lease.py)
+            daemon = (Predictor if cfg.role == "predict" else Daemon)(cfg, model)
+        for observer in observers:
+            observer.daemon = daemon
+            observer.start()
+        return run_learner(cfg, model, observers) if daemon is None else daemon.run()
     except CheckpointError as exc:
         print(f"river-pa serve: checkpoint: {exc}", file=sys.stderr)
         return 3

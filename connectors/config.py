@@ -56,6 +56,7 @@ class ServeConfig:
     report_path: str | None = "river-pa-report.jsonl"
     metrics_port: int | None = None
     liveness_seconds: float = 60.0
+    stall_exit_seconds: float = 300.0
     pending_max: int = 100_000
     pending_max_bytes: int = 256 * 2**20
     pending_ttl_ms: int | None = None
@@ -115,6 +116,8 @@ _FLAGS_HELP = {
     "metrics_port": "serve Prometheus /metrics and the /livez and /readyz probes on this HTTP "
                     "port, 0: any free port, logged (default: off)",
     "liveness_seconds": "/livez answers 503 once the loop has made no step for this long",
+    "stall_exit_seconds": "exit with status 70 (every thread's stack on stderr) once the loop has "
+                          "made no step for this long, for the supervisor to restart it; 0: never",
     "pending_max": "events kept waiting for their label at most (the oldest are expired)",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
     "pending_max_bytes": "memory budget of the events waiting for a label (ids, features and "
@@ -296,7 +299,7 @@ _POSITIVE = ("rolling_window", "checkpoint_every", "publish_every", "pending_max
              "max_record_bytes", "max_poll_records", "max_buffered", "session_timeout_ms",
              "batch_seconds", "liveness_seconds")
 _NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
-                 "poll_timeout_ms", "metrics_port")
+                 "poll_timeout_ms", "metrics_port", "stall_exit_seconds")
 
 
 def _check_values(cfg: ServeConfig) -> ServeConfig:

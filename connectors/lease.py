@@ -329,11 +329,11 @@ def _taken_over(cfg: ServeConfig, term: Learner, exc: BaseException) -> bool:
         getattr(term, "producer", None), FENCE_WAIT_S))
 
 
-def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
+def run_learner(cfg: ServeConfig, model, observers=()) -> int:
     """Run `--role learn`: standby until elected, active until the lease is lost or the
     producer fenced, then standby again; 0 after SIGTERM/SIGINT. Other errors propagate.
-    The metrics `endpoints` (connectors/metrics.py), if any, show the daemon of the current
-    term (a standby: live, ready once in the lease group, nothing counted yet)."""
+    The `observers` (connectors/metrics.py's endpoints and watchdog) watch the daemon of the
+    current term (a standby: live, ready once in the lease group, nothing counted yet)."""
     stop, term = [], None
 
     def on_signal(signum, frame):
@@ -348,8 +348,8 @@ def run_learner(cfg: ServeConfig, model, endpoints=None) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):  # a term installs its own, restored here
             signal.signal(sig, on_signal)
         term = Learner(cfg, model)  # a standby's endpoints show it: nothing served yet
-        if endpoints is not None:
-            endpoints.daemon = term
+        for observer in observers:
+            observer.daemon = term
         term.lease = lease = Lease(cfg)
         try:
             # a standby stopped just as the lease came to it leaves instead of leading (the

@@ -13,11 +13,14 @@ more paths on the same port.
 
 from __future__ import annotations
 
+import faulthandler
 import logging
+import os
+import sys
 import threading
 import time
 
-__all__ = ["Endpoints", "Health", "collect"]
+__all__ = ["Endpoints", "Health", "Watchdog", "collect"]
 
 log = logging.getLogger("river_pa.serve")
 
@@ -157,3 +160,46 @@ class Health:
         self.why = "starting"
         self.lag: dict[tuple[str, int], int] = {}
         self.lag_at = 0.0
+
+
+STALLED = 70  # EX_SOFTWARE: the status of a process the watchdog ended
+
+
+class Watchdog:
+    """Ends the process when the loop has made no step for `limit_s` seconds: one line, every
+    thread's stack on stderr, then exit status `STALLED` (70) without cleaning up, so whatever
+    supervises the daemon (Kubernetes, systemd, Docker's restart policy) starts it again; its
+    state is in Kafka. A Kubernetes liveness probe on /livez does the same from outside, this
+    needs no probe.
+
+    Why: the fault soak found kafka-python 3.0.12 waiting for ever, without a timeout, in
+    `NetworkSelector.run` (dpkp/kafka-python#3121, bounded on its master by #3123/#3124, in no
+    release yet), and no call of ours can bound that wait. The watchdog is a thread of its own
+    (the standard library's `faulthandler.dump_traceback_later` would do the same but cannot
+    say why in the log). `daemon` is set like `Endpoints.daemon`: its `health.beat` is read,
+    and a beat of None (starting, restoring the state) is not counted.
+
+    """
+
+    def __init__(self, limit_s: float):
+        self.limit_s, self.daemon = limit_s, None
+
+    def start(self) -> None:
+        """Watch from a daemon thread (nothing when `limit_s` is 0)."""
+        if self.limit_s:
+            threading.Thread(target=self._watch, name="river-pa-watchdog", daemon=True).start()
+
+    def _watch(self) -> None:
+        every = min(5.0, self.limit_s / 4)
+        while True:
+            time.sleep(every)
+            health = self.daemon.health if self.daemon is not None else None
+            beat = health.beat if health is not None else None
+            idle = time.monotonic() - beat if beat is not None else 0.0
+            if idle > self.limit_s:
+                log.critical("no step of the loop for %.0f s (--stall-exit-seconds %g): every "
+                             "thread's stack follows, then exit %d for a restart",
+                             idle, self.limit_s, STALLED)
+                if sys.__stderr__ is not None:
+                    faulthandler.dump_traceback(file=sys.__stderr__, all_threads=True)
+                os._exit(STALLED)

@@ -22,6 +22,7 @@ ACTIVE = "active learner: holds the lease"
 NOT_ACTIVE = ("stepping down, writing nothing more", "standby: the lease")
 RESTARTED = "=== fault harness: restarted ==="
 SESSION = ("--session-timeout-ms", "6000")
+STALL_EXIT_S = 150  # --stall-exit-seconds: over the 60 s the loop's longest bounded wait takes
 LEARNER = ("--role", "learn", "--max-poll-records", "25", "--checkpoint-every", "150",
            "--publish-every", "300", "--publish-seconds", "0.5")
 PREDICTOR = ("--role", "predict", "--max-poll-records", "50", "--checkpoint-seconds", "0.5")
@@ -66,7 +67,8 @@ class Fleet:
         if slot.proc is not None:
             with open(self.kafka.tmp_path / f"{name}.log", "a") as log:
                 log.write(f"\n{RESTARTED}\n")
-        slot.proc = self.kafka.serve_stream(*args, *SESSION, *self.extra, name=name, group=group)
+        slot.proc = self.kafka.serve_stream(*args, *SESSION, "--stall-exit-seconds",
+                                            str(STALL_EXIT_S), *self.extra, name=name, group=group)
         slot.cause, slot.restart_at, slot.paused, slot.exited = None, None, False, False
 
     def signal(self, name: str, sig: int, restart_after: float | None) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from kafka import KafkaProducer
 
+from river_pa.connectors.metrics import STALLED
 from tests.faults import actions, checker
 from tests.faults.cluster import Cluster
 from tests.faults.daemons import ACTIVE, Fleet
@@ -33,7 +34,7 @@ __all__ = ["Result", "run_schedule"]
 
 N_EVENTS = 1_500
 STALL_S = 60  # a fault whose progress never comes fires this long after the previous one
-START_S = 180  # the first learner to hold the lease
+START_S = 300  # the first learner to hold the lease (a frozen one exits after STALL_EXIT_S)
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Result:
     log: list[str] = field(default_factory=list)  # one line per thing done, with its time
     violations: list[str] = field(default_factory=list)  # one line each
     message: str = ""  # the violations with the seed, schedule, log and reproduce command
+    stalls: int = 0  # daemons the watchdog ended (status 70: no step for --stall-exit-seconds)
     seconds: float = 0.0
 
 
@@ -159,15 +161,17 @@ class Run:
             self.flow.finish()
             self.flow = None
         self.fleet.start("la", "learn")
-        proc = self.fleet.slots["la"].proc
-        try:
-            self.kafka.wait_for_log("la", ACTIVE, proc, START_S)
-        except AssertionError:  # a freeze: its threads' stacks into its log (connectors/cli.py)
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGUSR1)
-                with contextlib.suppress(AssertionError):
-                    self.kafka.wait_for_log("la", "most recent call first", proc, 10)
-            raise
+        deadline = time.monotonic() + START_S
+        while self.fleet.active_learner() != "la":  # la restarted if it exits (the watchdog)
+            if time.monotonic() > deadline:  # its threads' stacks into its log (connectors/cli.py)
+                proc = self.fleet.slots["la"].proc
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGUSR1)
+                    with contextlib.suppress(AssertionError):
+                        self.kafka.wait_for_log("la", "most recent call first", proc, 10)
+                raise AssertionError(f"la never logged {ACTIVE!r} (exits {self.fleet.slots['la'].exits})")
+            self.fleet.tick()
+            time.sleep(0.2)
         for name, role in (("lb", "learn"), ("p1", "predict"), ("p2", "predict")):
             self.fleet.start(name, role)
         if self.flow is not None:
@@ -219,4 +223,6 @@ def run_schedule(schedule: Schedule, exactly_once: bool, bootstrap: str, workdir
     finally:
         run.close()
         run.result.seconds = time.monotonic() - run.started
+        run.result.stalls = sum(status == STALLED for slot in run.fleet.slots.values()
+                                for status, _ in slot.exits)
     return run.result

@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     started = subprocess.run(["bash", str(SCRIPT), "cluster-status"],
                              capture_output=True).returncode != 0
     bootstrap = broker_script("cluster-start").splitlines()[-1]
-    runs, fired, failing = 0, Counter(), []
+    runs, fired, failing, stalls = 0, Counter(), [], 0
     try:
         for seed in seeds:
             schedule = Schedule.from_seed(seed, args.kinds, args.length)
@@ -68,14 +68,15 @@ def main(argv=None) -> int:
                 result = run_one(schedule, exactly_once, bootstrap, args)
                 runs += 1
                 fired += result.fired
+                stalls += result.stalls
                 if result.violations:
                     failing.append(result)
     except KeyboardInterrupt as exc:
         print(f"interrupted ({exc}): the totals so far", flush=True)
     finally:
         print(f"\n{runs} schedules run; faults injected by kind: {dict(sorted(fired.items()))}; "
-              f"{sum(len(r.violations) for r in failing)} violations in {len(failing)} runs",
-              flush=True)
+              f"{sum(len(r.violations) for r in failing)} violations in {len(failing)} runs; "
+              f"{stalls} daemons ended by their watchdog (status 70) and restarted", flush=True)
         for result in failing:
             print(f"  {len(result.violations)} violations: {result.message.splitlines()[-1]}")
         if started:
@@ -91,7 +92,8 @@ def run_one(schedule: Schedule, exactly_once: bool, bootstrap: str, args):
         shutil.rmtree(work)
     print(f"seed {schedule.seed} exactly-once {'on' if exactly_once else 'off'}: "
           f"{sum(result.fired.values())} faults {dict(result.fired)} ({result.skipped} skipped), "
-          f"{len(result.violations)} violations, {result.seconds:.0f} s", flush=True)
+          f"{len(result.violations)} violations, {result.stalls} watchdog exits, "
+          f"{result.seconds:.0f} s", flush=True)
     if args.seed is not None:
         print("\n".join(result.log), flush=True)
     if result.violations:

@@ -165,6 +165,20 @@ def test_livez_is_503_while_the_loop_is_stuck(kafka):
     assert kafka.stop(proc) == 0
 
 
+def test_a_loop_stuck_past_stall_exit_seconds_exits_70_with_its_stack(kafka):
+    events, preds = kafka.topics("events", "preds")
+    proc = kafka.serve_stream(events, None, preds, "--stall-exit-seconds", "2", "--model",
+                              "tests.kafka.sleepy:SleepyPAClassifier")
+    producer = kafka.producer()
+    producer.send(events, json.dumps({"id": "a", "x": {"f": 1.0, "sleep": 600}, "y": True}).encode())
+    producer.flush()
+    assert proc.wait(timeout=120) == 70  # the watchdog's status, long before the sleep ends
+    log = kafka.log()
+    assert re.search(r"CRITICAL river_pa\.serve: no step of the loop for \d+ s "
+                     r"\(--stall-exit-seconds 2\)", log)
+    assert re.search(r'File ".*tests/kafka/sleepy\.py", line \d+ in predict_proba_one', log)
+
+
 def test_a_metrics_port_in_use_is_one_line_and_status_1(tmp_path):
     with socket.socket() as taken:
         taken.bind(("", 0))
