@@ -168,15 +168,25 @@ class Kafka:
         self.prefix = f"t{uuid.uuid4().hex[:10]}"
         self.daemons: dict[subprocess.Popen, str] = {}
 
-    def topics(self, *names: str, partitions: int = 1) -> list[str]:
-        """Create fresh topics (unique per test) and return their full names."""
+    def topics(self, *names: str, partitions: int = 1, timeout_s: float = 120) -> list[str]:
+        """Create fresh topics (unique per test) and return their full names. A cluster just
+        (re)started may not know its controller yet (the soak met UnknownBrokerIdError): the
+        creation is tried again until `timeout_s`, keeping what an earlier try created."""
         full = [f"{self.prefix}-{n}" for n in names]
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
-        try:
-            admin.create_topics([NewTopic(t, partitions, self.replication) for t in full])
-        finally:
-            admin.close()
-        return full
+        deadline = time.monotonic() + timeout_s
+        while True:
+            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap)
+            try:
+                missing = set(full) - set(admin.list_topics())
+                if missing:
+                    admin.create_topics([NewTopic(t, partitions, self.replication)
+                                         for t in full if t in missing])
+                return full
+            except KafkaError as exc:
+                assert time.monotonic() < deadline, f"topics {full} not created: {exc!r}"
+                time.sleep(1.0)
+            finally:
+                admin.close()
 
     def producer(self, **kwargs) -> KafkaProducer:
         """A plain producer on the test broker."""
