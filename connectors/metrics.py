@@ -191,13 +191,18 @@ class Watchdog:
 
     def _watch(self) -> None:
         every = min(5.0, self.limit_s / 4)
+        ticked = resumed = time.monotonic()
         while True:
             time.sleep(every)
+            now = time.monotonic()
+            if now - ticked > 2 * every:  # this thread did not run either: the process was
+                resumed = now             # paused (SIGSTOP, a VM); the loop gets time to step
+            ticked = now
             health = self.daemon.health if self.daemon is not None else None
             beat = health.beat if health is not None else None
-            idle = time.monotonic() - beat if beat is not None else 0.0
+            idle = now - max(beat, resumed) if beat is not None else 0.0
             if idle > self.limit_s:
-                log.critical("no step of the loop for %.0f s (--stall-exit-seconds %g): every "
+                log.critical("no step of the loop for %.1f s (--stall-exit-seconds %g): every "
                              "thread's stack follows, then exit %d for a restart",
                              idle, self.limit_s, STALLED)
                 if sys.__stderr__ is not None:
