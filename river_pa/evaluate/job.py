@@ -43,6 +43,7 @@ import numpy as np
 from river_pa import report
 from river_pa._core import jit
 from river_pa.evaluate import datasets, fastmetrics
+from river_pa.evaluate.targets import target_array
 
 __all__ = ["Result", "evaluate", "evaluate_many", "run"]
 
@@ -270,7 +271,7 @@ def _run_compiled(first, blocks, model, names: list[str], every: int, clock: _Cl
             if step == 0:
                 return False
             margins = _margins_one_by_one(model, block, step)
-        y = datasets.target_array(block.y, block.task)
+        y = target_array(block.y, block.task)
         lo = 0
         while lo < len(block):
             hi = min(lo + every - step % every, len(block))

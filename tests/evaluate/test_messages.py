@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from river_pa import cli, report
-from river_pa.evaluate import datasets, job
+from river_pa.evaluate import datasets, job, targets
 
 
 def test_integer_classes_are_regression_and_the_summary_says_why(tmp_path, capsys):
@@ -130,9 +130,9 @@ def test_rivers_path_imports_river_before_its_clock_starts(tmp_path):
 
 
 def test_task_reason_of_each_task():
-    assert datasets.task_reason("binary", [0, 1, 1]) == \
+    assert targets.task_reason("binary", [0, 1, 1]) == \
         "inferred: 2 distinct labels in the first 3 events (0, 1)"
-    assert datasets.task_reason("multiclass", ["a", "b", "c", "d", "e", "f"]) == (
+    assert targets.task_reason("multiclass", ["a", "b", "c", "d", "e", "f"]) == (
         "inferred: 6 distinct labels in the first 6 events ('a', 'b', 'c', 'd', 'e', ...), "
         "not all numbers")
 

@@ -17,7 +17,7 @@ import pytest
 import zstandard
 
 from river_pa import PAClassifier, cli
-from river_pa.evaluate import datasets, libsvm
+from river_pa.evaluate import datasets, libsvm, readers
 from river_pa.evaluate.job import Series, evaluate, evaluate_many
 
 
@@ -151,7 +151,7 @@ def test_a_third_label_in_a_later_chunk_of_a_binary_task(tmp_path, monkeypatch, 
     path = tmp_path / "three.jsonl"
     events = [{"x": {"a": i}, "y": i % 2} for i in range(30)] + [{"x": {"a": 1}, "y": 2}]
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
-    monkeypatch.setattr(datasets, "ROWS", 10)
+    monkeypatch.setattr(readers, "ROWS", 10)
     assert run(path) == 2
     assert capsys.readouterr().err.startswith(
         f"river-pa evaluate: {path}: event 31: label 2: a binary task takes two labels")
