@@ -142,7 +142,7 @@ def test_interpreted_kernels_equal_the_compiled_ones(monkeypatch, name, make_mod
     names = ["Accuracy", "F1", "LogLoss"] if data.task == "binary" else ["MAE", "RMSE", "R2"]
     small, small_model = evaluate(data, model := make_model(), names, every=100), model
     assert small.kernels.startswith("interpreted") and small.compile_seconds == 0.0
-    monkeypatch.setattr("river_pa.evaluate.job.INTERPRET_VALUES", 0)
+    monkeypatch.setattr("river_pa.evaluate.kernels.INTERPRET_VALUES", 0)
     big, big_model = evaluate(data, model := make_model(), names, every=100), model
     assert big.kernels == "Numba" and small.path == big.path
     assert [r.values for r in small.rows] == [r.values for r in big.rows]

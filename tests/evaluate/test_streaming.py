@@ -18,7 +18,8 @@ import zstandard
 
 from river_pa import PAClassifier, cli
 from river_pa.evaluate import datasets, libsvm, readers
-from river_pa.evaluate.job import Series, evaluate, evaluate_many
+from river_pa.evaluate.job import evaluate, evaluate_many
+from river_pa.evaluate.results import Series
 
 
 def lines(n: int, seed: int = 0) -> bytes:
