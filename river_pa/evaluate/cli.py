@@ -23,9 +23,9 @@ import sys
 
 from river_pa import report
 from river_pa.evaluate import datasets, fastmetrics, progress
+from river_pa.evaluate.files import DataError
 from river_pa.evaluate.job import evaluate, evaluate_many
 from river_pa.evaluate.kernels import numba_without_blas
-from river_pa.evaluate.libsvm import DataError
 from river_pa.evaluate.outputs import ReportFile, snapshots
 from river_pa.evaluate.params import UsageError, build_metrics, build_model, parse_params
 

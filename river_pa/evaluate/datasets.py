@@ -34,7 +34,8 @@ import pathlib
 import time
 
 from river_pa.evaluate import readers
-from river_pa.evaluate.libsvm import COMPRESSED, CSR, DataError, concatenate, parse_libsvm
+from river_pa.evaluate.files import COMPRESSED, CSR, DataError, concatenate
+from river_pa.evaluate.libsvm import parse_libsvm
 from river_pa.evaluate.targets import Targets, infer_task, target_array, task_reason
 
 __all__ = ["Data", "DataError", "Stream", "TASKS", "load", "names", "open_source", "shared_folder"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 
-from river_pa.evaluate.libsvm import DataError
+from river_pa.evaluate.files import DataError
 
 __all__ = ["Events", "refused"]
 

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from river_pa._core import jit
 from river_pa.evaluate import compiled
 from river_pa.evaluate.events import Events
+from river_pa.evaluate.files import DataError
 from river_pa.evaluate.kernels import kernel_tier
-from river_pa.evaluate.libsvm import DataError
 from river_pa.evaluate.params import UsageError, build_metrics
 from river_pa.evaluate.results import Clock, Result
 

@@ -19,7 +19,8 @@ import typing
 
 import numpy as np
 
-from river_pa.evaluate.libsvm import CSR, DataError, iter_libsvm, open_data
+from river_pa.evaluate.files import CSR, DataError, open_data
+from river_pa.evaluate.libsvm import iter_libsvm
 
 __all__ = ["CSV_FIELD_LIMIT", "ROWS", "Chunk", "csv_chunks", "dicts_csr", "guarded",
            "jsonl_chunks", "libsvm_chunks"]

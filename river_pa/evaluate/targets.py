@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from river_pa.evaluate.libsvm import DataError
+from river_pa.evaluate.files import DataError
 
 __all__ = ["Targets", "infer_task", "target_array", "task_reason"]
 

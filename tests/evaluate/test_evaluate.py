@@ -20,7 +20,8 @@ from river.utils.math import sigmoid
 from river_pa import PAClassifier, PARegressor
 from river_pa.evaluate import datasets
 from river_pa.evaluate.fastmetrics import SUPPORTED, MarginMetrics, RiverMarginMetrics
-from river_pa.evaluate.libsvm import CSR, parse_libsvm, read_libsvm
+from river_pa.evaluate.files import CSR
+from river_pa.evaluate.libsvm import parse_libsvm, read_libsvm
 from river_pa import cli, report
 from river_pa.evaluate.job import evaluate
 
@@ -212,7 +213,7 @@ def test_only_label_metrics_use_predict_one():
 
 
 def _dense_csr(data):
-    from river_pa.evaluate.libsvm import CSR
+    from river_pa.evaluate.files import CSR
 
     keys = list(data.x[0])
     n, d = len(data), len(keys)
