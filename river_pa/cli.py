@@ -1,7 +1,7 @@
 """The `river-pa` command: argparse subcommands, each side imported only when it runs.
 
 * `river-pa evaluate [DATA]`: progressive validation of a learner on a data set or file
-  (`river_pa.evaluate.job`);
+  (`river_pa.evaluate.cli`);
 * `river-pa serve`: the Kafka daemon (`river_pa.connectors`; its flags are defined with their
   TOML keys and RIVER_PA_* variables in `river_pa.connectors.config`);
 * `river-pa report FILE`: the learning curves and summary of a report either of them wrote
@@ -159,7 +159,7 @@ def _add_report(sub) -> None:
 
 
 def _run_evaluate(args) -> int:
-    from river_pa.evaluate.job import run
+    from river_pa.evaluate.cli import run
 
     return run(args)
 

@@ -22,23 +22,21 @@ are (integral numbers as int). Regression targets are floats. The task comes fro
 given, else from the data set, else from the labels (two distinct labels: binary; numbers:
 regression; anything else: multiclass). A single label of -1, 0 or +1 counts as binary.
 
+The files are read by `river_pa.evaluate.readers`, their labels made targets by
+`river_pa.evaluate.targets`.
+
 """
 
 from __future__ import annotations
 
-import csv
-import itertools
-import json
-import lzma
-import math
 import os
 import pathlib
 import time
 
-import numpy as np
-
-from river_pa.evaluate.libsvm import (COMPRESSED, CSR, DataError, concatenate, iter_libsvm,
-                                     open_data, parse_libsvm)
+from river_pa.evaluate import readers
+from river_pa.evaluate.files import COMPRESSED, CSR, DataError, concatenate
+from river_pa.evaluate.libsvm import parse_libsvm
+from river_pa.evaluate.targets import Targets, infer_task, target_array, task_reason
 
 __all__ = ["Data", "DataError", "Stream", "TASKS", "load", "names", "open_source", "shared_folder"]
 
@@ -140,13 +138,14 @@ class Data:
 
 class Stream:
     """The events of a file read in bounded chunks: `blocks()` yields them as `Data`, in order,
-    each holding at most about `libsvm.CHUNK_BYTES` of the file's text or `ROWS` events.
+    each holding at most about `libsvm.CHUNK_BYTES` of the file's text or `readers.ROWS` events.
 
-    `task` is known once the first chunk is read (at construction, in `read_seconds`, after
-    `warm()` compiled the parser or loaded it from Numba's cache, in `compile_seconds`). `size`
-    is the file's size in bytes and `position()` the bytes read from it so far (compressed
-    bytes for a compressed file), for progress. A bad line raises DataError naming the file
-    and line when its chunk is read; `limit` stops after that many events.
+    `chunks(raw)` is a reader's (`river_pa.evaluate.readers`) over the open file. `task` is
+    known once the first chunk is read (at construction, in `read_seconds`, after `warm()`
+    compiled the parser or loaded it from Numba's cache, in `compile_seconds`). `size` is the
+    file's size in bytes and `position()` the bytes read from it so far (compressed bytes for
+    a compressed file), for progress. A bad line raises DataError naming the file and line
+    when its chunk is read; `limit` stops after that many events.
 
     """
 
@@ -165,9 +164,9 @@ class Stream:
         if first is None:
             self._raw.close()
             raise DataError(f"{path}: no events")
-        self.targets = _Targets(first[1], task, path)
+        self.targets = Targets(first.labels, task, path)
         self.task = self.targets.task
-        self.task_from = task_from if task else task_reason(self.task, first[1])
+        self.task_from = task_from if task else task_reason(self.task, first.labels)
         self._first = first
 
     def position(self) -> int:
@@ -180,11 +179,11 @@ class Stream:
         try:
             chunk = self._first
             while chunk is not None:
-                x, labels, csr, lines = chunk
-                y = self.targets.convert(labels, seen)
-                if csr is not None:
-                    csr.y = target_array(y, self.task)
-                block = Data(self.name, self.task, y, x, csr, self.path, lines)
+                y = self.targets.convert(chunk.labels, seen)
+                if chunk.csr is not None:
+                    chunk.csr.y = target_array(y, self.task)
+                block = Data(self.name, self.task, y, chunk.x, chunk.csr, self.path,
+                             chunk.lines)
                 if self.limit is not None and seen + len(block) >= self.limit:
                     yield block.head(self.limit - seen)
                     return
@@ -227,321 +226,12 @@ def _base_extension(path: str) -> str:
     return ext.lower()
 
 
-# -- targets ---------------------------------------------------------------------------------
-
-
-def _infer_task(labels: list) -> str:
-    distinct = set(labels)
-    if len(distinct) == 2 or distinct <= {-1, 1} or distinct <= {0, 1}:
-        return "binary"
-    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in distinct):
-        return "regression"
-    return "multiclass"
-
-
-def task_reason(task: str, labels: list) -> str:
-    """Why `_infer_task` took `task` from `labels` (the first chunk's), for the summary.
-
-    >>> task_reason("regression", [1, 2, 3, 2])
-    'inferred: 3 distinct numeric labels in the first 4 events (1, 2, 3), not two: give --task multiclass if they are classes'
-
-    """
-    distinct = sorted(set(labels), key=_sort_key)
-    shown = ", ".join(map(repr, distinct[:5])) + (", ..." if len(distinct) > 5 else "")
-    where = f"in the first {len(labels):,} events ({shown})"
-    if task == "binary":
-        return f"inferred: {len(distinct)} distinct labels {where}"
-    if task == "regression":
-        return (f"inferred: {len(distinct)} distinct numeric labels {where}, not two: give "
-                "--task multiclass if they are classes")
-    return f"inferred: {len(distinct)} distinct labels {where}, not all numbers"
-
-
-def _sort_key(value):
-    return (0, value, "") if isinstance(value, int | float) else (1, 0, str(value))
-
-
-class _Targets:
-    """Converts labels to the task's targets, chunk after chunk, with the task and the binary
-    labels fixed by the first chunk (`first`): a binary task maps the larger of its two labels
-    (in sort order) to True; a single label of -1 or 0 is False, the other one True."""
-
-    def __init__(self, first: list, task: str | None, where: str):
-        self.where = where
-        self.task = task or _infer_task(first)
-        self.labels = sorted(set(first), key=_sort_key)
-        if self.task == "binary":
-            if len(self.labels) > 2:
-                raise DataError(f"{where}: a binary task needs two labels, found "
-                                f"{len(self.labels)}: {self.labels[:5]}...")
-            single = len(self.labels) == 1 and self.labels[0] in (-1, 0)
-            self.positive = 1 if single else self.labels[-1]
-
-    def convert(self, labels: list, seen: int) -> list:
-        """The targets of `labels`, events `seen + 1`... of the data."""
-        if self.task == "binary":
-            new = set(labels).difference(self.labels)
-            if new:
-                self._check_binary(labels, new, seen)
-            return [v == self.positive for v in labels]
-        if self.task == "regression":
-            out = []
-            for i, v in enumerate(labels):
-                try:
-                    out.append(float(v))
-                except (TypeError, ValueError):
-                    out.append(math.nan)
-                if not math.isfinite(out[-1]):
-                    raise DataError(f"{self.where}: event {seen + i + 1}: regression target "
-                                    f"{v!r} is not a finite number")
-            return out
-        return [int(v) if isinstance(v, float) and v.is_integer() else v for v in labels]
-
-    def _check_binary(self, labels: list, new: set, seen: int) -> None:
-        known = set(self.labels)
-        for i, v in enumerate(labels):
-            if v in known:
-                continue
-            known.add(v)
-            negatives = known - {self.positive}
-            if len(negatives) > 1 or _sort_key(v) > _sort_key(self.positive):
-                raise DataError(
-                    f"{self.where}: event {seen + i + 1}: label {v!r}: a binary task takes two "
-                    f"labels, the larger one True, and {sorted(known, key=_sort_key)} were "
-                    "met (the task was inferred from the first chunk; give --task)")
-        self.labels = sorted(known, key=_sort_key)
-
-
-def target_array(y: list, task: str) -> np.ndarray:
-    """Targets as the compiled path takes them: float64, binary ones as +1/-1."""
-    if task == "binary":
-        return np.where(np.asarray(y, dtype=bool), 1.0, -1.0)
-    if task == "regression":
-        return np.asarray(y, dtype=np.float64)
-    return np.zeros(len(y))  # multiclass: the compiled path does not use targets
-
-
-class _LabelKinds:
-    """Refuses missing labels and labels of mixed kinds (numbers, strings, true/false), with
-    the file and line: `y: 1, null, 1` became a binary task with 1 -> False."""
-
-    _KINDS = ((bool, "true/false"), (int | float, "a number"), (str, "a string"))
-
-    def __init__(self, where: str, field: str):
-        self.where, self.field = where, field
-        self.kind = self.first_line = None
-
-    def check(self, label, line: int) -> None:
-        if label is None or (isinstance(label, float) and math.isnan(label)):
-            raise DataError(f"{self.where}:{line}: the label {self.field!r} is missing "
-                            f"({label!r})")
-        kind = next(name for cls, name in self._KINDS if isinstance(label, cls))
-        if self.kind is None:
-            self.kind, self.first_line = kind, line
-        elif kind != self.kind:
-            raise DataError(f"{self.where}:{line}: the label {label!r} is {kind}, but the one "
-                            f"on line {self.first_line} is {self.kind}: labels of one kind only")
-
-
-# -- readers: each yields chunks (x dicts or None, labels, CSR or None) ------------------------
-
-ROWS = 20_000  # events a CSV or JSONL chunk holds
-
-
-def _libsvm_chunks(path: str):
-    def chunks(raw):
-        for csr in iter_libsvm(path, raw=raw):
-            yield None, csr.y.tolist(), csr, None
-
-    return chunks
-
-
-def _number(text: str):
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
-def _csv_header(reader, path: str, target):
-    """(header, target column index, the rows read to find them) of a CSV file."""
-    if isinstance(target, int):  # no header: the target is a position
-        first = next(reader, None)
-        if first is None:
-            return [], None, []
-        header = [str(j) for j in range(len(first))]
-        return header, header.index(header[target]), [first]
-    header = next(reader, [])
-    if header and header[0].startswith("\ufeff"):  # a UTF-8 byte order mark (spreadsheet
-        header[0] = header[0][1:]                   # exports) is not part of the first name
-    if target not in header:
-        raise DataError(f"{path}: no target column {target!r}; columns: {', '.join(header)}")
-    repeated = sorted({k for k in header if header.count(k) > 1})
-    if repeated:  # one feature dict key for two columns: the dicts and the CSR arrays disagree
-        raise DataError(f"{path}: column {repeated[0]!r} appears more than once in the header")
-    return header, header.index(target), []
-
-
-CSV_FIELD_LIMIT = 131072  # bytes per field: the standard library's default, which bounds memory
-
-
-def _csv_chunks(path: str, target):
-    """CSV rows by the standard library's C reader, ROWS at a time; a chunk whose features are
-    all finite numbers also comes as CSR arrays."""
-    def chunks(raw):
-        with open_data(path, "rt", raw) as f:
-            # the limit is process-wide and other libraries lift it (scipy's ARFF reader sets it
-            # to the maximum): set ours for every file
-            csv.field_size_limit(CSV_FIELD_LIMIT)
-            reader = csv.reader(f)
-            try:
-                yield from _csv_rows(reader, path, target)
-            except csv.Error as exc:  # the field size limit (128 KiB) keeps memory bounded
-                raise DataError(f"{path}:{reader.line_num}: {exc} (an unclosed quote?)") \
-                    from None
-
-    return chunks
-
-
-def _csv_rows(reader, path: str, target):
-    """The chunks of `_csv_chunks` from a `csv.reader`."""
-    header, t, pending = _csv_header(reader, path, target)
-    if t is None:
-        return
-    keys = [k for j, k in enumerate(header) if j != t]
-    kinds = _LabelKinds(path, header[t])
-    # each row with its last line's number (a quoted field may span several)
-    rows = itertools.chain([(1, row) for row in pending],
-                           ((reader.line_num, row) for row in reader))
-    while True:
-        block = list(itertools.islice(rows, ROWS))
-        if not block:
-            return
-        x, labels, lines = [], [], []
-        for line, row in block:
-            if len(row) != len(header):
-                raise DataError(f"{path}:{line}: expected {len(header)} fields, found "
-                                f"{len(row)}")
-            values = [_number(v) for j, v in enumerate(row) if j != t]
-            x.append({k: v for k, v in zip(keys, values) if v != ""})
-            if row[t] == "":  # else a class "" (or a usage error far from the line)
-                raise DataError(f"{path}:{line}: the target {header[t]!r} is empty")
-            labels.append(_number(row[t]))
-            kinds.check(labels[-1], line)
-            lines.append(line)
-        csr = dicts_csr(x)
-        if csr is None:
-            _check_values(x, lines, path)
-        yield x, labels, csr, lines
-
-
-def dicts_csr(x: list) -> CSR | None:
-    """The feature dicts `x` as CSR arrays (`csr.keys` the feature keys, numbered in order of
-    first appearance, each row in its dict's order, so the compiled path adds in the same
-    order as `learn_one`), or None if a value is not a finite int or float.
-
-    >>> csr = dicts_csr([{"a": 1.0, "b": 2}, {"b": 0.5}])
-    >>> csr.indptr.tolist(), csr.indices.tolist(), csr.data.tolist(), csr.keys
-    ([0, 2, 3], [0, 1, 1], [1.0, 2.0, 0.5], ['a', 'b'])
-
-    """
-    columns: dict = {}
-    indptr, indices, data = [0], [], []
-    for event in x:
-        for key, value in event.items():
-            if type(value) not in (float, int) or not math.isfinite(value):
-                return None
-            indices.append(columns.setdefault(key, len(columns)))
-            data.append(value)
-        indptr.append(len(indices))
-    return CSR(np.array(indptr, np.int64), np.array(indices, np.int64),
-               np.array(data, np.float64), None, keys=list(columns))
-
-
-def _jsonl_chunks(path: str):
-    def chunks(raw):
-        kinds = _LabelKinds(path, "y")
-        with open_data(path, "rt", raw) as f:
-            numbered = enumerate(f, start=1)
-            while True:
-                x, labels, lines, read = [], [], [], False
-                for line, text in itertools.islice(numbered, ROWS):
-                    read = True
-                    if text.strip():
-                        features, label = _jsonl_event(text, path, line)
-                        kinds.check(label, line)
-                        x.append(features)
-                        labels.append(label)
-                        lines.append(line)
-                if not read:
-                    return
-                if x:
-                    csr = dicts_csr(x)
-                    if csr is None:
-                        _check_values(x, lines, path)
-                    yield x, labels, csr, lines
-
-    return chunks
-
-
-def _jsonl_event(text: str, path: str, line: int):
-    """(x, y) of one JSONL line; DataError naming the line otherwise."""
-    expected = 'expected a JSON object {"x": {...}, "y": ...}'
-    try:
-        event = json.loads(text)
-    except RecursionError:  # nesting deeper than the interpreter's stack
-        raise DataError(f"{path}:{line}: JSON nested too deeply") from None
-    except ValueError as exc:  # invalid JSON, an integer of more than 4,300 digits
-        raise DataError(f"{path}:{line}: {expected}, not valid JSON: {str(exc):.200}") from None
-    if not isinstance(event, dict):
-        raise DataError(f"{path}:{line}: {expected}, got {_JSON_TYPES.get(type(event), 'a value')}")
-    missing = [repr(k) for k in ("x", "y") if k not in event]
-    if missing:
-        raise DataError(f"{path}:{line}: {expected}; it has no {' and no '.join(missing)}")
-    features, label = event["x"], event["y"]
-    if not isinstance(features, dict):
-        raise DataError(f"{path}:{line}: 'x' must be an object, got {features!r:.60}")
-    if isinstance(label, list | dict):  # unhashable: no task can take it
-        raise DataError(f"{path}:{line}: 'y' must be a number, a string or true/false, got "
-                        f"{label!r:.60}")
-    return features, label
-
-
-_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number",
-               bool: "true/false", type(None): "null"}
-
-
-def _check_values(x: list, lines: list, path: str) -> None:
-    """DataError naming the line and feature of the first number in `x` (one chunk's events,
-    read from `lines`) that is not finite (NaN, infinity, 1e400): no learner can take it.
-    Strings stay (a River pipeline may encode them; a river_pa learner refuses them, naming
-    the event). Called only when `dicts_csr` refused the chunk, so a numeric chunk pays
-    nothing."""
-    for features, line in zip(x, lines):
-        for key, value in features.items():
-            if type(value) is float and not math.isfinite(value):
-                raise DataError(f"{path}:{line}: feature {key!r}: value {value!r} is not "
-                                "finite")
-
-
-def _guarded(chunks, path: str):
-    """`chunks` with read errors (unreadable, corrupt compressed data, binary text) as
-    DataError naming the file."""
-    def guarded(raw):
-        try:
-            yield from chunks(raw)
-        except (OSError, EOFError, UnicodeDecodeError, lzma.LZMAError) as exc:
-            raise DataError(f"{path}: cannot read the file: {exc}") from None
-
-    return guarded
-
-
 def _finish(name, task, x, labels, where) -> Data:
     if not labels:
         raise DataError(f"{where}: no events")
-    targets = _Targets(labels, task, where)
+    targets = Targets(labels, task, where)
     y = targets.convert(labels, 0)
-    csr = dicts_csr(x)
+    csr = readers.dicts_csr(x)
     if csr is not None:
         csr.y = target_array(y, targets.task)
     return Data(name, targets.task, y, x, csr)
@@ -556,7 +246,7 @@ def _from_river(name: str, task: str | None) -> Data:
         x.append(features)
         labels.append(label)
     if task is None and default_task != "regression":
-        task = _infer_task(labels) if len(set(labels)) == 2 else "multiclass"
+        task = infer_task(labels) if len(set(labels)) == 2 else "multiclass"
     return _finish(name, task or default_task, x, labels, name)
 
 
@@ -614,7 +304,7 @@ def open_source(source: str, target: str | None = None, task: str | None = None,
     if source in RIVER_FILES:
         filename, target = RIVER_FILES[source]
         path = str(_river_folder() / "datasets" / filename)
-        return Stream(source, path, _guarded(_csv_chunks(path, target), path),
+        return Stream(source, path, readers.guarded(readers.csv_chunks(path, target), path),
                       task or RIVER[source][1], limit, task_from=_task_from(task))
     if source in RIVER:
         data = _from_river(source, task)
@@ -624,13 +314,13 @@ def open_source(source: str, target: str | None = None, task: str | None = None,
     ext = _base_extension(path)
     warm = None
     if ext == ".csv" or target is not None:
-        chunks = _csv_chunks(path, target)
+        chunks = readers.csv_chunks(path, target)
     elif ext in (".jsonl", ".ndjson"):
-        chunks = _jsonl_chunks(path)
+        chunks = readers.jsonl_chunks(path)
     else:
-        chunks, warm = _libsvm_chunks(path), lambda: parse_libsvm(b"1 1:1\n")
+        chunks, warm = readers.libsvm_chunks(path), lambda: parse_libsvm(b"1 1:1\n")
     try:
-        return Stream(name, path, _guarded(chunks, path), task, limit, warm,
+        return Stream(name, path, readers.guarded(chunks, path), task, limit, warm,
                       task_from=_task_from(given))
     except OSError as exc:
         raise DataError(f"{path}: cannot read the file: {exc}") from None

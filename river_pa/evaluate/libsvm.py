@@ -24,26 +24,21 @@ scikit-learn's reader on the shared files.
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import io
 import itertools
-import lzma
 import os
 
 import numpy as np
 from numba import njit
 
-__all__ = ["CSR", "DataError", "iter_libsvm", "open_data", "parse_libsvm", "read_libsvm"]
+from river_pa.evaluate.files import CSR, DataError, concatenate, open_data
+
+__all__ = ["iter_libsvm", "parse_libsvm", "read_libsvm"]
 
 CHUNK_BYTES = 1 << 22  # decompressed bytes parsed per call: 4 MiB, a few ms of parsing
 MAX_LINE_BYTES = 1 << 26  # 64 MiB: a longer "line" is refused, not accumulated
 MAX_INDEX = 2**31 - 1
 _DENSE_INDEX = 1 << 21  # indices below: duplicate check by table; above: within the line
 
-
-class DataError(ValueError):
-    """A data file that cannot be read as its format says, naming the file (and the line)."""
 
 _POW10_OFFSET = 300
 
@@ -273,40 +268,6 @@ def _parse(buf, max_rows, max_nnz, pow10_hi, pow10_lo):
     return labels[:row], indptr[: row + 1], indices[:nnz], data[:nnz], error, line
 
 
-class CSR:
-    """Events as CSR arrays: row i has features ``indices[indptr[i]:indptr[i+1]]`` (int64
-    column ids) with values ``data[...]`` (float64) and target ``y[i]``.
-
-    `keys` maps a column id to its feature key (None: the key is the id itself, an int, as in
-    a libsvm file).
-
-    """
-
-    def __init__(self, indptr, indices, data, y, keys=None):
-        self.indptr, self.indices, self.data, self.y = indptr, indices, data, y
-        self.keys = keys
-
-    def __len__(self) -> int:
-        return len(self.indptr) - 1
-
-    def head(self, n: int) -> CSR:
-        """The first `n` rows."""
-        if n >= len(self):
-            return self
-        end = self.indptr[n]
-        return CSR(self.indptr[: n + 1], self.indices[:end], self.data[:end], self.y[:n],
-                   self.keys)
-
-    def rows(self):
-        """The rows as feature dicts, in order."""
-        keys = self.keys
-        ind = self.indices.tolist() if keys is None else [keys[j] for j in self.indices.tolist()]
-        data = self.data.tolist()
-        ptr = self.indptr.tolist()
-        for lo, hi in zip(ptr[:-1], ptr[1:]):
-            yield dict(zip(ind[lo:hi], data[lo:hi]))
-
-
 def _parse_raw(raw) -> tuple:
     """`_parse` of a buffer's bytes and the newlines in it; releases the GIL (nogil), so a
     thread can parse the next chunk while the caller learns from this one."""
@@ -333,36 +294,10 @@ def parse_libsvm(raw, name: str = "<bytes>", first_line: int = 1) -> CSR:
     >>> parse_libsvm(b"1 1:2\\n1 4:x\\n", "f.svm")
     Traceback (most recent call last):
     ...
-    river_pa.evaluate.libsvm.DataError: f.svm:2: expected 'index:value' (an integer index, a colon and a number)
+    river_pa.evaluate.files.DataError: f.svm:2: expected 'index:value' (an integer index, a colon and a number)
 
     """
     return _as_csr(_parse_raw(raw)[0], name, first_line)
-
-
-def _zstd_open(path, mode, **text):
-    try:
-        import zstandard
-    except ImportError:  # `path` may be the open file: name the file
-        raise DataError(f"{getattr(path, 'name', path)}: reading .zst needs the zstandard "
-                        "package (pip install 'river-pa[zstd]')") from None
-    return zstandard.open(path, mode, **text)
-
-
-_OPENERS = {".bz2": bz2.open, ".gz": gzip.open, ".xz": lzma.open, ".zst": _zstd_open}
-COMPRESSED = tuple(_OPENERS)
-
-
-def open_data(path, mode: str = "rb", raw=None):
-    """Open a file, decompressing ``.bz2``, ``.gz``, ``.xz`` and ``.zst`` as it is read (the
-    standard library's and zstandard's streaming decompressors). With `raw`, an open binary
-    file of `path`, decompress from it (its ``tell()`` then counts the compressed bytes read)."""
-    text = {"encoding": "utf-8"} if "t" in mode else {}
-    opener = _OPENERS.get(os.path.splitext(os.fspath(path))[1])
-    if opener is None:
-        if raw is None:
-            return open(path, mode, **text)
-        return io.TextIOWrapper(raw, **text) if text else raw
-    return opener(path if raw is None else raw, mode, **text)
 
 
 def iter_libsvm(path, chunk_bytes: int | None = None, raw=None):
@@ -421,11 +356,3 @@ def read_libsvm(path) -> CSR:
     return concatenate(chunks)
 
 
-def concatenate(chunks: list) -> CSR:
-    """One `CSR` of the rows of `chunks`, in order (the keys of the first)."""
-    ends = np.cumsum([0] + [len(c.indices) for c in chunks])
-    indptr = np.concatenate([chunks[0].indptr[:1]] + [c.indptr[1:] + e for c, e in
-                                                      zip(chunks, ends)])
-    return CSR(indptr, np.concatenate([c.indices for c in chunks]),
-               np.concatenate([c.data for c in chunks]), np.concatenate([c.y for c in chunks]),
-               chunks[0].keys)

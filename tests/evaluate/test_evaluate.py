@@ -20,7 +20,8 @@ from river.utils.math import sigmoid
 from river_pa import PAClassifier, PARegressor
 from river_pa.evaluate import datasets
 from river_pa.evaluate.fastmetrics import SUPPORTED, MarginMetrics, RiverMarginMetrics
-from river_pa.evaluate.libsvm import CSR, parse_libsvm, read_libsvm
+from river_pa.evaluate.files import CSR
+from river_pa.evaluate.libsvm import parse_libsvm, read_libsvm
 from river_pa import cli, report
 from river_pa.evaluate.job import evaluate
 
@@ -142,7 +143,7 @@ def test_interpreted_kernels_equal_the_compiled_ones(monkeypatch, name, make_mod
     names = ["Accuracy", "F1", "LogLoss"] if data.task == "binary" else ["MAE", "RMSE", "R2"]
     small, small_model = evaluate(data, model := make_model(), names, every=100), model
     assert small.kernels.startswith("interpreted") and small.compile_seconds == 0.0
-    monkeypatch.setattr("river_pa.evaluate.job.INTERPRET_VALUES", 0)
+    monkeypatch.setattr("river_pa.evaluate.kernels.INTERPRET_VALUES", 0)
     big, big_model = evaluate(data, model := make_model(), names, every=100), model
     assert big.kernels == "Numba" and small.path == big.path
     assert [r.values for r in small.rows] == [r.values for r in big.rows]
@@ -212,7 +213,7 @@ def test_only_label_metrics_use_predict_one():
 
 
 def _dense_csr(data):
-    from river_pa.evaluate.libsvm import CSR
+    from river_pa.evaluate.files import CSR
 
     keys = list(data.x[0])
     n, d = len(data), len(keys)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from river_pa import cli, report
-from river_pa.evaluate import datasets, job
+from river_pa.evaluate import datasets, progress, targets
 
 
 def test_integer_classes_are_regression_and_the_summary_says_why(tmp_path, capsys):
@@ -70,7 +70,7 @@ def test_the_paths_written_are_printed(tmp_path, capsys):
 
 def test_a_long_job_says_how_it_goes_on_a_stderr_that_is_not_a_terminal(monkeypatch, capsys):
     # a first run of `evaluate a9a` compiled for a minute with nothing shown in a log
-    monkeypatch.setattr(job, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(progress, "PROGRESS_EVERY_S", 0.0)
     assert cli.main(["evaluate", "phishing", "--every", "500"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert err[-2:] == [line for line in err[-2:] if line.startswith("river-pa evaluate: phishing: ")]
@@ -115,11 +115,11 @@ def test_rivers_path_imports_river_before_its_clock_starts(tmp_path):
         import json, sys
         from river_pa.evaluate import datasets, job
         seen = []
-        class Clock(job._Clock):
+        class Clock(job.Clock):
             def __init__(self, *args):
                 seen.append("river.metrics" in sys.modules and "river.evaluate" in sys.modules)
                 super().__init__(*args)
-        job._Clock = Clock
+        job.Clock = Clock
         from river_pa import PAClassifier
         job.evaluate(datasets.load("phishing"), PAClassifier(), ["Accuracy"], delay=3)
         print(json.dumps(seen))
@@ -130,9 +130,9 @@ def test_rivers_path_imports_river_before_its_clock_starts(tmp_path):
 
 
 def test_task_reason_of_each_task():
-    assert datasets.task_reason("binary", [0, 1, 1]) == \
+    assert targets.task_reason("binary", [0, 1, 1]) == \
         "inferred: 2 distinct labels in the first 3 events (0, 1)"
-    assert datasets.task_reason("multiclass", ["a", "b", "c", "d", "e", "f"]) == (
+    assert targets.task_reason("multiclass", ["a", "b", "c", "d", "e", "f"]) == (
         "inferred: 6 distinct labels in the first 6 events ('a', 'b', 'c', 'd', 'e', ...), "
         "not all numbers")
 

@@ -10,7 +10,7 @@ import stat
 import pytest
 
 from river_pa import cli, report
-from river_pa.evaluate import datasets
+from river_pa.evaluate import datasets, readers
 
 
 def evaluate(*args):
@@ -105,7 +105,7 @@ def test_an_existing_report_is_replaced_by_a_new_file_not_rewritten(tmp_path):
 
 def test_the_report_is_written_as_the_run_goes(tmp_path, capsys, monkeypatch):
     """A run stopped by a bad line at event 2,501 leaves its rows 1,000 and 2,000."""
-    monkeypatch.setattr(datasets, "ROWS", 500)  # chunks of 500 lines: the bad one comes late
+    monkeypatch.setattr(readers, "ROWS", 500)  # chunks of 500 lines: the bad one comes late
     data = events_file(tmp_path, 2500)
     with open(data, "a") as fh:
         fh.write("[1, 2]\n")

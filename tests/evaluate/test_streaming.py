@@ -17,8 +17,9 @@ import pytest
 import zstandard
 
 from river_pa import PAClassifier, cli
-from river_pa.evaluate import datasets, libsvm
-from river_pa.evaluate.job import Series, evaluate, evaluate_many
+from river_pa.evaluate import datasets, files, libsvm, readers
+from river_pa.evaluate.job import evaluate, evaluate_many
+from river_pa.evaluate.results import Series
 
 
 def lines(n: int, seed: int = 0) -> bytes:
@@ -46,7 +47,7 @@ def test_chunks_equal_the_whole_file_in_every_compression(tmp_path, suffix, comp
     whole = libsvm.parse_libsvm(text)
     chunks = list(libsvm.iter_libsvm(path, chunk_bytes=1000))
     assert len(chunks) > 20 and sum(map(len, chunks)) == 3000
-    joined = libsvm.concatenate(chunks)
+    joined = files.concatenate(chunks)
     for name in ("indptr", "indices", "data", "y"):
         np.testing.assert_array_equal(getattr(joined, name), getattr(whole, name))
 
@@ -88,7 +89,7 @@ def test_an_index_beyond_the_range_is_one_line_not_a_memory_blowup(tmp_path, cap
 def test_large_indices_within_the_range_work_and_repeats_are_found():
     csr = libsvm.parse_libsvm(b"1 2147483647:1 3:2 2147483000:0.5\n")
     assert csr.indices.tolist() == [2147483647, 3, 2147483000]
-    with pytest.raises(libsvm.DataError, match="<bytes>:2: feature index repeated"):
+    with pytest.raises(files.DataError, match="<bytes>:2: feature index repeated"):
         libsvm.parse_libsvm(b"1 1:1\n1 2147483000:1 5:1 2147483000:2\n")
     model = PAClassifier()
     result = evaluate(datasets.Data("big", "binary", [True, False],
@@ -151,7 +152,7 @@ def test_a_third_label_in_a_later_chunk_of_a_binary_task(tmp_path, monkeypatch, 
     path = tmp_path / "three.jsonl"
     events = [{"x": {"a": i}, "y": i % 2} for i in range(30)] + [{"x": {"a": 1}, "y": 2}]
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
-    monkeypatch.setattr(datasets, "ROWS", 10)
+    monkeypatch.setattr(readers, "ROWS", 10)
     assert run(path) == 2
     assert capsys.readouterr().err.startswith(
         f"river-pa evaluate: {path}: event 31: label 2: a binary task takes two labels")
