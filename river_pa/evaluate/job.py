@@ -191,14 +191,15 @@ def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
             start = time.perf_counter()
             try:
                 state = next(run.steps)
-            except StopIteration:
+            except StopIteration:  # the step that ends the run counts too (its last events)
                 active.remove(label)
                 continue
             except DataError:
                 raise
             except (TypeError, ValueError) as exc:
                 raise events.refused(exc, list(runs).index(label), f" ({label})") from exc
-            run.seconds += time.perf_counter() - start
+            finally:
+                run.seconds += time.perf_counter() - start
             run.row(state["Step"])
     out = {}
     for label, run in runs.items():

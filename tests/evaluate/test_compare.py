@@ -84,6 +84,19 @@ def test_one_pass_with_delay():
     assert results["b"].values == river_score(river_pa.FullScaleInvariantClassifier(), delay=10)
 
 
+def test_a_run_shorter_than_every_counts_the_time_of_its_last_step(tmp_path):
+    data = tmp_path / "five.jsonl"
+    data.write_text("".join(f'{{"x": {{"a": {i}.0}}, "y": {str(i % 2 == 0).lower()}}}\n'
+                            for i in range(5)))
+    models = {"a": river_pa.PAClassifier(), "b": river_pa.FullScaleInvariantClassifier()}
+    results = evaluate_many(datasets.open_source(str(data)), models, ["Accuracy"], every=1000)
+    for result in results.values():
+        assert result.rows[-1].step == 5 and result.seconds > 0
+        # the events were read and learned in the step that ended the run: its time was lost,
+        # and the table said 5,000,000,000 events/s (5 events over the 1 ns floor)
+        assert result.rows[-1].events_per_s < 1e8
+
+
 def test_a_rejected_event_names_the_model(tmp_path, capsys):
     data = tmp_path / "bad.jsonl"
     data.write_text('{"x": {"a": 1.0}, "y": true}\n{"x": {"a": 2.0}, "y": false}\n'
