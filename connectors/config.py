@@ -18,6 +18,8 @@ import socket
 import tomllib
 from dataclasses import dataclass, field
 
+from river_pa.connectors.errors import SettingsConflict
+
 __all__ = ["ServeConfig", "SettingsConflict", "add_arguments", "build_parser", "from_args",
            "load_config"]
 
@@ -333,10 +335,6 @@ def _check_values(cfg: ServeConfig) -> ServeConfig:
     return cfg
 
 
-class SettingsConflict(SystemExit):
-    """Settings each valid alone but not together: status 2, like a bad flag."""
-
-
 # What the loop may spend between two polls beyond --batch-seconds: the checkpoint, the flush of
 # the outputs and the commit or transaction after a batch (a broker's request timeout is 30 s)
 POLL_SLACK_MS = 30_000
@@ -401,10 +399,10 @@ def _check_types(table: dict, path: str) -> dict:
 
 def _check_client(settings: dict) -> dict:
     """Refuse client settings that neither kafka-python client takes, or that the daemon
-    sets itself (each client gets the settings it takes: see kafka_io.client_settings)."""
+    sets itself (each client gets the settings it takes: see kafka/client.py `client_settings`)."""
     from kafka import KafkaConsumer, KafkaProducer
 
-    from river_pa.connectors.kafka_io import RESERVED_SETTINGS
+    from river_pa.connectors.kafka.client import RESERVED_SETTINGS
 
     reserved = sorted(set(settings) & (RESERVED_SETTINGS | {"bootstrap_servers"}))
     if reserved:  # bootstrap_servers in [kafka] replaced --bootstrap-servers' for the clients

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from river_pa.connectors.snapshots import Publisher, Reader, _manifest, _progress
+from river_pa.connectors.state.snapshots import Publisher, Reader, _manifest, _progress
 
 NESTED = b"[" * 100_000  # json.loads raised RecursionError: a predictor crash loop
 PROGRESS = {"learned": 550, "events": 600, "time_ms": 1_764_590_000_000, "term": 2, "version": 7}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kafka import KafkaProducer
 
-from river_pa.connectors.kafka_io import fenced_by_state
+from river_pa.connectors.kafka.client import fenced_by_state
 
 
 def test_a_producer_whose_id_was_taken_says_it_is_fenced(kafka):

@@ -11,7 +11,7 @@ import time
 
 from kafka import KafkaConsumer
 
-from river_pa.connectors import checkpoint, snapshots
+from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.connectors.replay import elec2, records, send_all
 from river_pa.linear_model import PAClassifier
 

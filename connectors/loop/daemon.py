@@ -26,23 +26,24 @@ from kafka.errors import (
 from kafka.structs import TopicPartition
 from river import base
 
-from river_pa.connectors import checkpoint, snapshots
+from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.connectors.codec import (
     BadRecord, TooManyClassesError, decode_event, decode_label, encode_json, label_check_for,
 )
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.kafka_io import (
-    OutputTooLarge, Outputs, RebalanceQueue, group_size, make_admin, make_consumer,
-    make_offsets_client, make_producer, offsets_to_commit, poll, quiet_bootstrap, topic_limits,
-    tp_key, transact, unreachable,
+from river_pa.connectors.errors import ModelError, OutputTooLarge
+from river_pa.connectors.kafka.client import (
+    RebalanceQueue, close_producer, ensure_topic, group_size, make_consumer, make_offsets_client, make_producer,
+    offsets_to_commit, poll, quiet_bootstrap, tp_key, transact, unreachable,
 )
-from river_pa.connectors.merge import Merger
-from river_pa.connectors.metrics import Health
-from river_pa.connectors.pending import Pending, PendingStore
-from river_pa.connectors.reporting import Reporter, Stats, serve_metrics
+from river_pa.connectors.kafka.outputs import Outputs, topic_limits
+from river_pa.connectors.loop.ordering import EventTimeOrder
+from river_pa.connectors.observe.metrics import Health
+from river_pa.connectors.observe.reporting import Reporter, Stats, serve_metrics
+from river_pa.connectors.state.pending import Pending, PendingStore
 from river_pa._core.validation import TooManyFeaturesError
 
-__all__ = ["Daemon", "ensure_topic", "watch_stop"]
+__all__ = ["Daemon", "ModelError", "watch_stop"]
 
 log = logging.getLogger("river_pa.serve")
 
@@ -53,10 +54,6 @@ STATE_FIELDS = {"stats": Stats, "pending": PendingStore, "early": PendingStore, 
 MODEL_FIELDS = {"learned": int, "events": int, "published_at_ms": int}
 PROGRESS_SECONDS = 1.0  # the learner publishes its progress at most this often
 STOP_GRACE_S = 3.0  # after a stop signal, how long before a daemon without a broker exits
-
-
-class ModelError(RuntimeError):
-    """The model raised on `MODEL_FAILURES_TO_STOP` records in a row: it is broken, not the data."""
 
 
 def check_model(model) -> None:
@@ -81,16 +78,6 @@ def check_model(model) -> None:
         raise ValueError(f"model {type(model).__name__} fails on a synthetic event {x}: {line}") from None
 
 
-def ensure_topic(cfg: ServeConfig, topic: str) -> None:
-    """Create `topic` if it is missing: one partition, compacted, replicated min(3, brokers)."""
-    admin = make_admin(cfg)
-    try:
-        brokers = len(admin.describe_cluster()["brokers"])
-        snapshots.ensure_topic(admin, topic, min(3, brokers))
-    finally:
-        admin.close()
-
-
 def watch_stop(cfg: ServeConfig) -> None:
     """Call at a stop signal: once the stop has taken `STOP_GRACE_S`, a daemon thread exits
     the process with status 1 (no final checkpoint) when no broker of `cfg` accepts a
@@ -107,20 +94,6 @@ def watch_stop(cfg: ServeConfig) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="river-pa-stop", daemon=True).start()
-
-
-def close_producer(producer, timeout_s: float | None = None) -> None:
-    """Close a producer, waiting up to `timeout_s` (its max_block_ms) for its last sends.
-    kafka-python's close flushes first and raises if that times out, before it stops its IO
-    thread: the thread is then stopped without sending (it lingered with its connections).
-    Without a timeout the close waited for ever for batches of a transaction that the
-    coordinator never heard of (see `kafka_io.Outputs.check`)."""
-    try:
-        producer.close(timeout=producer.config["max_block_ms"] / 1000 if timeout_s is None
-                       else timeout_s)
-    except KafkaError as exc:
-        log.info("the producer is closed without its last sends (%s)", exc)
-        producer._sender.force_close()
 
 
 class Daemon:
@@ -335,7 +308,7 @@ class Daemon:
         labels = cfg.labels_topic if cfg.role != "predict" else None
         self.topics = [cfg.events_topic] + ([labels] if labels else [])
         self._subscribe()
-        self.merger = Merger(cfg.events_topic, labels, self._exhausted,
+        self.order = EventTimeOrder(cfg.events_topic, labels, self._exhausted,
                              self.consumer.assignment if cfg.role == "learn" else None)
         self.reporter = Reporter(cfg.report_every, cfg.report_seconds, cfg.report_path,
                                  self._send_report)
@@ -413,7 +386,7 @@ class Daemon:
             if tp in assigned:  # not fetched before a revocation
                 self._buffer(tp, records)
         batch, deadline = 0, time.monotonic() + self.cfg.batch_seconds
-        for record in itertools.islice(self.merger.ready(), self.cfg.max_poll_records):
+        for record in itertools.islice(self.order.ready(), self.cfg.max_poll_records):
             self._process(record)
             batch += 1
             if time.monotonic() > deadline:  # a slow model: poll again well inside
@@ -469,7 +442,7 @@ class Daemon:
                 self._replace_producer(exc)
         if self.cfg.exactly_once:
             self.producer.begin_transaction()
-        self.merger.drop(list(self.merger.buffers))
+        self.order.drop(list(self.order.buffers))
         self.buffered_upto.clear()
         events = self.stats.counts["events"]
         self.load(self.consumer)
@@ -481,7 +454,7 @@ class Daemon:
     def _replace_producer(self, why) -> None:
         """Replace the producer by a new one sized for the output topics' limits read again.
 
-        With exactly-once (a transactional call that did not end, see `kafka_io.transact`) it
+        With exactly-once (a transactional call that did not end, see `kafka.client.transact`) it
         has the same transactional id: its `init_transactions` fences the old one and ends the
         open transaction at the coordinator (aborted, or committed if the commit had reached
         it; `load` then picks the checkpoint that matches the committed offsets). The old
@@ -504,7 +477,7 @@ class Daemon:
         Buffered records are dropped and fetched again: kafka-python keeps the fetch position
         of a partition the member keeps, past those records, which were lost for good.
         """
-        self.merger.drop(list(self.merger.buffers))
+        self.order.drop(list(self.order.buffers))
         self.buffered_upto.clear()
         self.positions_unknown = False
         committed = {}
@@ -643,7 +616,7 @@ class Daemon:
         start = max(self.next_offsets.get(tp_key(tp), 0), self.buffered_upto.get(tp, 0))
         fresh = [r for r in records if r.offset >= start]
         if fresh:
-            self.merger.add(tp, fresh)
+            self.order.add(tp, fresh)
             self.buffered_upto[tp] = fresh[-1].offset + 1
         elif records and records[-1].offset + 1 < start:
             self._seek(tp, start)
@@ -658,7 +631,7 @@ class Daemon:
         except IllegalStateError:
             return True
         except KafkaConnectionError:  # no broker (kafka-python's lookup of the group
-            return False              # coordinator, see kafka_io.poll): hold the other back
+            return False              # coordinator, see kafka.client.poll): hold the other back
         if known is None or (highwater is not None and known < highwater):
             return False
         # The high watermark is the one of the last fetch of `tp`, which can be far behind
@@ -690,7 +663,7 @@ class Daemon:
         to them, so they are fetched again once the other side has caught up (pause/resume
         left a partition unfetched for good with kafka-python 3.0.12)."""
         for tp in list(self.buffered_upto):
-            first_dropped = self.merger.truncate(tp, self.cfg.max_buffered)
+            first_dropped = self.order.truncate(tp, self.cfg.max_buffered)
             if first_dropped is not None:
                 self.buffered_upto[tp] = first_dropped
                 self._seek(tp, first_dropped)

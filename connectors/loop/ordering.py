@@ -24,10 +24,10 @@ from typing import Callable, Iterator
 
 from kafka.structs import TopicPartition
 
-__all__ = ["Merger"]
+__all__ = ["EventTimeOrder"]
 
 
-class Merger:
+class EventTimeOrder:
     """Buffers consumer records and yields them in event-time order per partition pair."""
 
     def __init__(self, events_topic: str, labels_topic: str | None,

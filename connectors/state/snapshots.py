@@ -9,7 +9,7 @@ version, chunk count, size, SHA-256; chunks after it are not the writer's), then
 the manifests and chunks of all but the newest `KEEP_VERSIONS` versions: compaction keeps
 those, so when the newest does not load (a bad record, a half-written version of a writer that
 died) an older one still can. The
-payload (a checkpoint, connectors/checkpoint.py) repeats term and version in its signed header,
+payload (a checkpoint, connectors/state/checkpoint.py) repeats term and version in its signed header,
 so a replayed or relabelled manifest does not verify. Beside it, a small record keyed
 `name.progress` (JSON) says how far the writer has come since (the learner's events learned,
 the time, and the term and version of its newest model).
@@ -37,13 +37,13 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from kafka import KafkaAdminClient, KafkaConsumer
-from kafka.admin import NewTopic
-from kafka.errors import TopicAlreadyExistsError
+from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
 
+from river_pa.connectors.errors import SnapshotError
+
 __all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "Publisher", "Reader", "SnapshotError",
-           "ensure_topic", "restore", "send_progress", "stamp"]
+           "restore", "send_progress", "stamp"]
 
 CHUNK_BYTES = 512 * 1024
 KEEP_VERSIONS = 2  # versions whose chunks a writer leaves in the topic
@@ -53,22 +53,9 @@ MAX_PENDING_VERSIONS = 4  # versions whose manifest has not come, per reader
 _KEY = re.compile(rb"/(\d{1,16})/(\d{1,16})(?:/(\d{1,16}))?")  # bytes: ASCII digits only
 
 
-class SnapshotError(RuntimeError):
-    """A snapshot in the topic that cannot be read, with the reason."""
-
-
 def stamp(manifest: dict) -> tuple[int, int]:
     """(term, version): the order of snapshots (newer is greater)."""
     return manifest["term"], manifest["version"]
-
-
-def ensure_topic(admin: KafkaAdminClient, topic: str, replication: int) -> None:
-    """Create `topic` (one partition, compacted) unless it exists."""
-    try:
-        admin.create_topics([NewTopic(topic, 1, replication,
-                                      topic_configs={"cleanup.policy": "compact"})])
-    except TopicAlreadyExistsError:
-        pass
 
 
 class Publisher:

@@ -18,8 +18,8 @@ import logging
 import time
 from collections import Counter
 
-from river_pa.connectors import snapshots
-from river_pa.connectors.daemon import MODEL_FIELDS, Daemon
+from river_pa.connectors.state import snapshots
+from river_pa.connectors.loop.daemon import MODEL_FIELDS, Daemon
 
 __all__ = ["Predictor"]
 
