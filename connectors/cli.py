@@ -81,9 +81,8 @@ def run(args) -> int:
 def _serve(cfg, model, observers) -> int:
     """Connect and run the daemon of `cfg.role`, watched by `observers` (the endpoints and
     the watchdog of connectors/observe/metrics.py; see `run` for the exit statuses)."""
-    from kafka.errors import KafkaError
-
     from river_pa.connectors.errors import EXIT_STATUSES, exit_status
+    from river_pa.connectors.kafka.errors import ClientError
     from river_pa.connectors.kafka.client import explain, unreachable
     from river_pa.connectors.loop.daemon import Daemon
     from river_pa.connectors.roles.learner import run_learner
@@ -106,7 +105,7 @@ def _serve(cfg, model, observers) -> int:
             observer.daemon = daemon
             observer.start()
         return run_learner(cfg, model, observers) if daemon is None else daemon.run()
-    except (*(cls for cls, _, _ in EXIT_STATUSES), KafkaError) as exc:
+    except (*(cls for cls, _, _ in EXIT_STATUSES), ClientError) as exc:
         status, prefix = exit_status(exc)
         line = explain(exc, cfg) if prefix is None else f"{prefix}{exc}"
         print(f"river-pa serve: {line}", file=sys.stderr)

@@ -345,10 +345,9 @@ def _check_poll_interval(cfg: ServeConfig) -> None:
     `batch_seconds`, then the checkpoint. Accepted, it livelocked: each member was expelled
     from its group after every batch, its commit refused and the batch served again (records
     emitted twice, never committed to the end; a learner stepping down for ever)."""
-    from kafka import KafkaConsumer
+    from river_pa.connectors.kafka.client import client_defaults
 
-    interval = cfg.kafka.get("max_poll_interval_ms",
-                             KafkaConsumer.DEFAULT_CONFIG["max_poll_interval_ms"])
+    interval = cfg.kafka.get("max_poll_interval_ms", client_defaults()["max_poll_interval_ms"])
     if not isinstance(interval, int) or isinstance(interval, bool) or interval <= 0:
         raise SystemExit(f"river-pa serve: the Kafka client setting max_poll_interval_ms must "
                          f"be a number of milliseconds > 0, got {interval!r:.60}")
@@ -400,22 +399,20 @@ def _check_types(table: dict, path: str) -> dict:
 def _check_client(settings: dict) -> dict:
     """Refuse client settings that neither kafka-python client takes, or that the daemon
     sets itself (each client gets the settings it takes: see kafka/client.py `client_settings`)."""
-    from kafka import KafkaConsumer, KafkaProducer
-
-    from river_pa.connectors.kafka.client import RESERVED_SETTINGS
+    from river_pa.connectors.kafka.client import RESERVED_SETTINGS, client_defaults
 
     reserved = sorted(set(settings) & (RESERVED_SETTINGS | {"bootstrap_servers"}))
     if reserved:  # bootstrap_servers in [kafka] replaced --bootstrap-servers' for the clients
         raise SystemExit(f"river-pa serve: Kafka client settings {reserved} (from [kafka], "
                          "--kafka or RIVER_PA_KAFKA_*) are set by the daemon itself (the "
                          "bootstrap servers with --bootstrap-servers)")
-    known = (set(KafkaConsumer.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG)) - RESERVED_SETTINGS
+    defaults = client_defaults()
+    known = set(defaults) - RESERVED_SETTINGS
     unknown = sorted(set(settings) - known)
     if unknown:
         raise SystemExit(f"river-pa serve: unknown Kafka client settings {unknown} (from [kafka], "
                          "--kafka or RIVER_PA_KAFKA_*); known settings are: "
                          + ", ".join(sorted(known)))
-    defaults = {**KafkaProducer.DEFAULT_CONFIG, **KafkaConsumer.DEFAULT_CONFIG}
     for key, value in settings.items():
         why = _client_value_error(key, value, defaults[key])
         if why:

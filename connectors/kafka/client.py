@@ -15,15 +15,17 @@ from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, Ka
 from kafka import errors as kafka_errors
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
-from kafka.structs import OffsetAndMetadata, TopicPartition
+from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.errors import OutputError
+from river_pa.connectors.kafka.errors import FENCED
 
 log = logging.getLogger("river_pa.serve")
 
 __all__ = [
-    "RebalanceQueue", "client_settings", "close_producer", "ensure_topic", "explain", "group_size", "make_admin", "make_consumer",
+    "RebalanceQueue", "TopicPartition", "client_defaults", "client_settings", "close_producer", "confirm_member",
+    "ensure_topic", "fenced", "fenced_by_state", "make_lease_consumer", "member_stable", "explain", "group_size", "make_admin", "make_consumer",
     "make_producer", "offsets_to_commit", "poll", "quiet_bootstrap", "quiet_normal_operation",
     "tp_key", "transact", "unreachable",
 ]
@@ -47,6 +49,12 @@ RESERVED_SETTINGS = frozenset({
 def client_settings(settings: dict, client: type) -> dict:
     """The part of the user's `[kafka]` settings that `client` (a kafka-python class) takes."""
     return {k: v for k, v in settings.items() if k in client.DEFAULT_CONFIG}
+
+
+def client_defaults() -> dict:
+    """Every setting of `[kafka]` a client takes, with its default (the consumer's where the
+    producer takes it too)."""
+    return {**KafkaProducer.DEFAULT_CONFIG, **KafkaConsumer.DEFAULT_CONFIG}
 
 
 def make_consumer(cfg: ServeConfig) -> KafkaConsumer:
@@ -149,8 +157,21 @@ def fenced_by_state(producer: KafkaProducer | None, wait_s: float) -> bool:
     deadline = time.monotonic() + wait_s
     while manager.is_bumping_epoch() and time.monotonic() < deadline:
         time.sleep(0.05)
-    return isinstance(manager.last_error, (kafka_errors.ProducerFencedError,
-                                           kafka_errors.InvalidProducerEpochError))
+    return isinstance(manager.last_error, FENCED)
+
+
+def fenced(exc: BaseException, producer: KafkaProducer | None, wait_s: float) -> bool:
+    """True when `exc` (or what caused it) is a fencing error, or `producer`'s transactional
+    state says another producer took its id (`fenced_by_state`): kafka-python 3.0.12 names the
+    fencing only in the text of some errors ("Cannot execute transactional method because we
+    are in an error state: ProducerFencedError"), and the state says it without reading text."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, FENCED) or any(isinstance(a, FENCED) for a in exc.args):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return fenced_by_state(producer, wait_s)
 
 
 _OUTAGES: weakref.WeakSet = weakref.WeakSet()  # consumers whose last poll met no broker
@@ -172,6 +193,45 @@ def poll(consumer: KafkaConsumer, timeout_ms: int) -> dict:
         return {}
     _OUTAGES.discard(consumer)
     return polled
+
+
+def make_lease_consumer(cfg: ServeConfig, topic: str, group: str) -> KafkaConsumer:
+    """A member of the lease group `group`, subscribed to the lease topic, assigned by
+    `LeaseAssignor` (see roles/lease.py)."""
+    from river_pa.connectors.kafka.assignor import LeaseAssignor
+
+    consumer = KafkaConsumer(**{
+        "bootstrap_servers": cfg.bootstrap_servers,
+        "group_id": group,
+        "client_id": f"{cfg.client_id}-lease",
+        "enable_auto_commit": False,
+        "session_timeout_ms": cfg.session_timeout_ms,
+        "heartbeat_interval_ms": max(cfg.session_timeout_ms // 4, 100),
+        "partition_assignment_strategy": (LeaseAssignor,),
+        **CLIENT_DEFAULTS,
+        **client_settings(cfg.kafka, KafkaConsumer),
+    })
+    consumer.subscribe([topic])
+    return consumer
+
+
+def confirm_member(consumer: KafkaConsumer, tp: TopicPartition) -> tuple[bool | None, Exception | None]:
+    """Have the coordinator confirm `consumer`'s membership by committing offset 0 of `tp`:
+    (True, None) accepted; (False, error) refused (the session expired, or another
+    generation); (None, error) not known yet (a rebalance under way, the coordinator moving)."""
+    try:
+        consumer.commit({tp: OffsetAndMetadata(0, "", -1)}, timeout_ms=1000)
+        return True, None
+    except KafkaError as exc:
+        rebalancing = any(isinstance(a, kafka_errors.RebalanceInProgressError) for a in exc.args)
+        if isinstance(exc, kafka_errors.CommitFailedError) and not rebalancing:
+            return False, exc
+        return None, exc
+
+
+def member_stable(consumer: KafkaConsumer) -> bool:
+    """True once `consumer` is a stable member of its group (joined, assigned)."""
+    return consumer.group_metadata().state == MemberState.STABLE
 
 
 def make_admin(cfg: ServeConfig) -> KafkaAdminClient:

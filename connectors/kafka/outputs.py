@@ -153,6 +153,6 @@ class Outputs:
         if too_large or self.failed:
             topic, exc = (too_large or self.failed)[0]
             error = OutputTooLarge if too_large else OutputError
-            raise error(f"cannot write to topic {topic!r}: {type(exc).__name__}: {exc}")
+            raise error(f"cannot write to topic {topic!r}: {type(exc).__name__}: {exc}") from exc
 
 

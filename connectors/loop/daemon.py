@@ -19,11 +19,6 @@ import time
 from functools import partial
 from pathlib import Path
 
-from kafka.errors import (
-    IllegalStateError, KafkaConnectionError, KafkaError, KafkaTimeoutError,
-    MessageSizeTooLargeError, ProducerFencedError,
-)
-from kafka.structs import TopicPartition
 from river import base
 
 from river_pa.connectors.state import checkpoint, snapshots
@@ -32,8 +27,9 @@ from river_pa.connectors.codec import (
 )
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.errors import ModelError, OutputTooLarge
+from river_pa.connectors.kafka import errors
 from river_pa.connectors.kafka.client import (
-    RebalanceQueue, close_producer, ensure_topic, group_size, make_consumer, make_offsets_client, make_producer,
+    RebalanceQueue, TopicPartition, close_producer, ensure_topic, group_size, make_consumer, make_offsets_client, make_producer,
     offsets_to_commit, poll, quiet_bootstrap, tp_key, transact, unreachable,
 )
 from river_pa.connectors.kafka.outputs import Outputs, topic_limits
@@ -308,8 +304,8 @@ class Daemon:
         labels = cfg.labels_topic if cfg.role != "predict" else None
         self.topics = [cfg.events_topic] + ([labels] if labels else [])
         self._subscribe()
-        self.order = EventTimeOrder(cfg.events_topic, labels, self._exhausted,
-                             self.consumer.assignment if cfg.role == "learn" else None)
+        self.order = EventTimeOrder(cfg.events_topic, labels, self._exhausted, TopicPartition,
+                                    self.consumer.assignment if cfg.role == "learn" else None)
         self.reporter = Reporter(cfg.report_every, cfg.report_seconds, cfg.report_path,
                                  self._send_report)
         self.health.beat = time.monotonic()  # a first step that never ends turns /livez 503
@@ -336,7 +332,7 @@ class Daemon:
         for close in closes:
             try:
                 close()
-            except KafkaError as exc:
+            except errors.ClientError as exc:
                 log.warning("closing a Kafka client: %s", exc)
 
     def _subscribe(self) -> None:
@@ -415,14 +411,14 @@ class Daemon:
             self.checkpoint_and_commit(group=group)
         except OutputTooLarge as exc:
             self._rollback(exc)
-        except KafkaError as exc:
-            if not self.cfg.exactly_once or isinstance(exc, ProducerFencedError):
+        except errors.ClientError as exc:
+            if not self.cfg.exactly_once or isinstance(exc, errors.ProducerFenced):
                 raise  # at least once: nothing committed past it; fenced: another owns our id
-            if self.stopping and isinstance(exc, KafkaTimeoutError):
+            if self.stopping and isinstance(exc, errors.ClientTimeout):
                 # a stop does not wait for a new producer (its init_transactions waits as long
                 # again): the next start serves again what the open transaction held (the
                 # fault harness's seed 136: a predictor still running 60 s after SIGTERM)
-                raise KafkaTimeoutError(f"stopped without a final checkpoint: {exc} (the "
+                raise errors.ClientTimeout(f"stopped without a final checkpoint: {exc} (the "
                                         "records since the last one are served again at the "
                                         "next start)") from exc
             self._rollback(exc)
@@ -432,13 +428,13 @@ class Daemon:
         the last checkpoint; seek to the committed offsets (at least once: the checkpoint's)."""
         log.warning("rolling back %s: %s", "the open transaction" if self.cfg.exactly_once
                     else "to the last checkpoint", why)
-        if isinstance(why, (KafkaTimeoutError, OutputTooLarge)):  # a call did not end (so
+        if isinstance(why, (errors.ClientTimeout, OutputTooLarge)):  # a call did not end (so
             self._replace_producer(why)                          # would the abort), or limits
         elif self.cfg.exactly_once:
             try:
                 transact(self.producer, "abort_transaction")
                 self.outputs.forget_aborted()
-            except KafkaTimeoutError as exc:
+            except errors.ClientTimeout as exc:
                 self._replace_producer(exc)
         if self.cfg.exactly_once:
             self.producer.begin_transaction()
@@ -466,7 +462,7 @@ class Daemon:
             self.producer = make_producer(self.cfg, limits)
         self.outputs.replace(self.producer, limits)
         if self.cfg.exactly_once:
-            self.producer.init_transactions()  # bounded by max_block_ms: KafkaTimeoutError
+            self.producer.init_transactions()  # bounded by max_block_ms: errors.ClientTimeout
         threading.Thread(target=close_producer, args=(old,), name="river-pa-old-producer",
                          daemon=True).start()
 
@@ -484,7 +480,7 @@ class Daemon:
         for tp in self.consumer.assignment():
             try:
                 committed[tp] = self.consumer.committed(tp)
-            except KafkaError as exc:  # the coordinator is away: try again after the next poll
+            except errors.ClientError as exc:  # the coordinator is away: try again after the next poll
                 log.warning("committed offset of %s unknown (%s)", tp, exc)
                 self.positions_unknown = True
                 return
@@ -559,7 +555,7 @@ class Daemon:
                 self.consumer.seek_to_end(tp)
             else:
                 self.consumer.seek_to_beginning(tp)
-        except (ValueError, IllegalStateError):
+        except (ValueError, errors.IllegalState):
             log.info("%s was revoked before it could be sought", tp)
 
     def _beat(self, assigned) -> None:
@@ -598,7 +594,7 @@ class Daemon:
         self.unassigned_since = now
         try:  # a metadata request (kafka-python 3.0.12 raises if its broker is away)
             partitions = len(self.consumer.partitions_for_topic(self.cfg.events_topic) or ())
-        except KafkaError as exc:
+        except errors.ClientError as exc:
             log.warning("partitions of %s unknown (%s)", self.cfg.events_topic, exc)
             return
         members = group_size(self.cfg)
@@ -623,14 +619,14 @@ class Daemon:
 
     def _exhausted(self, tp: TopicPartition) -> bool:
         """True when every record of `tp` up to the broker's end offset has been buffered."""
-        try:  # IllegalStateError: revoked meanwhile (see _seek)
+        try:  # errors.IllegalState: revoked meanwhile (see _seek)
             highwater = self.consumer.highwater(tp)
             known = self.buffered_upto.get(tp, self.next_offsets.get(tp_key(tp)))
             if known is None:
                 known = self.consumer.position(tp, timeout_ms=1000)
-        except IllegalStateError:
+        except errors.IllegalState:
             return True
-        except KafkaConnectionError:  # no broker (kafka-python's lookup of the group
+        except errors.BrokerAway:  # no broker (kafka-python's lookup of the group
             return False              # coordinator, see kafka.client.poll): hold the other back
         if known is None or (highwater is not None and known < highwater):
             return False
@@ -653,7 +649,7 @@ class Daemon:
             # the broker is away: hold the other side back. KeyError: kafka-python 3.0.12's
             # end_offsets when a partition got no answer (its leader restarting; it indexes
             # the answers by every partition asked: the learner died in a rolling restart)
-            except (KafkaError, KeyError) as exc:
+            except (errors.ClientError, KeyError) as exc:
                 log.warning("end offset of %s unknown (%s: %s)", tp, type(exc).__name__, exc)
                 self.log_ends[tp] = 2**63
         return self.log_ends[tp]
@@ -792,7 +788,7 @@ class Daemon:
             value["proba"] = {str(k): v for k, v in proba.items()}
         try:
             self.outputs.send(self.cfg.predictions_topic, encode_json(value), key=event.id.encode())
-        except MessageSizeTooLargeError as exc:  # e.g. a huge id, the proba of many classes
+        except errors.RecordTooLarge as exc:  # e.g. a huge id, the proba of many classes
             self._dead_letter(record, BadRecord("output_rejected", f"prediction: {exc}"))
 
     def _model_fields(self) -> dict:
@@ -913,7 +909,7 @@ class Daemon:
         not fatal: the checkpoint on disk covers them and the next commit moves them on."""
         try:
             self.consumer.commit(offsets)
-        except KafkaError as exc:
+        except errors.ClientError as exc:
             log.warning("offset commit failed (%s); the checkpoint still covers them", exc)
 
     def _final_checkpoint(self) -> None:

@@ -7,12 +7,10 @@ import logging
 import signal
 import time
 
-from kafka.errors import IllegalStateError, InvalidProducerEpochError, KafkaError, ProducerFencedError
-from kafka.structs import TopicPartition
-
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.errors import LeaseLost, OutputError
-from river_pa.connectors.kafka.client import close_producer, fenced_by_state
+from river_pa.connectors.kafka import errors
+from river_pa.connectors.kafka.client import TopicPartition, close_producer, fenced
 from river_pa.connectors.loop.daemon import MODEL_FIELDS, Daemon, watch_stop
 from river_pa.connectors.roles.lease import Lease
 from river_pa.connectors.state.snapshots import Publisher
@@ -21,8 +19,7 @@ __all__ = ["Learner", "LeaseLost", "run_learner"]
 
 log = logging.getLogger("river_pa.serve")
 
-FENCED = (ProducerFencedError, InvalidProducerEpochError)
-FENCE_WAIT_S = 10.0  # how long an epoch bump under way is waited for (see fenced_by_state)
+FENCE_WAIT_S = 10.0  # how long an epoch bump under way is waited for (see kafka.client.fenced_by_state)
 
 
 class Learner(Daemon):
@@ -86,7 +83,7 @@ class Learner(Daemon):
             self.partitions_checked = time.monotonic()
             try:
                 self._follow_partitions()
-            except KafkaError as exc:
+            except errors.ClientError as exc:
                 log.warning("partitions of %s not checked (%s)", ", ".join(self.topics), exc)
 
     def _confirm(self) -> None:
@@ -118,28 +115,14 @@ class Learner(Daemon):
         super()._replace_producer(why)  # if the lease moved meanwhile
 
 
-def fenced(exc: BaseException) -> bool:
-    """True when `exc` (or what caused it) says another producer took our transactional id."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, FENCED) or any(isinstance(a, FENCED) for a in exc.args):
-            return True
-        if any(cls.__name__ in str(exc) for cls in FENCED):  # kafka-python formats some
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 def _taken_over(cfg: ServeConfig, term: Learner, exc: BaseException) -> bool:
     """Whether the error that ended `term` says another learner took over (this one steps
     down and waits as a standby) rather than a failure (raised: exit 1)."""
-    if isinstance(exc, LeaseLost) or fenced(exc):
-        return True
-    # IllegalStateError ("Cannot call send in state READY"): kafka-python 3.0.12 after another
+    # IllegalState ("Cannot call send in state READY"): kafka-python 3.0.12 after another
     # producer's init_transactions ended our transaction under us
-    return cfg.exactly_once and (isinstance(exc, IllegalStateError) or fenced_by_state(
-        getattr(term, "producer", None), FENCE_WAIT_S))
+    if isinstance(exc, LeaseLost) or (cfg.exactly_once and isinstance(exc, errors.IllegalState)):
+        return True
+    return fenced(exc, getattr(term, "producer", None) if cfg.exactly_once else None, FENCE_WAIT_S)
 
 
 def run_learner(cfg: ServeConfig, model, observers=()) -> int:
@@ -176,7 +159,7 @@ def run_learner(cfg: ServeConfig, model, observers=()) -> int:
                      "from %s", lease.topic, lease.group, cfg.state_topic)
             try:
                 term.run()
-            except (LeaseLost, KafkaError, OutputError) as exc:
+            except (LeaseLost, errors.ClientError, OutputError) as exc:
                 if not _taken_over(cfg, term, exc):
                     raise
                 log.warning("stepping down, writing nothing more: %s", exc)

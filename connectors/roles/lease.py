@@ -33,13 +33,10 @@ from __future__ import annotations
 import logging
 import time
 
-from kafka import KafkaConsumer
-from kafka.errors import CommitFailedError, KafkaError, RebalanceInProgressError
-from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
-
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.kafka.assignor import LeaseAssignor
-from river_pa.connectors.kafka.client import CLIENT_DEFAULTS, client_settings, ensure_topic, poll
+from river_pa.connectors.kafka.client import (
+    TopicPartition, confirm_member, ensure_topic, make_lease_consumer, member_stable, poll,
+)
 
 __all__ = ["Lease"]
 
@@ -58,18 +55,7 @@ class Lease:
         self.topic, self.group = f"{cfg.events_topic}.lease", f"{cfg.group_id}.lease"
         ensure_topic(cfg, self.topic)
         self.tp = TopicPartition(self.topic, 0)
-        self.consumer = KafkaConsumer(**{
-            "bootstrap_servers": cfg.bootstrap_servers,
-            "group_id": self.group,
-            "client_id": f"{cfg.client_id}-lease",
-            "enable_auto_commit": False,
-            "session_timeout_ms": cfg.session_timeout_ms,
-            "heartbeat_interval_ms": max(cfg.session_timeout_ms // 4, 100),
-            "partition_assignment_strategy": (LeaseAssignor,),
-            **CLIENT_DEFAULTS,
-            **client_settings(cfg.kafka, KafkaConsumer),
-        })
-        self.consumer.subscribe([self.topic])
+        self.consumer = make_lease_consumer(cfg, self.topic, self.group)
         session_s = self.consumer.config["session_timeout_ms"] / 1000  # [kafka] may set it
         self.confirm_s = max(2 * session_s, 5.0)  # how long a rebalance under way is waited for
         # a confirmation stands for a quarter of the session: the member heartbeats every
@@ -104,21 +90,18 @@ class Lease:
         while self._ours():
             if start - self.confirmed_at < self.valid_s:
                 return self.held()
-            try:
-                self.consumer.commit({self.tp: OffsetAndMetadata(0, "", -1)}, timeout_ms=1000)
+            accepted, exc = confirm_member(self.consumer, self.tp)
+            if accepted:
                 self.confirmed_at = start
                 continue
-            except KafkaError as exc:
-                rebalancing = any(isinstance(a, RebalanceInProgressError) for a in exc.args)
-                if isinstance(exc, CommitFailedError) and not rebalancing:
-                    log.warning("the coordinator refused the lease: %s", exc)
-                    return False  # expired, or another generation: not ours
-                # a rebalance under way (a standby joining), the coordinator moving
-                if time.monotonic() > deadline:
-                    log.warning("the lease could not be confirmed in %.0f s: %s",
-                                self.confirm_s, exc)
-                    return False
-                self.held(100)
+            if accepted is False:
+                log.warning("the coordinator refused the lease: %s", exc)
+                return False  # expired, or another generation: not ours
+            # a rebalance under way (a standby joining), the coordinator moving
+            if time.monotonic() > deadline:
+                log.warning("the lease could not be confirmed in %.0f s: %s", self.confirm_s, exc)
+                return False
+            self.held(100)
         return False
 
     def wait(self, stopping, health) -> bool:
@@ -132,7 +115,7 @@ class Lease:
             if self.held(500):  # 500 ms per poll: no busy loop, heartbeats go on meanwhile
                 return True
             health.beat = time.monotonic()
-            if not said and self.consumer.group_metadata().state == MemberState.STABLE:
+            if not said and member_stable(self.consumer):
                 log.info("standby: the lease %s of group %s is another learner's; waiting",
                          self.topic, self.group)
                 said = True

@@ -37,10 +37,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from kafka import KafkaConsumer
-from kafka.structs import TopicPartition
 
 from river_pa.connectors.errors import SnapshotError
+from river_pa.connectors.kafka.client import TopicPartition
+from river_pa.connectors.kafka.protocols import Consumer
 
 __all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "Publisher", "Reader", "SnapshotError",
            "restore", "send_progress", "stamp"]
@@ -92,7 +92,7 @@ class Publisher:
         return manifest
 
 
-def restore(consumer: KafkaConsumer, topic: str, name: str,
+def restore(consumer: Consumer, topic: str, name: str,
             timeout_s: float = 120) -> tuple[dict, bytes] | None:
     """The newest snapshot `name` in `topic` whose chunks match its manifest, as (manifest,
     payload), or None (the payload is not verified further: see `Reader`). `consumer` is a
@@ -158,7 +158,7 @@ class Reader:
     `accept` or `reject` each. `on_invalid(reason)` is called once per record or version
     that is not valid."""
 
-    def __init__(self, consumer: KafkaConsumer, topic: str, name: str, on_invalid,
+    def __init__(self, consumer: Consumer, topic: str, name: str, on_invalid,
                  max_pending_bytes: int = MAX_PENDING_BYTES):
         self.consumer, self.topic, self.name = consumer, topic, name
         self.on_invalid, self.max_pending_bytes = on_invalid, max_pending_bytes
