@@ -26,7 +26,7 @@ def run(args) -> int:
     from river_pa.connectors.errors import CheckpointError
     from river_pa.connectors.state.checkpoint import check_writable
     from river_pa.connectors.config import SettingsConflict, from_args
-    from river_pa.connectors.loop.daemon import check_model
+    from river_pa.connectors.models.slot import check_model
     from river_pa.connectors.kafka.client import quiet_normal_operation
     from river_pa.connectors.observe.metrics import Endpoints, Watchdog
     from river_pa.connectors.observe.reporting import check_report_path, serve_metrics

@@ -11,7 +11,9 @@ from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.errors import LeaseLost, OutputError
 from river_pa.connectors.kafka import errors
 from river_pa.connectors.kafka.client import TopicPartition, close_producer, fenced
-from river_pa.connectors.loop.daemon import MODEL_FIELDS, Daemon, watch_stop
+from river_pa.connectors.loop.daemon import Daemon, watch_stop
+from river_pa.connectors.loop.policy import Policy
+from river_pa.connectors.models.slot import MODEL_FIELDS
 from river_pa.connectors.roles.lease import Lease
 from river_pa.connectors.state.snapshots import Publisher
 
@@ -25,7 +27,9 @@ FENCE_WAIT_S = 10.0  # how long an epoch bump under way is waited for (see kafka
 class Learner(Daemon):
     """The daemon of one active term: it learns while `lease` is held, raises LeaseLost after."""
 
-    local_checkpoint_wins = False  # the group's state is the one in the state topic
+    # emits nothing (the predictors do), publishes the model, learns the whole stream; the
+    # group's state is the one in the state topic
+    policy = Policy(emits=False, publishes=True, whole_stream=True, local_checkpoint_wins=False)
 
     lease: Lease  # set by `run_learner` before `run`
 
@@ -86,33 +90,13 @@ class Learner(Daemon):
             except errors.ClientError as exc:
                 log.warning("partitions of %s not checked (%s)", ", ".join(self.topics), exc)
 
-    def _confirm(self) -> None:
+    def _before_write(self) -> None:
         """Raise LeaseLost unless the lease is held and confirmed by the coordinator; the
         producer's unsent records (e.g. a model snapshot) are dropped first, so nothing more
         reaches the broker."""
         if not self.lease.confirm():
             close_producer(self.producer, 0)  # unsent records are dropped
             raise LeaseLost(f"the lease {self.lease.topic} of group {self.lease.group} is lost")
-
-    def _publish(self) -> None:
-        self._confirm()  # called after every batch: the lease consumer is polled there
-        super()._publish()
-
-    def _publish_model(self) -> None:
-        self._confirm()
-        super()._publish_model()
-
-    def _report(self) -> dict:
-        self._confirm()
-        return super()._report()
-
-    def _checkpoint_or_rollback(self) -> None:
-        self._confirm()
-        super()._checkpoint_or_rollback()
-
-    def _replace_producer(self, why) -> None:
-        self._confirm()  # a new producer fences whoever holds the transactional id: not ours
-        super()._replace_producer(why)  # if the lease moved meanwhile
 
 
 def _taken_over(cfg: ServeConfig, term: Learner, exc: BaseException) -> bool:

@@ -19,7 +19,9 @@ import time
 from collections import Counter
 
 from river_pa.connectors.state import snapshots
-from river_pa.connectors.loop.daemon import MODEL_FIELDS, Daemon
+from river_pa.connectors.loop.daemon import Daemon
+from river_pa.connectors.loop.policy import Policy
+from river_pa.connectors.models.slot import MODEL_FIELDS
 
 __all__ = ["Predictor"]
 
@@ -32,6 +34,7 @@ MAX_LEARN_RATE = 1_000_000  # events/s a learner can learn (the daemon measured 
 class Predictor(Daemon):
     """A daemon that predicts with the newest model in `cfg.model_topic` and learns nothing."""
 
+    policy = Policy(learns=False, keeps_state=False)  # the learner learns; offsets only
     snapshot: dict | None = None  # learned, events, published_at_ms of the model in use
     counts_at_commit: Counter = Counter()  # the counts at the last commit (none yet: zero)
 
@@ -71,15 +74,9 @@ class Predictor(Daemon):
                  manifest["version"], self.cfg.model_topic, state["learned"])
         return True
 
-    def _after_prediction(self, record, event, y_pred, proba) -> None:
-        """Nothing: the learner learns the event."""
-
     def _model_fields(self) -> dict:
         return {"n_learned": self.snapshot["learned"],
                 "model_version": self.model_manifest["version"]}
-
-    def _persist(self) -> None:
-        """A predictor keeps nothing: its offsets alone are committed."""
 
     def figures(self) -> dict:
         """The report's figures, with the model in use and how stale it is: seconds since
