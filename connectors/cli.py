@@ -27,7 +27,7 @@ def run(args) -> int:
     from river_pa.connectors.state.checkpoint import check_writable
     from river_pa.connectors.config import SettingsConflict, from_args
     from river_pa.connectors.models.slot import check_model
-    from river_pa.connectors.kafka.client import quiet_normal_operation
+    from river_pa.connectors.kafka.diagnostics import quiet_normal_operation
     from river_pa.connectors.observe.metrics import Endpoints, Watchdog
     from river_pa.connectors.observe.reporting import check_report_path, serve_metrics
     from river_pa.registry import make_model
@@ -83,7 +83,7 @@ def _serve(cfg, model, observers) -> int:
     the watchdog of connectors/observe/metrics.py; see `run` for the exit statuses)."""
     from river_pa.connectors.errors import EXIT_STATUSES, exit_status
     from river_pa.connectors.kafka.errors import ClientError
-    from river_pa.connectors.kafka.client import explain, unreachable
+    from river_pa.connectors.kafka.diagnostics import explain, unreachable
     from river_pa.connectors.loop.daemon import Daemon
     from river_pa.connectors.roles.learner import run_learner
     from river_pa.connectors.roles.predictor import Predictor

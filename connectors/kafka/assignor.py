@@ -1,4 +1,4 @@
-"""The lease group's partition assignor (see roles/lease.py): cooperative sticky, the newest claim wins."""
+"""The lease group's partition assignor (roles/lease.py): cooperative sticky, newest claim wins."""
 
 from __future__ import annotations
 

@@ -1,33 +1,29 @@
 """The kafka-python adapter: the daemon's clients configured, and kafka-python 3.0.12's
 workarounds (bounded transactional calls, a poll that survives a lost broker, fencing read
-from the producer's state, quiet logs), so the loop names no client."""
+from the producer's state, the lease group's membership), so the loop names no client."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import socket
 import threading
 import time
 import weakref
 
-from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer
 from kafka import errors as kafka_errors
-from kafka.admin import NewTopic
-from kafka.errors import KafkaError, TopicAlreadyExistsError
+from kafka.errors import KafkaError
 from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.errors import OutputError
 from river_pa.connectors.kafka.errors import FENCED
 
 log = logging.getLogger("river_pa.serve")
 
 __all__ = [
-    "RebalanceQueue", "TopicPartition", "client_defaults", "client_settings", "close_producer", "confirm_member",
-    "ensure_topic", "fenced", "fenced_by_state", "make_lease_consumer", "member_stable", "explain", "group_size", "make_admin", "make_consumer",
-    "make_producer", "offsets_to_commit", "poll", "quiet_bootstrap", "quiet_normal_operation",
-    "tp_key", "transact", "unreachable",
+    "RebalanceQueue", "TopicPartition", "client_defaults", "client_settings", "close_producer",
+    "confirm_member", "fenced", "fenced_by_state", "make_consumer", "make_lease_consumer",
+    "make_offsets_client", "make_producer", "member_stable", "offsets_to_commit", "poll",
+    "tp_key", "transact",
 ]
 
 
@@ -215,7 +211,8 @@ def make_lease_consumer(cfg: ServeConfig, topic: str, group: str) -> KafkaConsum
     return consumer
 
 
-def confirm_member(consumer: KafkaConsumer, tp: TopicPartition) -> tuple[bool | None, Exception | None]:
+def confirm_member(consumer: KafkaConsumer,
+                   tp: TopicPartition) -> tuple[bool | None, Exception | None]:
     """Have the coordinator confirm `consumer`'s membership by committing offset 0 of `tp`:
     (True, None) accepted; (False, error) refused (the session expired, or another
     generation); (None, error) not known yet (a rebalance under way, the coordinator moving)."""
@@ -234,27 +231,6 @@ def member_stable(consumer: KafkaConsumer) -> bool:
     return consumer.group_metadata().state == MemberState.STABLE
 
 
-def make_admin(cfg: ServeConfig) -> KafkaAdminClient:
-    """An admin client with the daemon's connection settings."""
-    return KafkaAdminClient(**{"bootstrap_servers": cfg.bootstrap_servers,
-                               "client_id": f"{cfg.client_id}-admin", **CLIENT_DEFAULTS,
-                               **client_settings(cfg.kafka, KafkaAdminClient)})
-
-
-def ensure_topic(cfg: ServeConfig, topic: str) -> None:
-    """Create `topic` if it is missing: one partition, compacted, replicated min(3, brokers)."""
-    admin = make_admin(cfg)
-    try:
-        brokers = len(admin.describe_cluster()["brokers"])
-        try:
-            admin.create_topics([NewTopic(topic, 1, min(3, brokers),
-                                          topic_configs={"cleanup.policy": "compact"})])
-        except TopicAlreadyExistsError:
-            pass
-    finally:
-        admin.close()
-
-
 def close_producer(producer, timeout_s: float | None = None) -> None:
     """Close a producer, waiting up to `timeout_s` (its max_block_ms) for its last sends.
     kafka-python's close flushes first and raises if that times out, before it stops its IO
@@ -267,116 +243,6 @@ def close_producer(producer, timeout_s: float | None = None) -> None:
     except KafkaError as exc:
         log.info("the producer is closed without its last sends (%s)", exc)
         producer._sender.force_close()
-
-
-def group_size(cfg: ServeConfig) -> int:
-    """The number of members of the daemon's consumer group (0 when the broker cannot say)."""
-    try:
-        admin = make_admin(cfg)
-    except KafkaError:
-        return 0
-    try:
-        return len(admin.describe_groups([cfg.group_id])[cfg.group_id]["members"])
-    except KafkaError:
-        return 0
-    finally:
-        admin.close()
-
-
-@contextlib.contextmanager
-def quiet_bootstrap():
-    """Mute kafka-python while the clients connect: it logs each failed attempt (60 lines for a
-    wrong password), and `explain` states the cause in one line."""
-    logger = logging.getLogger("kafka")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def unreachable(cfg: ServeConfig, timeout_s: float = 3.0) -> str | None:
-    """"no broker at ..." if no bootstrap address accepts a TCP connection, else None.
-
-    A plain connection per address, at most `timeout_s` each: kafka-python would retry for
-    `bootstrap_timeout_ms` (10 s) before saying it could not bootstrap.
-    """
-    errors = []
-    for address in (a.strip() for a in cfg.bootstrap_servers.split(",")):
-        host, _, port = address.rpartition(":")
-        try:
-            socket.create_connection((host, int(port)), timeout=timeout_s).close()
-            return None
-        except (OSError, ValueError) as err:
-            reason = getattr(err, "strerror", None) or str(err) or type(err).__name__
-            errors.append(f"{address} ({reason})")
-    return "no broker at " + ", ".join(errors)
-
-
-# kafka-python messages about normal operation, by logger: (start of the message template,
-# text the formatted message must contain); anything else, real errors included, is kept
-_COORDINATOR_MOVED = [("", "NotCoordinator"), ("", "CoordinatorNotAvailable"),
-                      ("", "CoordinatorLoadInProgress")]
-_NORMAL_OPERATION = {
-    "kafka.net.selector": [("Task ", "threshold). It is blocking")],  # a step over 0.1 s on a busy machine
-    # the group coordinator not ready yet (first start) or moved: kafka-python retries
-    "kafka.coordinator": _COORDINATOR_MOVED,
-    "kafka.coordinator.consumer": _COORDINATOR_MOVED,
-    "kafka.coordinator.heartbeat": [*_COORDINATOR_MOVED,
-                                    ("Heartbeat failed for group %s: coordinator", "")],
-    "kafka.coordinator.assignors.range": [("No partition metadata for topic", "")],  # being created
-    "kafka.coordinator.assignors.roundrobin": [("No partition metadata for topic", "")],
-    "kafka.coordinator.assignors.sticky.sticky_assignor": [("No partition metadata for topic", "")],
-    "kafka.cluster": [("Topic %s not found in cluster metadata", ""),  # an output's first send
-                      ("Metadata refresh: failed", "Cancelled")],  # at close
-}
-
-
-class _Normal(logging.Filter):
-    def __init__(self, patterns: list):
-        super().__init__()
-        self.patterns = patterns
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = str(record.msg)
-        return not any(msg.startswith(start) and text in record.getMessage()
-                       for start, text in self.patterns)
-
-
-_FILTERS = {name: _Normal(patterns) for name, patterns in _NORMAL_OPERATION.items()}
-
-
-def quiet_normal_operation() -> None:
-    """Drop kafka-python's warnings about normal operation (`_NORMAL_OPERATION`) from the log
-    (idempotent: a logger keeps one copy of a filter)."""
-    for name, log_filter in _FILTERS.items():
-        logging.getLogger(name).addFilter(log_filter)
-
-
-def explain(exc: Exception, cfg: ServeConfig) -> str:
-    """One line saying why the daemon cannot work with the cluster (for the exit message).
-
-    kafka-python reports every failed bootstrap alike ("Unable to bootstrap"), also a wrong
-    SASL password (the broker closes the connection): a plain TCP connection tells them apart.
-    """
-    if isinstance(exc, OutputError):
-        return str(exc)
-    if isinstance(exc, kafka_errors.AuthorizationError):
-        return f"not authorized: {type(exc).__name__}: {exc}"
-    if not (isinstance(exc, kafka_errors.KafkaTimeoutError) and "bootstrap" in str(exc)):
-        return f"Kafka error: {type(exc).__name__}: {exc}"
-    no_broker = unreachable(cfg)
-    if no_broker:
-        return no_broker
-    address = cfg.bootstrap_servers.split(",")[0].strip()
-    protocol = cfg.kafka.get("security_protocol", "PLAINTEXT")
-    if protocol.startswith("SASL"):
-        return (f"authentication failed at {address}: the broker closed the connection after the "
-                f"SASL {cfg.kafka.get('sasl_mechanism', 'PLAIN')} login of user "
-                f"{cfg.kafka.get('sasl_plain_username')!r} (wrong user or password?)")
-    return (f"{address} accepts connections but does not speak {protocol} Kafka to us: a SASL "
-            "or SSL listener? set security_protocol (and sasl_*/ssl_*) in [kafka]")
 
 
 def tp_key(tp) -> str:

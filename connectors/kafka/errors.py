@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from kafka import errors as _kafka
 
-__all__ = ["BrokerAway", "ClientError", "ClientTimeout", "CommitRefused", "FENCED",
-           "IllegalState", "ProducerFenced", "Rebalancing", "RecordTooLarge", "TransactionAborted"]
+__all__ = ["BrokerAway", "ClientError", "ClientTimeout", "FENCED", "IllegalState",
+           "ProducerFenced", "RecordTooLarge"]
 
 ClientError = _kafka.KafkaError  # any error of the client: the cluster is unusable (exit 1)
 BrokerAway = _kafka.KafkaConnectionError  # no broker answered (a restart, an outage)
@@ -21,6 +21,3 @@ IllegalState = _kafka.IllegalStateError
 ProducerFenced = _kafka.ProducerFencedError  # another producer took our transactional id
 FENCED = (ProducerFenced, _kafka.InvalidProducerEpochError)  # that, or our epoch is stale
 RecordTooLarge = _kafka.MessageSizeTooLargeError  # over its topic's or the producer's limit
-TransactionAborted = _kafka.TransactionAbortedError
-CommitRefused = _kafka.CommitFailedError  # by the coordinator: expired, another generation
-Rebalancing = _kafka.RebalanceInProgressError

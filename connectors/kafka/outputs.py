@@ -44,7 +44,7 @@ def topic_limits(cfg: ServeConfig, topics: list[str]) -> dict[str, int]:
     """
     from kafka.admin import ConfigResource, ConfigResourceType
 
-    from river_pa.connectors.kafka.client import make_admin
+    from river_pa.connectors.kafka.admin import make_admin
 
     try:
         admin = make_admin(cfg)

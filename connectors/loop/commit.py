@@ -12,8 +12,9 @@ from pathlib import Path
 from river_pa.connectors.errors import OutputTooLarge
 from river_pa.connectors.kafka import errors
 from river_pa.connectors.kafka.client import (
-    close_producer, make_producer, offsets_to_commit, quiet_bootstrap, tp_key, transact,
+    close_producer, make_producer, offsets_to_commit, tp_key, transact,
 )
+from river_pa.connectors.kafka.diagnostics import quiet_bootstrap
 from river_pa.connectors.kafka.outputs import topic_limits
 from river_pa.connectors.state import checkpoint
 
@@ -71,7 +72,7 @@ class Commits:
         if not self.policy.keeps_state:
             return
         publisher = self.state_publisher
-        checkpoint.save(self.cfg.checkpoint_path, self._state(), self.model,
+        checkpoint.save(self.cfg.checkpoint_path, self._state(), self.slot.model,
                         dict(self.next_offsets), self.key, publisher and publisher.next_stamp())
         if publisher:  # with exactly-once, in the transaction of the offsets
             publisher.publish(self.outputs.send, Path(self.cfg.checkpoint_path).read_bytes())

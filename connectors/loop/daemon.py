@@ -18,15 +18,14 @@ import threading
 import time
 from functools import partial
 
-from river import base
 
-from river_pa.connectors.codec import encode_json, label_check_for
+from river_pa.connectors.codec import encode_json
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka import errors
 from river_pa.connectors.kafka.client import (
-    RebalanceQueue, TopicPartition, close_producer, make_consumer, make_offsets_client,
-    make_producer, poll, quiet_bootstrap, unreachable,
+    RebalanceQueue, TopicPartition, close_producer, make_consumer, make_offsets_client, make_producer, poll,
 )
+from river_pa.connectors.kafka.diagnostics import quiet_bootstrap, unreachable
 from river_pa.connectors.kafka.outputs import Outputs, topic_limits
 from river_pa.connectors.loop.commit import Commits
 from river_pa.connectors.loop.ordering import EventTimeOrder
@@ -34,9 +33,10 @@ from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.loop.positions import Positions
 from river_pa.connectors.loop.records import Records
 from river_pa.connectors.models.publishing import ModelPublishing
+from river_pa.connectors.models.slot import ModelSlot
 from river_pa.connectors.observe.metrics import Health
 from river_pa.connectors.observe.reporting import Reporter
-from river_pa.connectors.state import checkpoint, snapshots
+from river_pa.connectors.state import snapshots
 from river_pa.connectors.state.recovery import Recovery
 
 __all__ = ["Daemon", "watch_stop"]
@@ -72,14 +72,8 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
     def __init__(self, cfg: ServeConfig, model):
         self.cfg = cfg
         self.key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
-        self.fresh_meta = checkpoint.metadata(model)
-        checkpoint.trust(model)  # its own classes load (e.g. a --model outside river-pa)
-        self.pristine = model.clone()
+        self.slot = ModelSlot(model)
         self._reset_state()
-        self.check_label = label_check_for(model)
-        self.model_name = type(model).__name__
-        self.is_classifier = hasattr(model, "predict_proba_one")
-        self.label_from_proba = type(model).predict_one is base.Classifier.predict_one
         self.stopping = False
         self.model_failures = 0  # consecutive records the model raised on
         self.processed_this_run = 0
@@ -96,8 +90,6 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         self.state_name = f"{cfg.group_id}.{cfg.client_id}"
         self.term = 1  # of this writer of snapshots: above every term found at start
         self.state_publisher: snapshots.Publisher | None = None  # with a state topic
-        self.model_publisher: snapshots.Publisher | None = None  # the learner's
-        self.model_manifest: dict | None = None  # of the newest model in the model topic
         self.invalid_snapshots = 0  # records of the state and model topics not valid, skipped
         self.last_publish = time.monotonic()
         self.events_at_publish = self.learned_at_publish = 0
@@ -216,7 +208,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         figures = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early),
                    "pending_bytes": self.pending.nbytes, "invalid_snapshots": self.invalid_snapshots}
         if self.policy.publishes:  # the newest model sent (visible once its transaction
-            figures["model_version"] = self.model_manifest and self.model_manifest["version"]
+            figures["model_version"] = self.slot.manifest and self.slot.manifest["version"]
             figures["model_learned"] = self.learned_at_publish  # commits, with exactly-once)
         return figures
 

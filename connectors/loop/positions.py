@@ -8,7 +8,8 @@ import logging
 import time
 
 from river_pa.connectors.kafka import errors
-from river_pa.connectors.kafka.client import TopicPartition, group_size, tp_key
+from river_pa.connectors.kafka.admin import group_size
+from river_pa.connectors.kafka.client import TopicPartition, tp_key
 
 __all__ = ["Positions"]
 

@@ -37,7 +37,7 @@ class Records:
 
     def _on_event(self, record) -> None:
         try:
-            event = decode_event(record.value, self.check_label, self.cfg.max_record_bytes)
+            event = decode_event(record.value, self.slot.check_label, self.cfg.max_record_bytes)
         except BadRecord as exc:
             return self._dead_letter(record, exc)
         self.stats.counts["events"] += 1
@@ -71,7 +71,7 @@ class Records:
 
     def _on_label(self, record) -> None:
         try:
-            label = decode_label(record.value, self.check_label, self.cfg.max_record_bytes)
+            label = decode_label(record.value, self.slot.check_label, self.cfg.max_record_bytes)
         except BadRecord as exc:
             return self._dead_letter(record, exc)
         entry = self.pending.pop(label.id)
@@ -83,21 +83,13 @@ class Records:
         self._learn(record, entry.x, label.y)
 
     def _predict(self, x: dict):
-        if not self.is_classifier:
-            return self.model.predict_one(x), None
-        if not self.policy.emits and not self.stats.uses_proba:
-            # the learner emits nothing and its metric scores labels: no probabilities (a
-            # fifth of its per-event prediction and conversion cost)
-            return self.model.predict_one(x), None
-        # floats always: River's sigmoid gives the int 0 or 1 beyond |m| > 30
-        proba = {k: float(p) for k, p in self.model.predict_proba_one(x).items()}
-        if self.label_from_proba:  # what River's Classifier.predict_one does, without a 2nd pass
-            return (max(proba, key=proba.get) if proba else None), proba
-        return self.model.predict_one(x), proba
+        # a daemon that emits nothing (the learner) and whose metric scores labels needs no
+        # probabilities
+        return self.slot.predict(x, self.policy.emits or self.stats.uses_proba)
 
     def _learn(self, record, x: dict, y) -> None:
         try:
-            self.model.learn_one(x, y)
+            self.slot.model.learn_one(x, y)
         except TooManyClassesError as exc:  # whoever writes labels would control our memory
             self._dead_letter(record, BadRecord("too_many_classes", str(exc)))
             return
@@ -119,7 +111,7 @@ class Records:
         self._dead_letter(record, BadRecord("model_error", text))
         self.model_failures += 1
         if self.model_failures >= MODEL_FAILURES_TO_STOP:  # raised before any checkpoint or commit
-            raise ModelError(f"model {self.model_name} failed on {self.model_failures} records in "
+            raise ModelError(f"model {self.slot.name} failed on {self.model_failures} records in "
                              f"a row (last: {text}); stopped without a checkpoint: the records "
                              "since the last one are served again at the next start")
 
@@ -137,7 +129,7 @@ class Records:
         value = {
             "id": event.id,
             "prediction": y_pred,
-            "model": self.model_name,
+            "model": self.slot.name,
             "daemon": self.cfg.client_id,
             **self._model_fields(),
             "event_ts": event.ts if event.ts is not None else record.timestamp,

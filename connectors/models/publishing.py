@@ -29,11 +29,12 @@ class ModelPublishing:
             self._publish_model()
         elif (learned > self.learned_at_progress
               and time.monotonic() - self.progress_at >= PROGRESS_SECONDS):
-            model = self.model_manifest or {"term": 0, "version": 0}
+            model = self.slot.manifest or {"term": 0, "version": 0}
             progress = {"learned": learned, "events": self.stats.counts["events"],
                         "time_ms": int(time.time() * 1000), "term": model["term"],
                         "version": model["version"]}
-            snapshots.send_progress(self.outputs.send, self.cfg.model_topic, "model", progress)
+            snapshots.send_progress(self.outputs.send, self.cfg.model_topic, self.slot.snapshot,
+                                    progress)
             self.progress_at, self.learned_at_progress = time.monotonic(), learned
             self.since_checkpoint = max(self.since_checkpoint, 1)  # checked at the checkpoint
 
@@ -47,11 +48,11 @@ class ModelPublishing:
         """Send the live model to the model topic as a signed checkpoint-format snapshot
         (checked, or committed with the transaction, at the next checkpoint)."""
         self._before_write()
-        counts, publisher = self.stats.counts, self.model_publisher
-        state = {"model": self.model, "learned": counts["learned"], "events": counts["events"],
+        counts, publisher = self.stats.counts, self.slot.publisher
+        state = {"model": self.slot.model, "learned": counts["learned"], "events": counts["events"],
                  "published_at_ms": int(time.time() * 1000)}
-        payload = checkpoint.dumps(state, self.model, {}, self.key, publisher.next_stamp())
-        self.model_manifest = publisher.publish(self.outputs.send, payload)
+        payload = checkpoint.dumps(state, self.slot.model, {}, self.key, publisher.next_stamp())
+        self.slot.manifest = publisher.publish(self.outputs.send, payload)
         self.last_publish = time.monotonic()
         self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
         # a checkpoint is due even when no record follows: it checks the sends (and commits

@@ -21,7 +21,7 @@ __all__ = ["Learner", "LeaseLost", "run_learner"]
 
 log = logging.getLogger("river_pa.serve")
 
-FENCE_WAIT_S = 10.0  # how long an epoch bump under way is waited for (see kafka.client.fenced_by_state)
+FENCE_WAIT_S = 10.0  # how long an epoch bump under way is waited for (kafka.client.fenced)
 
 
 class Learner(Daemon):
@@ -43,12 +43,12 @@ class Learner(Daemon):
         every term in both topics, its versions above every version there, and the model
         already published is not published again (a new term used to republish it)."""
         super()._start()
-        reader = self._snapshot_reader(self.cfg.model_topic, "model")
+        reader = self._snapshot_reader(self.cfg.model_topic, self.slot.snapshot)
         try:
             self.term = max(self.term, reader.newest[0] + 1)
             if self.state_publisher is not None:
                 self.state_publisher.term = self.term
-            self.model_publisher = Publisher(self.cfg.model_topic, "model", self.term,
+            self.slot.publisher = Publisher(self.cfg.model_topic, self.slot.snapshot, self.term,
                                              reader.newest[1], reader.manifests())
             found = self._newest_valid(reader, self.cfg.model_topic, MODEL_FIELDS)
         finally:
@@ -56,7 +56,7 @@ class Learner(Daemon):
         log.info("term %d of the group's learner", self.term)
         if found is None:
             return
-        self.model_manifest, _, published = found
+        self.slot.manifest, _, published = found
         counts = self.stats.counts
         if published["learned"] == counts["learned"]:  # this state's model, published
             self.learned_at_publish, self.events_at_publish = counts["learned"], counts["events"]

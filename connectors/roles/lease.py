@@ -34,8 +34,9 @@ import logging
 import time
 
 from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.kafka.admin import ensure_topic
 from river_pa.connectors.kafka.client import (
-    TopicPartition, confirm_member, ensure_topic, make_lease_consumer, member_stable, poll,
+    TopicPartition, confirm_member, make_lease_consumer, member_stable, poll,
 )
 
 __all__ = ["Lease"]

@@ -40,7 +40,7 @@ class Predictor(Daemon):
 
     def _start(self) -> None:
         """Read the model topic to its end, then wait for a first snapshot if there is none."""
-        self.model_reader = self._snapshot_reader(self.cfg.model_topic, "model")
+        self.model_reader = self._snapshot_reader(self.cfg.model_topic, self.slot.snapshot)
         if not self.model_reader.manifests():
             log.info("waiting for the first model snapshot in %s", self.cfg.model_topic)
         while not self._swap_model() and not self.stopping:
@@ -65,10 +65,10 @@ class Predictor(Daemon):
         replayed older one among them): the model in use stays."""
         found = self._newest_valid(self.model_reader, self.cfg.model_topic, MODEL_FIELDS)
         if found is None:
-            return self.model_manifest is not None
+            return self.slot.manifest is not None
         manifest, _, state = found
         self.model_reader.accept(manifest)
-        self.model, self.model_manifest = state["model"], manifest
+        self.slot.model, self.slot.manifest = state["model"], manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
         log.info("model version %d/%d from %s (%d events learned)", manifest["term"],
                  manifest["version"], self.cfg.model_topic, state["learned"])
@@ -76,7 +76,7 @@ class Predictor(Daemon):
 
     def _model_fields(self) -> dict:
         return {"n_learned": self.snapshot["learned"],
-                "model_version": self.model_manifest["version"]}
+                "model_version": self.slot.manifest["version"]}
 
     def figures(self) -> dict:
         """The report's figures, with the model in use and how stale it is: seconds since
@@ -90,7 +90,7 @@ class Predictor(Daemon):
         if snapshot is not None:
             ahead = self._learned_since(progress)
             stale_ms = progress["time_ms"] - snapshot["published_at_ms"] if ahead else 0
-            staleness = {"model_version": self.model_manifest["version"],
+            staleness = {"model_version": self.slot.manifest["version"],
                          "model_learned": snapshot["learned"],
                          "model_age_s": time.time() - snapshot["published_at_ms"] / 1000,
                          "learned_since_model": ahead,
@@ -105,7 +105,7 @@ class Predictor(Daemon):
         `MAX_LEARN_RATE` events a second since the model was published (a forged record said
         1e15)."""
         if progress is None or (progress["term"], progress["version"]) < snapshots.stamp(
-                self.model_manifest):
+                self.slot.manifest):
             return 0
         ahead = max(progress["learned"] - self.snapshot["learned"], 0)
         span_ms = progress["time_ms"] - self.snapshot["published_at_ms"] + CLOCK_SKEW_S * 1000
@@ -116,7 +116,7 @@ class Predictor(Daemon):
 
     def _readiness(self, assigned) -> tuple[bool, str]:
         """(ready, why not): partitions and a model (a predictor steps only once it has one)."""
-        if self.model_manifest is None:
+        if self.slot.manifest is None:
             return False, "no model yet"
         return super()._readiness(assigned)
 

@@ -8,7 +8,8 @@ import logging
 import os
 from pathlib import Path
 
-from river_pa.connectors.kafka.client import TopicPartition, ensure_topic, make_offsets_client
+from river_pa.connectors.kafka.admin import ensure_topic
+from river_pa.connectors.kafka.client import TopicPartition, make_offsets_client
 from river_pa.connectors.observe.reporting import Stats, serve_metrics
 from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.connectors.state.pending import PendingStore
@@ -27,8 +28,8 @@ class Recovery:
 
     def _reset_state(self) -> None:
         """The state of a daemon that has seen nothing."""
-        self.model = self.pristine.clone()
-        self.stats = Stats(serve_metrics(self.cfg.metric, self.model), self.cfg.rolling_window)
+        self.slot.reset()
+        self.stats = Stats(serve_metrics(self.cfg.metric, self.slot.model), self.cfg.rolling_window)
         self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                     self.cfg.pending_max_bytes)
         self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
@@ -36,11 +37,11 @@ class Recovery:
         self.next_offsets: dict[str, int] = {}
 
     def _state(self) -> dict:
-        return {"model": self.model, "stats": self.stats, "pending": self.pending,
+        return {"model": self.slot.model, "stats": self.stats, "pending": self.pending,
                 "early": self.early, "offsets": dict(self.next_offsets)}
 
     def _restore(self, state: dict) -> None:
-        self.model = state["model"]
+        self.slot.model = state["model"]
         self.stats = state["stats"]
         self.pending = state["pending"]
         self.early = state.get("early", self.early)  # checkpoints written before early labels
@@ -63,7 +64,7 @@ class Recovery:
             log.info("the restored state was over --pending-max/--pending-max-bytes: %d pending "
                      "events expired, %d early labels orphaned", len(expired), len(orphans))
         old = [type(m).__name__ for m in self.stats.metric], self.stats.rolling.window_size
-        if self.stats.use_metrics(serve_metrics(cfg.metric, self.model), cfg.rolling_window):
+        if self.stats.use_metrics(serve_metrics(cfg.metric, self.slot.model), cfg.rolling_window):
             log.info("metrics %s (window %d) restart from zero as %s (window %d): counts and "
                      "the model are kept", *old, [type(m).__name__ for m in self.stats.metric],
                      cfg.rolling_window)
@@ -107,7 +108,7 @@ class Recovery:
         if path is None:
             log.info("no checkpoint to load from %s: starting afresh", self.cfg.checkpoint_path)
         else:
-            self._restore(checkpoint.load(path, self.fresh_meta, self.key))
+            self._restore(checkpoint.load(path, self.slot.meta, self.key))
             log.info("restored %s: %d events, offsets %s", path, self.stats.counts["events"],
                      self.next_offsets)
 
@@ -162,11 +163,11 @@ class Recovery:
         checkpoint (its signed header naming its term and version) and holds a dict with
         `fields` (name -> type; "model" always, of the configured model's class), or None;
         each one that does not is reported and dropped (errors of the types `fatal` raise)."""
-        fields = {"model": type(self.pristine), **fields}
+        fields = {"model": type(self.slot.pristine), **fields}
         for manifest, payload in reader.candidates():
             try:
                 stamp = {"term": manifest["term"], "version": manifest["version"]}
-                _, state = checkpoint.loads(payload, self.fresh_meta, self.key, "its payload",
+                _, state = checkpoint.loads(payload, self.slot.meta, self.key, "its payload",
                                             stamp)
             except fatal:
                 raise

@@ -206,7 +206,7 @@ def test_the_daemons_state_loads_through_the_restricted_unpickler(model_name, me
 
     model = _fill(getattr(river_pa, model_name)())
     daemon = Daemon(ServeConfig(model=model_name, metric=metric, pending_ttl_ms=1000), model)
-    daemon.model = model
+    daemon.slot.model = model
     y = {True: 0.4, False: 0.6} if model_name == "PAClassifier" else 0.5
     daemon.pending.add("e1", Pending({"a": 1.0}, y, 5, 100))
     daemon.stats.score(True if model_name == "PAClassifier" else 1.0, y, 10)
