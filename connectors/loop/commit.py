@@ -23,7 +23,6 @@ __all__ = ["Commits"]
 log = logging.getLogger("river_pa.serve")
 
 
-
 class Commits:
     """Checkpoints, commits, rollbacks and the producer they may replace."""
 

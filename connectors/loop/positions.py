@@ -16,7 +16,6 @@ __all__ = ["Positions"]
 log = logging.getLogger("river_pa.serve")
 
 
-
 class Positions:
     """The consumer's positions: seeks, buffers, end offsets, rejoins."""
 
