@@ -130,7 +130,7 @@ class Commits:
         self.order.drop(list(self.order.buffers))
         self.buffered_upto.clear()
         events = self.stats.counts["events"]
-        self.load(self.consumer)
+        self.load()
         self.events_this_run -= events - self.stats.counts["events"]  # served again
         for tp in self.consumer.assignment():
             self._seek(tp, self._resume_offset(tp, self.consumer.committed(tp)))

@@ -52,7 +52,7 @@ class Learner(Daemon):
                                              reader.newest[1], reader.manifests())
             found = self._newest_valid(reader, self.cfg.model_topic, MODEL_FIELDS)
         finally:
-            reader.consumer.close()
+            reader.close()
         log.info("term %d of the group's learner", self.term)
         if found is None:
             return

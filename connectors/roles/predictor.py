@@ -46,7 +46,7 @@ class Predictor(Daemon):
         while not self._swap_model() and not self.stopping:
             self.model_reader.poll(500)
 
-    def load(self, consumer) -> None:
+    def load(self) -> None:
         """Nothing to load but offsets (a rollback seeks to the committed ones) and the counts
         as they were at the last commit (the aborted events were counted twice in the
         reports: a new user's rolling restart gave 4,115 events for 4,000)."""
@@ -125,4 +125,4 @@ class Predictor(Daemon):
             return super().run()
         finally:
             if hasattr(self, "model_reader"):
-                self.model_reader.consumer.close()
+                self.model_reader.close()

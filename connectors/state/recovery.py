@@ -101,10 +101,10 @@ class Recovery:
                 return False
         return True
 
-    def load(self, consumer) -> None:
+    def load(self) -> None:
         """Restore the state from the checkpoint, if there is one (else start afresh)."""
         self._reset_state()
-        path = self._checkpoint_to_load(consumer)
+        path = self._checkpoint_to_load(self.consumer)
         if path is None:
             log.info("no checkpoint to load from %s: starting afresh", self.cfg.checkpoint_path)
         else:
@@ -116,7 +116,7 @@ class Recovery:
         """Restore the state (from the state topic on a new node, then the checkpoint)."""
         if self.cfg.state_topic:
             self._restore_from_state_topic()
-        self.load(self.consumer)
+        self.load()
         self.from_state = set(self.next_offsets)
 
     def _restore_from_state_topic(self) -> None:
@@ -137,7 +137,7 @@ class Recovery:
             found = self._newest_valid(reader, cfg.state_topic, STATE_FIELDS,
                                        fatal=checkpoint.VersionMismatch)
         finally:
-            reader.consumer.close()
+            reader.close()
         if found is None:
             return
         manifest, payload, _ = found

@@ -174,6 +174,10 @@ class Reader:
         self.progress: dict | None = None  # the newest valid progress record
 
     @property
+    def close(self) -> None:
+        """Close the reader's consumer."""
+        self.consumer.close()
+
     def nbytes(self) -> int:
         """Bytes of chunks held."""
         return sum(v.nbytes for v in self.versions.values())

@@ -191,4 +191,4 @@ def test_a_reader_keeps_only_the_chunks_it_may_still_load(kafka):
         reader.accept(v3)
         assert reader.nbytes == 4 and list(reader.candidates()) == []
     finally:
-        reader.consumer.close()
+        reader.close()
