@@ -63,14 +63,21 @@ class Cluster:
                 for r in log]
 
 
+class GroupMetadata(NamedTuple):
+    member_id: str
+    state: str
+
+
 class FakeConsumer(Consumer):
     """A consumer of `cluster`: a subscription is assigned every partition at the next poll
     (with the listener told, as a group join does); `highwater` is the log end at the last
-    fetch of the partition."""
+    fetch of the partition; `member_id` its id in the group, and a `commit_error` set is
+    raised by the next commits (the coordinator refusing them)."""
 
     def __init__(self, cluster: Cluster, max_poll_records: int = 500):
         self.cluster, self.max_poll_records = cluster, max_poll_records
-        self.config = {"retry_backoff_ms": 100}
+        self.config = {"retry_backoff_ms": 100, "session_timeout_ms": 10_000}
+        self.member_id, self.commit_error = "member-1", None
         self.assigned: set[TP] = set()
         self.positions: dict[TP, int] = {}
         self.seeks: list[tuple[TP, int]] = []
@@ -117,6 +124,8 @@ class FakeConsumer(Consumer):
         return self.cluster.committed.get(partition)
 
     def commit(self, offsets=None, timeout_ms=None) -> None:
+        if self.commit_error is not None:
+            raise self.commit_error
         for tp, meta in (offsets or {}).items():
             self.cluster.committed[tp] = meta.offset
 
@@ -141,8 +150,8 @@ class FakeConsumer(Consumer):
     def end_offsets(self, partitions) -> dict:
         return {tp: len(self.cluster.logs[tp]) for tp in partitions}
 
-    def group_metadata(self):
-        return None
+    def group_metadata(self) -> GroupMetadata:
+        return GroupMetadata(self.member_id, "Stable")
 
     def close(self, autocommit: bool = True) -> None:
         self.closed = True
