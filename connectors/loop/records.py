@@ -4,7 +4,6 @@ row stops the daemon."""
 
 from __future__ import annotations
 
-import logging
 import time
 
 from river_pa._core.validation import TooManyFeaturesError
@@ -17,8 +16,6 @@ from river_pa.connectors.kafka.client import tp_key
 from river_pa.connectors.state.pending import Pending
 
 __all__ = ["Records"]
-
-log = logging.getLogger("river_pa.serve")
 
 MODEL_FAILURES_TO_STOP = 100
 

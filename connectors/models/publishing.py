@@ -4,14 +4,11 @@ model is."""
 
 from __future__ import annotations
 
-import logging
 import time
 
 from river_pa.connectors.state import checkpoint, snapshots
 
 __all__ = ["ModelPublishing"]
-
-log = logging.getLogger("river_pa.serve")
 
 PROGRESS_SECONDS = 1.0  # the learner publishes its progress at most this often
 
