@@ -173,11 +173,11 @@ class Reader:
         self.progress_key = f"{name}.progress".encode()
         self.progress: dict | None = None  # the newest valid progress record
 
-    @property
     def close(self) -> None:
         """Close the reader's consumer."""
         self.consumer.close()
 
+    @property
     def nbytes(self) -> int:
         """Bytes of chunks held."""
         return sum(v.nbytes for v in self.versions.values())
