@@ -1,4 +1,4 @@
-"""`kafka_io.poll`: a poll that meets no broker is an empty poll, not the daemon's end.
+"""`kafka.client.poll`: a poll that meets no broker is an empty poll, not the daemon's end.
 
 kafka-python 3.0.12's group consumer raises KafkaConnectionError from `poll` when the metadata
 update its coordinator lookup waits for fails (a broker stopped): CI saw a predictor exit 1 at a
