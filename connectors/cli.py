@@ -22,13 +22,14 @@ def run(args) -> int:
     parameter or metric, a model that fails at start or on `MODEL_FAILURES_TO_STOP` records in
     a row, 3: checkpoint, also a learner with no state whose group has committed offsets,
     without --allow-empty-state), with one line on stderr; 70: no step of the loop for
-    --stall-exit-seconds (connectors/metrics.py's `Watchdog`)."""
-    from river_pa.connectors.checkpoint import CheckpointError, check_writable
+    --stall-exit-seconds (connectors/observe/metrics.py's `Watchdog`)."""
+    from river_pa.connectors.errors import CheckpointError
+    from river_pa.connectors.state.checkpoint import check_writable
     from river_pa.connectors.config import SettingsConflict, from_args
-    from river_pa.connectors.daemon import check_model
-    from river_pa.connectors.kafka_io import quiet_normal_operation
-    from river_pa.connectors.metrics import Endpoints, Watchdog
-    from river_pa.connectors.reporting import check_report_path, serve_metrics
+    from river_pa.connectors.models.slot import check_model
+    from river_pa.connectors.kafka.diagnostics import quiet_normal_operation
+    from river_pa.connectors.observe.metrics import Endpoints, Watchdog
+    from river_pa.connectors.observe.reporting import check_report_path, serve_metrics
     from river_pa.registry import make_model
 
     try:
@@ -79,15 +80,13 @@ def run(args) -> int:
 
 def _serve(cfg, model, observers) -> int:
     """Connect and run the daemon of `cfg.role`, watched by `observers` (the endpoints and
-    the watchdog of connectors/metrics.py; see `run` for the exit statuses)."""
-    from kafka.errors import KafkaError
-
-    from river_pa.connectors.checkpoint import CheckpointError
-    from river_pa.connectors.daemon import Daemon, ModelError
-    from river_pa.connectors.kafka_io import OutputError, explain, unreachable
-    from river_pa.connectors.lease import run_learner
-    from river_pa.connectors.roles import Predictor
-    from river_pa.connectors.snapshots import SnapshotError
+    the watchdog of connectors/observe/metrics.py; see `run` for the exit statuses)."""
+    from river_pa.connectors.errors import EXIT_STATUSES, exit_status
+    from river_pa.connectors.kafka.errors import ClientError
+    from river_pa.connectors.kafka.diagnostics import explain, unreachable
+    from river_pa.connectors.loop.daemon import Daemon
+    from river_pa.connectors.roles.learner import run_learner
+    from river_pa.connectors.roles.predictor import Predictor
 
     no_broker = unreachable(cfg)  # in about a second, not after kafka-python's 10 s retries
     if no_broker:
@@ -100,24 +99,17 @@ def _serve(cfg, model, observers) -> int:
             "RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
     try:
         daemon = None
-        if cfg.role != "learn":  # a learner is standby until elected (connectors/lease.py)
+        if cfg.role != "learn":  # a learner is standby until elected (connectors/roles/learner.py)
             daemon = (Predictor if cfg.role == "predict" else Daemon)(cfg, model)
         for observer in observers:
             observer.daemon = daemon
             observer.start()
         return run_learner(cfg, model, observers) if daemon is None else daemon.run()
-    except CheckpointError as exc:
-        print(f"river-pa serve: checkpoint: {exc}", file=sys.stderr)
-        return 3
-    except ModelError as exc:  # the records are served again after a restart
-        print(f"river-pa serve: {exc}", file=sys.stderr)
-        return 2
-    except SnapshotError as exc:
-        print(f"river-pa serve: model snapshot: {exc}", file=sys.stderr)
-        return 3
-    except (KafkaError, OutputError) as exc:  # nothing was committed past the failure
-        print(f"river-pa serve: {explain(exc, cfg)}", file=sys.stderr)
-        return 1
+    except (*(cls for cls, _, _ in EXIT_STATUSES), ClientError) as exc:
+        status, prefix = exit_status(exc)
+        line = explain(exc, cfg) if prefix is None else f"{prefix}{exc}"
+        print(f"river-pa serve: {line}", file=sys.stderr)
+        return status
 
 
 if __name__ == "__main__":

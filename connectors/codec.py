@@ -21,6 +21,7 @@ import numpy as np
 import orjson
 
 from river_pa._core.validation import TooManyClassesError
+from river_pa.connectors.errors import BadRecordError
 
 __all__ = [
     "BadRecord", "Event", "Label", "TooManyClassesError", "decode_event", "decode_label",
@@ -44,7 +45,7 @@ def _preview(value) -> str:
     return _PREVIEW.repr(value)
 
 
-class BadRecord(ValueError):
+class BadRecord(BadRecordError):
     """A record the daemon cannot use; `reason` is one of `REASONS`."""
 
     def __init__(self, reason: str, detail: str = ""):

@@ -13,10 +13,13 @@ import argparse
 import dataclasses
 import json
 import os
-import re
-import socket
 import tomllib
 from dataclasses import dataclass, field
+
+from river_pa.connectors.checks import (
+    NOT_NEGATIVE, POSITIVE, bound, check_client, check_keys, check_types, check_values,
+)
+from river_pa.connectors.errors import SettingsConflict
 
 __all__ = ["ServeConfig", "SettingsConflict", "add_arguments", "build_parser", "from_args",
            "load_config"]
@@ -70,6 +73,9 @@ class ServeConfig:
     transactional_id: str | None = None
     kafka: dict = field(default_factory=dict)
 
+
+# name -> annotation of every setting (the TOML checks read them)
+FIELDS = {f.name: f.type for f in dataclasses.fields(ServeConfig)}
 
 _FLAGS_HELP = {
     "role": "both: one process predicts and learns; learn: the one learner (predicts each "
@@ -195,23 +201,19 @@ def _json_object(text: str) -> dict:
 def _parser_for(f: dataclasses.Field):
     kinds = {"int": int, "float": float, "dict": _json_object, "int | None": int}
     kind = kinds.get(f.type, str)
-    if f.name not in _POSITIVE + _NOT_NEGATIVE:
+    if f.name not in POSITIVE + NOT_NEGATIVE:
         return kind
 
     def bounded(text: str):  # a bad flag is argparse's error (status 2), naming the flag
         value = kind(text)
-        if value < 0 or (value == 0 and f.name in _POSITIVE):
-            raise argparse.ArgumentTypeError(f"must be {_bound(f.name)}, got {text!r:.60}")
+        if value < 0 or (value == 0 and f.name in POSITIVE):
+            raise argparse.ArgumentTypeError(f"must be {bound(f.name)}, got {text!r:.60}")
         if f.name == "metrics_port" and value > 65535:
             raise argparse.ArgumentTypeError(f"must be a TCP port (0-65535), got {text!r:.60}")
         return value
 
     bounded.__name__ = kind.__name__  # argparse says "invalid int value: 'x'"
     return bounded
-
-
-def _bound(name: str) -> str:
-    return "> 0" if name in _POSITIVE else ">= 0"
 
 
 def _from_env(environ) -> dict:
@@ -277,12 +279,12 @@ def from_args(args: dict, environ=None) -> ServeConfig:
                 table = tomllib.load(fh)
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise SystemExit(f"river-pa serve: cannot read --config {path}: {exc}") from None
-        values.update(_check_types(_check_keys(table, path), path))
+        values.update(check_types(check_keys(table, path, FIELDS), path, FIELDS))
     env = _from_env(environ)
     client = {**values.get("kafka", {}), **env.pop("kafka", {}), **(args.pop("kafka") or {})}
     values.update(env)
     values.update({k: v for k, v in args.items() if v is not None})
-    values["kafka"] = _check_client(client)
+    values["kafka"] = check_client(client)
     for name in ("model_params",):
         if name in values and not isinstance(values[name], dict):
             raise SystemExit(f"river-pa serve: {name} must be a JSON object, got "
@@ -292,163 +294,4 @@ def from_args(args: dict, environ=None) -> ServeConfig:
     if not all(isinstance(m, str) for m in metric):
         raise SystemExit(f"river-pa serve: metric must be metric names, got {metric!r:.60}")
     values["metric"] = metric
-    return _check_values(ServeConfig(**values))
-
-
-_POSITIVE = ("rolling_window", "checkpoint_every", "publish_every", "pending_max", "pending_max_bytes",
-             "max_record_bytes", "max_poll_records", "max_buffered", "session_timeout_ms",
-             "batch_seconds", "liveness_seconds")
-_NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
-                 "poll_timeout_ms", "metrics_port", "stall_exit_seconds")
-
-
-def _check_values(cfg: ServeConfig) -> ServeConfig:
-    """Refuse values out of range: --max-buffered 0 processed nothing, silently, for ever;
-    --rolling-window 0 and --max-poll-records 0 died with tracebacks once records came."""
-    for name in _POSITIVE + _NOT_NEGATIVE:
-        value = getattr(cfg, name)
-        if value is None:
-            continue
-        if value < 0 or (value == 0 and name in _POSITIVE):  # from TOML: status 1
-            raise SystemExit(f"river-pa serve: {name} must be {_bound(name)}, got {value}")
-    if cfg.metrics_port is not None and cfg.metrics_port > 65535:
-        raise SystemExit(f"river-pa serve: metrics_port must be a TCP port (0-65535), got "
-                         f"{cfg.metrics_port}")
-    for name in ("client_id", "transactional_id"):
-        value = getattr(cfg, name)
-        if value and "{hostname}" in value:  # e.g. each replica of a scaled compose service
-            setattr(cfg, name, value.replace("{hostname}", socket.gethostname()))
-    if cfg.role not in ("both", "learn", "predict"):
-        raise SystemExit(f"river-pa serve: role must be both, learn or predict, got {cfg.role!r}")
-    if cfg.model_topic is None:
-        cfg.model_topic = f"{cfg.events_topic}.model"
-    if cfg.role == "learn":  # every learner of the group shares its state and fences the others
-        cfg.state_topic = cfg.state_topic or f"{cfg.events_topic}.state"
-        cfg.transactional_id = cfg.transactional_id or f"{cfg.group_id}.learner"
-    _check_topics(cfg)
-    _check_poll_interval(cfg)
-    if cfg.auto_offset_reset not in ("earliest", "latest"):
-        raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
-                         f"got {cfg.auto_offset_reset!r}")
-    return cfg
-
-
-class SettingsConflict(SystemExit):
-    """Settings each valid alone but not together: status 2, like a bad flag."""
-
-
-# What the loop may spend between two polls beyond --batch-seconds: the checkpoint, the flush of
-# the outputs and the commit or transaction after a batch (a broker's request timeout is 30 s)
-POLL_SLACK_MS = 30_000
-
-
-def _check_poll_interval(cfg: ServeConfig) -> None:
-    """Refuse a consumer `max_poll_interval_ms` the loop cannot keep: a batch takes up to
-    `batch_seconds`, then the checkpoint. Accepted, it livelocked: each member was expelled
-    from its group after every batch, its commit refused and the batch served again (records
-    emitted twice, never committed to the end; a learner stepping down for ever)."""
-    from kafka import KafkaConsumer
-
-    interval = cfg.kafka.get("max_poll_interval_ms",
-                             KafkaConsumer.DEFAULT_CONFIG["max_poll_interval_ms"])
-    if not isinstance(interval, int) or isinstance(interval, bool) or interval <= 0:
-        raise SystemExit(f"river-pa serve: the Kafka client setting max_poll_interval_ms must "
-                         f"be a number of milliseconds > 0, got {interval!r:.60}")
-    needed = int(cfg.batch_seconds * 1000) + POLL_SLACK_MS
-    if interval < needed:
-        raise SettingsConflict(
-            f"river-pa serve: max_poll_interval_ms={interval} is shorter than batch_seconds="
-            f"{cfg.batch_seconds:g} s plus {POLL_SLACK_MS // 1000} s for the checkpoint after a "
-            f"batch: set max_poll_interval_ms >= {needed} or lower batch_seconds")
-
-
-# Kafka's rule for topic names (kafka.common.internals.Topic): a bad one was a traceback at
-# start, or at the first write for an output topic
-_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-_OPTIONAL_TOPICS = ("labels_topic", "metrics_topic", "state_topic")  # "" or unset: none
-
-
-def _check_topics(cfg: ServeConfig) -> None:
-    for name in ("events_topic", "predictions_topic", "dead_letter_topic", "model_topic",
-                 *_OPTIONAL_TOPICS):
-        value = getattr(cfg, name)
-        if name in _OPTIONAL_TOPICS and not value:
-            continue
-        if not _TOPIC.fullmatch(value) or value in (".", ".."):
-            raise SystemExit(f"river-pa serve: {name} must be a Kafka topic name (1-249 of "
-                             f"a-z A-Z 0-9 . _ -), got {value!r:.80}")
-
-
-_TOML_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),
-               "str": (str,), "list": (list, str)}
-
-
-def _check_types(table: dict, path: str) -> dict:
-    """Refuse TOML values of the wrong type (a string where a number goes was accepted, and
-    the daemon died mid-stream at its first comparison)."""
-    fields = {f.name: f.type for f in dataclasses.fields(ServeConfig)}
-    for name, value in table.items():
-        kind = fields[name]
-        base = kind.removesuffix(" | None")
-        ok = isinstance(value, _TOML_TYPES.get(base, (object,)))
-        if base in ("int", "float") and isinstance(value, bool):
-            ok = False
-        if not ok:
-            raise SystemExit(f"{path}: {name} must be {'a' if base != 'int' else 'an'} {base}, "
-                             f"got {type(value).__name__} {value!r:.60}")
-    return table
-
-
-def _check_client(settings: dict) -> dict:
-    """Refuse client settings that neither kafka-python client takes, or that the daemon
-    sets itself (each client gets the settings it takes: see kafka_io.client_settings)."""
-    from kafka import KafkaConsumer, KafkaProducer
-
-    from river_pa.connectors.kafka_io import RESERVED_SETTINGS
-
-    reserved = sorted(set(settings) & (RESERVED_SETTINGS | {"bootstrap_servers"}))
-    if reserved:  # bootstrap_servers in [kafka] replaced --bootstrap-servers' for the clients
-        raise SystemExit(f"river-pa serve: Kafka client settings {reserved} (from [kafka], "
-                         "--kafka or RIVER_PA_KAFKA_*) are set by the daemon itself (the "
-                         "bootstrap servers with --bootstrap-servers)")
-    known = (set(KafkaConsumer.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG)) - RESERVED_SETTINGS
-    unknown = sorted(set(settings) - known)
-    if unknown:
-        raise SystemExit(f"river-pa serve: unknown Kafka client settings {unknown} (from [kafka], "
-                         "--kafka or RIVER_PA_KAFKA_*); known settings are: "
-                         + ", ".join(sorted(known)))
-    defaults = {**KafkaProducer.DEFAULT_CONFIG, **KafkaConsumer.DEFAULT_CONFIG}
-    for key, value in settings.items():
-        why = _client_value_error(key, value, defaults[key])
-        if why:
-            raise SystemExit(f"river-pa serve: Kafka client setting {key}={value!r:.60} (from "
-                             f"[kafka], --kafka or RIVER_PA_KAFKA_*): {why}")
-    return settings
-
-
-def _client_value_error(key: str, value, default) -> str | None:
-    """Why `value` cannot be client setting `key` (whose default is `default`), if it cannot:
-    kafka-python checks few of them and failed later with a TypeError traceback ("abc" for a
-    timeout) or a timeout "in -1 ms" that named no setting."""
-    if key == "acks":  # 0, 1, -1 or "all"
-        return None if value in (0, 1, -1, "all") else "must be 0, 1, -1 or \"all\""
-    if isinstance(default, bool):
-        return None if isinstance(value, bool) else "must be true or false"
-    if isinstance(default, (int, float)) and default is not None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return "must be a number"
-        if isinstance(default, int) and not isinstance(value, int):
-            return "must be a whole number"
-        if value < 0 and key.endswith(("_ms", "_bytes", "_size", "_records")):
-            return "must not be negative"
-    elif isinstance(default, str) and not isinstance(value, str):
-        return "must be a string"
-    return None
-
-
-def _check_keys(table: dict, path: str) -> dict:
-    known = {f.name for f in dataclasses.fields(ServeConfig)}
-    unknown = set(table) - known
-    if unknown:
-        raise SystemExit(f"{path}: unknown settings {sorted(unknown)}")
-    return table
+    return check_values(ServeConfig(**values))

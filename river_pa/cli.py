@@ -7,7 +7,7 @@
 * `river-pa report FILE`: the learning curves and summary of a report either of them wrote
   (`river_pa.report`);
 * `river-pa topics create`: the Kafka topics `serve` uses, with the settings its roles need
-  (`river_pa.connectors.topics`; the same topic flags as `serve`).
+  (`river_pa.connectors.kafka.topics`; the same topic flags as `serve`).
 
 The same things have the same flags in `evaluate` and `serve`: `--model`, `--model-params`,
 repeatable `--metric`, `--report-path`. A usage error is one line on stderr with exit status 2.
@@ -123,7 +123,8 @@ def _add_topics(sub, flags: bool) -> None:
     if not flags:
         sub.add_parser("topics", help=summary)
         return
-    from river_pa.connectors import config, topics
+    from river_pa.connectors import config
+    from river_pa.connectors.kafka import topics
 
     p = sub.add_parser("topics", help=summary, description=topics.__doc__.split("\n\n")[0])
     actions = p.add_subparsers(title="actions", metavar="{create}", required=True)
@@ -171,7 +172,7 @@ def _run_serve(args) -> int:
 
 
 def _run_topics(args) -> int:
-    from river_pa.connectors.topics import run
+    from river_pa.connectors.kafka.topics import run
 
     return run(args)
 

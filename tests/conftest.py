@@ -16,6 +16,9 @@ from hypothesis import settings
 
 from river_pa.evaluate.datasets import shared_folder
 
+# shared fixtures of a family, registered here (pytest takes pytest_plugins only at the top)
+pytest_plugins = ["tests.connectors.fake_kafka"]
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 

@@ -99,7 +99,7 @@ def test_serve_metrics_from_flags_environment_and_toml(tmp_path):
 def test_the_command_line_imports_each_side_lazily():
     code = ("import sys; from river_pa import cli; cli.build_parser(); "
             "print(sorted(m for m in ('kafka', 'river', 'numpy', 'numba', 'matplotlib', 'rich',"
-            " 'river_pa.connectors.daemon', 'river_pa.evaluate.job') if m in sys.modules))")
+            " 'river_pa.connectors.loop.daemon', 'river_pa.evaluate.job') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, check=True)
     assert done.stdout.strip() == "[]"

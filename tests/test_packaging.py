@@ -32,3 +32,16 @@ def test_every_subpackage_is_installed():
                for p in (ROOT / "river_pa").rglob("__init__.py")}
     assert on_disk <= packages and "river_pa.connectors" in packages
     assert meta["project"]["classifiers"] and meta["project"]["urls"]["Repository"]
+
+
+def test_every_subpackage_of_connectors_is_installed():
+    # connectors/ installs as river_pa.connectors through package-dir: a folder added under it
+    # and not listed in the packages would be missing from the wheel without a word
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert meta["package-dir"] == {"river_pa.connectors": "connectors"}
+    # every folder holding Python (one without __init__.py imports from a checkout as a
+    # namespace package, and is left out of the wheel all the same)
+    on_disk = {".".join(("river_pa", *p.parent.relative_to(ROOT).parts))
+               for p in (ROOT / "connectors").rglob("*.py") if "__pycache__" not in p.parts}
+    assert len(on_disk) > 1 and on_disk == {p for p in meta["packages"]
+                                            if p.startswith("river_pa.connectors")}

@@ -10,7 +10,7 @@ import resource
 import pytest
 from river import linear_model
 
-from river_pa.connectors import checkpoint
+from river_pa.connectors.state import checkpoint
 
 
 class Bomb:
@@ -201,12 +201,12 @@ def test_every_estimator_and_a_pipeline_load_through_the_restricted_unpickler(mo
 def test_the_daemons_state_loads_through_the_restricted_unpickler(model_name, metric):
     import river_pa
     from river_pa.connectors.config import ServeConfig
-    from river_pa.connectors.daemon import Daemon
-    from river_pa.connectors.pending import Pending
+    from river_pa.connectors.loop.daemon import Daemon
+    from river_pa.connectors.state.pending import Pending
 
     model = _fill(getattr(river_pa, model_name)())
     daemon = Daemon(ServeConfig(model=model_name, metric=metric, pending_ttl_ms=1000), model)
-    daemon.model = model
+    daemon.slot.model = model
     y = {True: 0.4, False: 0.6} if model_name == "PAClassifier" else 0.5
     daemon.pending.add("e1", Pending({"a": 1.0}, y, 5, 100))
     daemon.stats.score(True if model_name == "PAClassifier" else 1.0, y, 10)
@@ -264,11 +264,11 @@ def test_a_forged_payload_runs_nothing_and_names_what_it_refused(tmp_path, model
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("module,name", [("river_pa.connectors.pending", "sys.modules"),
+@pytest.mark.parametrize("module,name", [("river_pa.connectors.state.pending", "sys.modules"),
                                          ("river.utils", "Rolling.__init__.__globals__"),
                                          ("river_pa", "PAClassifier"),  # a re-export
                                          ("river.datasets.base", "RemoteDataset"),
-                                         ("river_pa.connectors.lease", "Lease"),
+                                         ("river_pa.connectors.roles.learner", "Lease"),
                                          ("builtins", "bytearray")])
 def test_globals_reached_by_another_name_or_outside_the_list_are_refused(model, module, name):
     def text(s):
@@ -303,3 +303,23 @@ def test_a_checkpoint_path_under_a_file_is_one_error(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(checkpoint.CheckpointError, match="cannot write a checkpoint there"):
         checkpoint.check_writable(tmp_path / "file" / "x.bin")
+
+
+def test_a_checkpoint_written_before_the_package_layout_loads(tmp_path, model, monkeypatch):
+    # the pending store pickled under its module of the flat connectors/ (connectors/pending.py):
+    # the checkpoints and state-topic snapshots of an earlier release must load after an update
+    import sys
+
+    from river_pa.connectors.state import pending
+
+    store = pending.PendingStore(10, None, 10_000)
+    store.add("e1", pending.Pending({"a": 1.0}, True, 5))
+    with monkeypatch.context() as flat:
+        flat.setitem(sys.modules, "river_pa.connectors.pending", pending)
+        for cls in (pending.Pending, pending.PendingStore):
+            flat.setattr(cls, "__module__", "river_pa.connectors.pending")
+        data = checkpoint.dumps({"model": model, "pending": store}, model, {}, None)
+    assert b"river_pa.connectors.pending" in data and b"connectors.state.pending" not in data
+    restored = checkpoint.loads(data, checkpoint.metadata(model), None, "mem")[1]["pending"]
+    assert type(restored) is pending.PendingStore
+    assert pickle.dumps(restored) == pickle.dumps(store)

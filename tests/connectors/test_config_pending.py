@@ -13,7 +13,7 @@ import pytest
 
 from river_pa.connectors.codec import decode_event, decode_label, label_check_for
 from river_pa.connectors.config import load_config
-from river_pa.connectors.pending import Pending, PendingStore, entry_bytes
+from river_pa.connectors.state.pending import Pending, PendingStore, entry_bytes
 from river_pa.linear_model import PAClassifier
 from river_pa.multiclass import PAMultiClassifier
 
@@ -153,7 +153,7 @@ def test_other_boolean_values_are_one_line_errors(raw):
 def test_each_client_gets_the_settings_it_takes():
     from kafka import KafkaConsumer, KafkaProducer
 
-    from river_pa.connectors.kafka_io import client_settings
+    from river_pa.connectors.kafka.client import client_settings
 
     cfg = load_config(["--kafka", '{"max_poll_interval_ms": 60000, "linger_ms": 5, "client_rack": "r1",'
                                   ' "security_protocol": "PLAINTEXT"}'], {})

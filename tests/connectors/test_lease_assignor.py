@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from kafka.structs import TopicPartition
 
-from river_pa.connectors.lease import LeaseAssignor
+from river_pa.connectors.kafka.assignor import LeaseAssignor
 
 TOPIC = "events.lease"
 LEASE = TopicPartition(TOPIC, 0)

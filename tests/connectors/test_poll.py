@@ -1,4 +1,4 @@
-"""`kafka_io.poll`: a poll that meets no broker is an empty poll, not the daemon's end.
+"""`kafka.client.poll`: a poll that meets no broker is an empty poll, not the daemon's end.
 
 kafka-python 3.0.12's group consumer raises KafkaConnectionError from `poll` when the metadata
 update its coordinator lookup waits for fails (a broker stopped): CI saw a predictor exit 1 at a
@@ -13,7 +13,7 @@ import logging
 import pytest
 from kafka.errors import KafkaConnectionError, UnknownTopicOrPartitionError
 
-from river_pa.connectors.kafka_io import poll
+from river_pa.connectors.kafka.client import poll
 
 
 class Consumer:
@@ -49,7 +49,7 @@ def test_a_learner_whose_metadata_request_fails_checks_its_partitions_at_the_nex
     """CI saw a learner exit 1 at a broker's restart (test_coordinator_restart): its check for
     new partitions every 10 s asks `topics()`, which raised KafkaConnectionError."""
     from river_pa.connectors.config import ServeConfig
-    from river_pa.connectors.lease import Learner
+    from river_pa.connectors.roles.learner import Learner
     from river_pa.linear_model import PAClassifier
 
     class NoBroker:

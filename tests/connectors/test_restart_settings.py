@@ -6,8 +6,8 @@ from __future__ import annotations
 from river import metrics
 
 from river_pa.connectors.config import load_config
-from river_pa.connectors.pending import Pending, PendingStore
-from river_pa.connectors.reporting import Stats
+from river_pa.connectors.state.pending import Pending, PendingStore
+from river_pa.connectors.observe.reporting import Stats
 
 
 def test_new_bounds_apply_to_a_restored_store_oldest_first():

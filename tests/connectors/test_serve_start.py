@@ -43,7 +43,7 @@ def test_kafka_python_messages_about_normal_operation_are_dropped_and_real_ones_
 
     from kafka.errors import NotCoordinatorError, TopicAuthorizationFailedError
 
-    from river_pa.connectors.kafka_io import quiet_normal_operation
+    from river_pa.connectors.kafka.diagnostics import quiet_normal_operation
 
     quiet_normal_operation()
     caplog.set_level(logging.WARNING)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from river_pa.connectors.snapshots import Publisher, Reader, _manifest, _progress
+from river_pa.connectors.state.snapshots import Publisher, Reader, _manifest, _progress
 
 NESTED = b"[" * 100_000  # json.loads raised RecursionError: a predictor crash loop
 PROGRESS = {"learned": 550, "events": 600, "time_ms": 1_764_590_000_000, "term": 2, "version": 7}
@@ -92,3 +92,24 @@ def test_forged_manifests_do_not_push_the_valid_version_out():
             reader.reject(found, "does not load")
         assert tried[-1] == (2, 13) and reader.held == (2, 13)
         assert len(invalid) == 3  # two lacking chunks or digest, one that does not load
+
+
+def test_a_reader_on_the_fake_client_reads_the_published_snapshots_and_closes(cluster):
+    from tests.connectors.fake_kafka import FakeConsumer
+
+    topic = cluster.topic("events.model")
+    publisher = Publisher(topic, "model", 1, 0, [])
+
+    def send(topic, value, key=None):
+        cluster.append(topic, value, key)
+
+    for payload in (b"first model", b"second model"):
+        publisher.publish(send, payload)
+    consumer = FakeConsumer(cluster)
+    reader = Reader(consumer, topic, "model", pytest.fail)
+    reader.read_to_end(5)
+    assert reader.newest == (1, 2) and reader.nbytes == len(b"first model" + b"second model")
+    assert [(m["version"], p) for m, p in reader.candidates()] == [(2, b"second model"),
+                                                                    (1, b"first model")]
+    reader.close()
+    assert consumer.closed

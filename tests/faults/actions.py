@@ -18,7 +18,7 @@ import signal
 
 from kafka import KafkaProducer
 
-from river_pa.connectors import checkpoint
+from river_pa.connectors.state import checkpoint
 from river_pa.registry import make_model
 
 __all__ = ["fire", "forged_checkpoint"]

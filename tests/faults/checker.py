@@ -38,7 +38,7 @@ from collections import Counter
 from kafka import KafkaConsumer
 from river import metrics
 
-from river_pa.connectors import checkpoint, snapshots
+from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.registry import make_model
 
 __all__ = ["check", "message"]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kafka import KafkaProducer
 
-from river_pa.connectors.metrics import STALLED
+from river_pa.connectors.observe.metrics import STALLED
 from tests.faults import actions, checker
 from tests.faults.cluster import Cluster
 from tests.faults.daemons import ACTIVE, Fleet

@@ -27,7 +27,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 from kafka.structs import TopicPartition
 
-from river_pa.connectors import checkpoint
+from river_pa.connectors.state import checkpoint
 from river_pa.evaluate.datasets import shared_folder
 
 ROOT = Path(__file__).resolve().parents[2]

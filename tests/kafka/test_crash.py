@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from river_pa.connectors import checkpoint
+from river_pa.connectors.state import checkpoint
 from river_pa.connectors.replay import elec2, records, send_all
 
 N_EVENTS = 4_000

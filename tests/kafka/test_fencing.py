@@ -1,4 +1,4 @@
-"""`kafka_io.fenced_by_state`: a transactional producer whose id another producer took says so
+"""`kafka.client.fenced_by_state` and `fenced`: a transactional producer whose id another producer took says so
 from its own state, whatever error its next call raises. kafka-python 3.0.12 answers the
 refused batch with an epoch bump (KIP-360) that the coordinator refuses as fenced; a call
 made during the bump raised only "Invalid transition ... BUMPING_PRODUCER_EPOCH", and a fenced
@@ -7,9 +7,11 @@ in a two-worker run)."""
 
 from __future__ import annotations
 
+import pytest
 from kafka import KafkaProducer
+from kafka.errors import KafkaError, ProducerFencedError
 
-from river_pa.connectors.kafka_io import fenced_by_state
+from river_pa.connectors.kafka.client import fenced, fenced_by_state
 
 
 def test_a_producer_whose_id_was_taken_says_it_is_fenced(kafka):
@@ -27,6 +29,13 @@ def test_a_producer_whose_id_was_taken_says_it_is_fenced(kafka):
         ours.send(topic, b"after")  # refused for its epoch; the error lands in the state
         ours.flush(timeout=30)
         assert fenced_by_state(ours, 30)
+        # the next transactional call names the fencing in its text only: fenced() reads the
+        # producer's state instead (a learner fenced so steps down rather than exit 1)
+        with pytest.raises(KafkaError, match="ProducerFencedError") as raised:
+            ours.begin_transaction()
+        assert not isinstance(raised.value.__cause__, ProducerFencedError)
+        assert fenced(raised.value, ours, 30)
+        assert not fenced(raised.value, None, 0)  # its text alone says nothing
     finally:
         ours.close(timeout=5)
 

@@ -12,7 +12,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 
-from river_pa.connectors import checkpoint, snapshots
+from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.connectors.replay import elec2, records, send_all
 from tests.kafka.test_end_to_end import river_reference
 

@@ -115,7 +115,7 @@ def test_record_slack_bounds_the_size_of_any_one_record_batch_without_headers():
     slack must bound the estimate for every varint width of the key and value lengths."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from river_pa.connectors.kafka_io import RECORD_SLACK
+    from river_pa.connectors.kafka.outputs import RECORD_SLACK
 
     sizes = [0, 1, 127, 128, 16_383, 16_384, 2**21 - 1, 2**21, 2**22]
     for key in (None, *(b"k" * n for n in sizes[:6])):
@@ -132,7 +132,7 @@ def test_a_record_one_byte_over_its_topic_limit_is_refused_before_the_broker(kaf
     from kafka.errors import MessageSizeTooLargeError
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from river_pa.connectors.kafka_io import RECORD_SLACK, Outputs
+    from river_pa.connectors.kafka.outputs import RECORD_SLACK, Outputs
 
     (preds,) = kafka.topics("preds")
     producer = kafka.producer()

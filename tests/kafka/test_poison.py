@@ -135,7 +135,7 @@ def test_a_model_that_raises_dead_letters_the_record_then_stops_if_it_always_doe
     # a learner that raised on one event crashed the daemon with a traceback, on every restart;
     # MultinomialNB passes the start check, learns the count -1, then divides by zero in every
     # prediction
-    from river_pa.connectors.daemon import MODEL_FAILURES_TO_STOP
+    from river_pa.connectors.loop.records import MODEL_FAILURES_TO_STOP
 
     events, preds = kafka.topics("events", "preds")
     producer = kafka.producer()

@@ -11,7 +11,7 @@ import time
 
 from kafka import KafkaConsumer
 
-from river_pa.connectors import checkpoint, snapshots
+from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.connectors.replay import elec2, records, send_all
 from river_pa.linear_model import PAClassifier
 
@@ -191,4 +191,4 @@ def test_a_reader_keeps_only_the_chunks_it_may_still_load(kafka):
         reader.accept(v3)
         assert reader.nbytes == 4 and list(reader.candidates()) == []
     finally:
-        reader.consumer.close()
+        reader.close()

@@ -10,7 +10,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from river_pa.connectors import snapshots
+from river_pa.connectors.state import snapshots
 from river_pa.connectors.replay import elec2, records, send_all
 from river_pa.linear_model import PAClassifier
 

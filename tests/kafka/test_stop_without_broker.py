@@ -25,7 +25,7 @@ def test_sigterm_with_every_broker_gone_exits_in_seconds(private, elec2_path):
                                      group=f"{events}-predict")
     kafka.wait_for_report("both.jsonl", lambda r: r["labelled"] == N_EVENTS, both, 240)
     kafka.wait_for_report("predict.jsonl", lambda r: r["events"] == N_EVENTS, predictor, 240)
-    # a learner steps down when the lease's coordinator goes away (connectors/lease.py), and
+    # a learner steps down when the lease's coordinator goes away (connectors/roles/learner.py), and
     # exits once a request times out: it is stopped before
     assert kafka.stop(learner) == 0
     procs = {"both": both, "predict": predictor}

@@ -14,7 +14,7 @@ from river import evaluate as river_evaluate
 from river import metrics
 
 from river_pa import PAClassifier, cli, report
-from river_pa.connectors.reporting import Reporter, Stats, serve_metrics
+from river_pa.connectors.observe.reporting import Reporter, Stats, serve_metrics
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -54,7 +54,7 @@ def collect(daemon) -> list:
 
     figures = daemon.figures()
     info = InfoMetricFamily("river_pa_daemon", "the daemon's role, model and client id")
-    info.add_metric([], {"role": daemon.cfg.role, "model": daemon.model_name,
+    info.add_metric([], {"role": daemon.cfg.role, "model": daemon.slot.name,
                          "client_id": daemon.cfg.client_id})
     families = [info]
     for key, (name, text) in COUNTERS.items():

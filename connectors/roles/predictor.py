@@ -18,8 +18,10 @@ import logging
 import time
 from collections import Counter
 
-from river_pa.connectors import snapshots
-from river_pa.connectors.daemon import MODEL_FIELDS, Daemon
+from river_pa.connectors.state import snapshots
+from river_pa.connectors.loop.daemon import Daemon
+from river_pa.connectors.loop.policy import Policy
+from river_pa.connectors.models.slot import MODEL_FIELDS
 
 __all__ = ["Predictor"]
 
@@ -32,18 +34,19 @@ MAX_LEARN_RATE = 1_000_000  # events/s a learner can learn (the daemon measured 
 class Predictor(Daemon):
     """A daemon that predicts with the newest model in `cfg.model_topic` and learns nothing."""
 
+    policy = Policy(learns=False, keeps_state=False)  # the learner learns; offsets only
     snapshot: dict | None = None  # learned, events, published_at_ms of the model in use
     counts_at_commit: Counter = Counter()  # the counts at the last commit (none yet: zero)
 
     def _start(self) -> None:
         """Read the model topic to its end, then wait for a first snapshot if there is none."""
-        self.model_reader = self._snapshot_reader(self.cfg.model_topic, "model")
+        self.model_reader = self._snapshot_reader(self.cfg.model_topic, self.slot.snapshot)
         if not self.model_reader.manifests():
             log.info("waiting for the first model snapshot in %s", self.cfg.model_topic)
         while not self._swap_model() and not self.stopping:
             self.model_reader.poll(500)
 
-    def load(self, consumer) -> None:
+    def load(self) -> None:
         """Nothing to load but offsets (a rollback seeks to the committed ones) and the counts
         as they were at the last commit (the aborted events were counted twice in the
         reports: a new user's rolling restart gave 4,115 events for 4,000)."""
@@ -62,24 +65,18 @@ class Predictor(Daemon):
         replayed older one among them): the model in use stays."""
         found = self._newest_valid(self.model_reader, self.cfg.model_topic, MODEL_FIELDS)
         if found is None:
-            return self.model_manifest is not None
+            return self.slot.manifest is not None
         manifest, _, state = found
         self.model_reader.accept(manifest)
-        self.model, self.model_manifest = state["model"], manifest
+        self.slot.model, self.slot.manifest = state["model"], manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
         log.info("model version %d/%d from %s (%d events learned)", manifest["term"],
                  manifest["version"], self.cfg.model_topic, state["learned"])
         return True
 
-    def _after_prediction(self, record, event, y_pred, proba) -> None:
-        """Nothing: the learner learns the event."""
-
     def _model_fields(self) -> dict:
         return {"n_learned": self.snapshot["learned"],
-                "model_version": self.model_manifest["version"]}
-
-    def _persist(self) -> None:
-        """A predictor keeps nothing: its offsets alone are committed."""
+                "model_version": self.slot.manifest["version"]}
 
     def figures(self) -> dict:
         """The report's figures, with the model in use and how stale it is: seconds since
@@ -93,7 +90,7 @@ class Predictor(Daemon):
         if snapshot is not None:
             ahead = self._learned_since(progress)
             stale_ms = progress["time_ms"] - snapshot["published_at_ms"] if ahead else 0
-            staleness = {"model_version": self.model_manifest["version"],
+            staleness = {"model_version": self.slot.manifest["version"],
                          "model_learned": snapshot["learned"],
                          "model_age_s": time.time() - snapshot["published_at_ms"] / 1000,
                          "learned_since_model": ahead,
@@ -108,7 +105,7 @@ class Predictor(Daemon):
         `MAX_LEARN_RATE` events a second since the model was published (a forged record said
         1e15)."""
         if progress is None or (progress["term"], progress["version"]) < snapshots.stamp(
-                self.model_manifest):
+                self.slot.manifest):
             return 0
         ahead = max(progress["learned"] - self.snapshot["learned"], 0)
         span_ms = progress["time_ms"] - self.snapshot["published_at_ms"] + CLOCK_SKEW_S * 1000
@@ -119,7 +116,7 @@ class Predictor(Daemon):
 
     def _readiness(self, assigned) -> tuple[bool, str]:
         """(ready, why not): partitions and a model (a predictor steps only once it has one)."""
-        if self.model_manifest is None:
+        if self.slot.manifest is None:
             return False, "no model yet"
         return super()._readiness(assigned)
 
@@ -128,4 +125,4 @@ class Predictor(Daemon):
             return super().run()
         finally:
             if hasattr(self, "model_reader"):
-                self.model_reader.consumer.close()
+                self.model_reader.close()

@@ -9,7 +9,7 @@ version, chunk count, size, SHA-256; chunks after it are not the writer's), then
 the manifests and chunks of all but the newest `KEEP_VERSIONS` versions: compaction keeps
 those, so when the newest does not load (a bad record, a half-written version of a writer that
 died) an older one still can. The
-payload (a checkpoint, connectors/checkpoint.py) repeats term and version in its signed header,
+payload (a checkpoint, connectors/state/checkpoint.py) repeats term and version in its signed header,
 so a replayed or relabelled manifest does not verify. Beside it, a small record keyed
 `name.progress` (JSON) says how far the writer has come since (the learner's events learned,
 the time, and the term and version of its newest model).
@@ -37,13 +37,13 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from kafka import KafkaAdminClient, KafkaConsumer
-from kafka.admin import NewTopic
-from kafka.errors import TopicAlreadyExistsError
-from kafka.structs import TopicPartition
+
+from river_pa.connectors.errors import SnapshotError
+from river_pa.connectors.kafka.client import TopicPartition
+from river_pa.connectors.kafka.protocols import Consumer
 
 __all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "Publisher", "Reader", "SnapshotError",
-           "ensure_topic", "restore", "send_progress", "stamp"]
+           "restore", "send_progress", "stamp"]
 
 CHUNK_BYTES = 512 * 1024
 KEEP_VERSIONS = 2  # versions whose chunks a writer leaves in the topic
@@ -53,22 +53,9 @@ MAX_PENDING_VERSIONS = 4  # versions whose manifest has not come, per reader
 _KEY = re.compile(rb"/(\d{1,16})/(\d{1,16})(?:/(\d{1,16}))?")  # bytes: ASCII digits only
 
 
-class SnapshotError(RuntimeError):
-    """A snapshot in the topic that cannot be read, with the reason."""
-
-
 def stamp(manifest: dict) -> tuple[int, int]:
     """(term, version): the order of snapshots (newer is greater)."""
     return manifest["term"], manifest["version"]
-
-
-def ensure_topic(admin: KafkaAdminClient, topic: str, replication: int) -> None:
-    """Create `topic` (one partition, compacted) unless it exists."""
-    try:
-        admin.create_topics([NewTopic(topic, 1, replication,
-                                      topic_configs={"cleanup.policy": "compact"})])
-    except TopicAlreadyExistsError:
-        pass
 
 
 class Publisher:
@@ -105,7 +92,7 @@ class Publisher:
         return manifest
 
 
-def restore(consumer: KafkaConsumer, topic: str, name: str,
+def restore(consumer: Consumer, topic: str, name: str,
             timeout_s: float = 120) -> tuple[dict, bytes] | None:
     """The newest snapshot `name` in `topic` whose chunks match its manifest, as (manifest,
     payload), or None (the payload is not verified further: see `Reader`). `consumer` is a
@@ -171,7 +158,7 @@ class Reader:
     `accept` or `reject` each. `on_invalid(reason)` is called once per record or version
     that is not valid."""
 
-    def __init__(self, consumer: KafkaConsumer, topic: str, name: str, on_invalid,
+    def __init__(self, consumer: Consumer, topic: str, name: str, on_invalid,
                  max_pending_bytes: int = MAX_PENDING_BYTES):
         self.consumer, self.topic, self.name = consumer, topic, name
         self.on_invalid, self.max_pending_bytes = on_invalid, max_pending_bytes
@@ -185,6 +172,10 @@ class Reader:
         self.prefix = f"{name}/".encode()
         self.progress_key = f"{name}.progress".encode()
         self.progress: dict | None = None  # the newest valid progress record
+
+    def close(self) -> None:
+        """Close the reader's consumer."""
+        self.consumer.close()
 
     @property
     def nbytes(self) -> int:

@@ -147,7 +147,7 @@ def create(cfg: ServeConfig, partitions: int | None, replication: int | None, ou
     `partitions` None: the existing events (or labels) topic's count, else
     `DEFAULT_PARTITIONS`; `replication` None: min(3, brokers).
     """
-    from river_pa.connectors.kafka_io import make_admin
+    from river_pa.connectors.kafka.admin import make_admin
 
     admin = make_admin(cfg)
     try:
@@ -190,7 +190,7 @@ def run(args) -> int:
     from kafka.errors import KafkaError
 
     from river_pa.connectors.config import from_args
-    from river_pa.connectors.kafka_io import explain, quiet_bootstrap, unreachable
+    from river_pa.connectors.kafka.diagnostics import explain, quiet_bootstrap, unreachable
 
     try:
         cfg = from_args(vars(args))

@@ -1,4 +1,4 @@
-"""Event-time merge of an events partition with its co-partitioned labels partition.
+"""Event-time ordering (a merge) of an events partition with its co-partitioned labels partition.
 
 The daemon must see a label and an event in the order a progressive validation with delayed
 labels would (River's `simulate_qa`: a label due at time t is revealed before the question
@@ -22,24 +22,25 @@ import heapq
 from collections import defaultdict, deque
 from typing import Callable, Iterator
 
-from kafka.structs import TopicPartition
+from river_pa.connectors.kafka.protocols import Partition
 
-__all__ = ["Merger"]
+__all__ = ["EventTimeOrder"]
 
 
-class Merger:
+class EventTimeOrder:
     """Buffers consumer records and yields them in event-time order per partition pair."""
 
     def __init__(self, events_topic: str, labels_topic: str | None,
-                 exhausted: Callable[[TopicPartition], bool],
+                 exhausted: Callable[[Partition], bool], partition: Callable[[str, int], Partition],
                  assigned: Callable[[], set] | None = None):
+        self.partition = partition  # makes the client's partitions (kafka-python's TopicPartition)
         self.events_topic = events_topic
         self.assigned = assigned
         self.labels_topic = labels_topic
         self.exhausted = exhausted
-        self.buffers: dict[TopicPartition, deque] = defaultdict(deque)
+        self.buffers: dict[Partition, deque] = defaultdict(deque)
 
-    def add(self, tp: TopicPartition, records: list) -> None:
+    def add(self, tp: Partition, records: list) -> None:
         """Append records (in offset order) fetched from `tp`."""
         self.buffers[tp].extend(records)
 
@@ -48,11 +49,11 @@ class Merger:
         for tp in tps:
             self.buffers.pop(tp, None)
 
-    def size(self, tp: TopicPartition) -> int:
+    def size(self, tp: Partition) -> int:
         """Number of records buffered for `tp`."""
         return len(self.buffers.get(tp, ()))
 
-    def truncate(self, tp: TopicPartition, limit: int) -> int | None:
+    def truncate(self, tp: Partition, limit: int) -> int | None:
         """Keep the oldest `limit` records of `tp`; return the first dropped offset, if any."""
         buffer = self.buffers.get(tp)
         if buffer is None or len(buffer) <= limit:
@@ -71,14 +72,14 @@ class Merger:
             yield from self._drain(p)
 
     def _drain(self, partition: int) -> Iterator:
-        events = self.buffers[TopicPartition(self.events_topic, partition)]
+        events = self.buffers[self.partition(self.events_topic, partition)]
         if self.labels_topic is None:
             while events:
                 yield events.popleft()
             return
-        labels_tp = TopicPartition(self.labels_topic, partition)
+        labels_tp = self.partition(self.labels_topic, partition)
         labels = self.buffers[labels_tp]
-        events_tp = TopicPartition(self.events_topic, partition)
+        events_tp = self.partition(self.events_topic, partition)
         while True:
             if events and labels:
                 side = labels if labels[0].timestamp <= events[0].timestamp else events
@@ -90,7 +91,7 @@ class Merger:
                 return
             yield side.popleft()
 
-    def _order(self, tp: TopicPartition) -> tuple:
+    def _order(self, tp: Partition) -> tuple:
         head = self.buffers[tp][0]  # labels before events of the same time, as in _drain
         return head.timestamp, tp.topic == self.events_topic, tp.partition, head.offset
 

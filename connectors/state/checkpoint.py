@@ -26,19 +26,13 @@ import platform
 import types
 from pathlib import Path
 
+from river_pa.connectors.errors import CheckpointError, VersionMismatch
+
 __all__ = ["CheckpointError", "Unpickler", "VersionMismatch", "check_writable", "dumps", "load",
            "loads", "metadata", "read_header", "save", "trust"]
 
 FORMAT = 1
 PROBE_BYTES = 65_536  # written at start when there is no checkpoint yet
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that must not be loaded, with the reason."""
-
-
-class VersionMismatch(CheckpointError):
-    """A checkpoint that verifies but was written by another version or for another model."""
 
 
 # What a model and the daemon's state pickle to (measured on every river_pa estimator, River
@@ -52,7 +46,7 @@ SAFE_PACKAGES = tuple(f"river.{p}" for p in (
     "preprocessing", "proba", "reco", "rules", "sketch", "stats", "time_series", "tree", "utils",
 )) + tuple(f"river_pa.{p}" for p in (
     "_core", "anomaly", "kernel", "linear_model", "multiclass", "multilabel", "paramfree",
-    "structured", "connectors.pending", "connectors.reporting",
+    "structured", "connectors.state.pending", "connectors.observe.reporting",
 ))
 # ... these classes (containers and scalars; bytes and bytearray are left out: called with an
 # int they allocate that many bytes, and pickle has opcodes of its own for them) ...
@@ -104,11 +98,18 @@ def _safe(module: str, name: str) -> bool:
     return isinstance(obj, type) and obj.__module__ == module and obj.__qualname__ == name
 
 
+# Modules of the daemon's state classes (PendingStore, Stats) before connectors/ became
+# packages: checkpoints and state-topic snapshots written by an earlier release load as before
+MOVED = {"river_pa.connectors.pending": "river_pa.connectors.state.pending",
+         "river_pa.connectors.reporting": "river_pa.connectors.observe.reporting"}
+
+
 class Unpickler(pickle.Unpickler):
     """Refuses every global `_safe` does not admit, with an error naming it (nothing is
     imported or called for a refused one)."""
 
     def find_class(self, module: str, name: str):
+        module = MOVED.get(module, module)
         if not _safe(module, name):
             raise pickle.UnpicklingError(f"refusing to unpickle {module}.{name} (not a class a "
                                          "model or the daemon's state holds)")

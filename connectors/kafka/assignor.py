@@ -1,0 +1,59 @@
+"""The lease group's partition assignor (roles/lease.py): cooperative sticky, newest claim wins."""
+
+from __future__ import annotations
+
+from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from kafka.protocol.consumer.metadata import (
+    ConsumerProtocolAssignment, ConsumerProtocolSubscription,
+)
+from kafka.structs import TopicPartition
+
+__all__ = ["LeaseAssignor"]
+
+
+class LeaseAssignor(CooperativeStickyAssignor):
+    """Cooperative sticky, with stale claims refused: every member advertises the partitions
+    it owns with the generation it got them in (subscription v2, as Kafka's Java client does),
+    and a partition claimed by several members goes to the newest claim. kafka-python 3.0.12's
+    assignor advertises its last assignment even after the member's session expired, without
+    a generation, and the leader kept whichever claim it read last: a SIGCONTed zombie's
+    rejoin moved the lease back from the learner elected meanwhile (seen 1 in 3 runs of
+    test_a_zombie_learner_steps_down_and_writes_nothing). A partition never moves while its
+    owner is in the group; unclaimed ones go to the members holding fewest. The name stays
+    "cooperative-sticky" so learners of the previous release share a protocol with these
+    during a rolling update.
+    """
+
+    def metadata(self, topics):
+        owned = super().metadata(topics).owned_partitions
+        return ConsumerProtocolSubscription(version=2, topics=sorted(topics), user_data=b"",
+                                            owned_partitions=owned, generation_id=self.generation)
+
+    def assign(self, cluster, members):
+        claims, held = {}, {m.member_id: [] for m in members}  # partition: (generation, member)
+        for member in members:
+            meta = self.parse_member_metadata(member.metadata)
+            for tp in meta.partitions:
+                claims[tp] = max(claims.get(tp, (-2, "")), (meta.generation, member.member_id))
+        for member in members:
+            meta = self.parse_member_metadata(member.metadata)
+            for topic in sorted(meta.subscription):
+                for p in sorted(cluster.partitions_for_topic(topic) or ()):
+                    tp = TopicPartition(topic, p)
+                    if tp not in claims:  # to the subscribers holding fewest, in id order
+                        fewest = min(sorted(held), key=lambda m: len(held[m]))
+                        claims[tp] = (StickyPartitionAssignor.DEFAULT_GENERATION_ID, fewest)
+        for tp, (_, member) in claims.items():
+            if member in held:
+                held[member].append(tp)
+        return {member: ConsumerProtocolAssignment(self.version, _by_topic(tps), b"")
+                for member, tps in held.items()}
+
+
+def _by_topic(tps) -> list:
+    """[(topic, [partition, ...]), ...] sorted: the assignment's wire shape."""
+    topics = {}
+    for tp in sorted(tps):
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    return sorted(topics.items())

@@ -1,0 +1,152 @@
+"""One record: decode and validate (or dead-letter), predict, emit, then learn now or keep
+the event until its label comes; a model that raises on `MODEL_FAILURES_TO_STOP` records in a
+row stops the daemon."""
+
+from __future__ import annotations
+
+import time
+
+from river_pa._core.validation import TooManyFeaturesError
+from river_pa.connectors.codec import (
+    BadRecord, TooManyClassesError, decode_event, decode_label, encode_json,
+)
+from river_pa.connectors.errors import ModelError
+from river_pa.connectors.kafka import errors
+from river_pa.connectors.kafka.client import tp_key
+from river_pa.connectors.state.pending import Pending
+
+__all__ = ["Records"]
+
+MODEL_FAILURES_TO_STOP = 100
+
+
+class Records:
+    """What the loop does with each record it releases."""
+
+    def _process(self, record) -> None:
+        if record.topic == self.cfg.events_topic:
+            self._on_event(record)
+        else:
+            self._on_label(record)
+        self.next_offsets[tp_key(record)] = record.offset + 1
+        self.processed_this_run += 1
+        self.since_checkpoint += 1
+
+    def _on_event(self, record) -> None:
+        try:
+            event = decode_event(record.value, self.slot.check_label, self.cfg.max_record_bytes)
+        except BadRecord as exc:
+            return self._dead_letter(record, exc)
+        self.stats.counts["events"] += 1
+        self.events_this_run += 1
+        try:
+            y_pred, proba = self._predict(event.x)
+        except Exception as exc:  # a model that raises on one event must not stop the daemon
+            return self._model_error(record, exc)
+        self._emit(record, event, y_pred, proba)
+        self._after_prediction(record, event, y_pred, proba)
+
+    def _after_prediction(self, record, event, y_pred, proba) -> None:
+        """Learn the event now (its label came with it or before it) or keep it pending."""
+        if not self.policy.learns:
+            return  # the learner learns the event
+        now = self.pending.clock(record.timestamp)
+        self._count_expired(self.pending.expire(now))
+        self._count_orphans(self.early.expire(now))
+        scored = proba if self.stats.uses_proba else y_pred
+        y = event.y
+        if y is None:
+            early = self.early.pop(event.id)
+            if early is None:
+                entry = Pending(event.x, scored, now)
+                self._count_expired(self.pending.add(event.id, entry))
+                self.model_failures = 0
+                return
+            y = early.y_pred  # its label came first: scored and learned now
+        self.stats.score(y, scored, None)  # delay statistics are for late labels
+        self._learn(record, event.x, y)
+
+    def _on_label(self, record) -> None:
+        try:
+            label = decode_label(record.value, self.slot.check_label, self.cfg.max_record_bytes)
+        except BadRecord as exc:
+            return self._dead_letter(record, exc)
+        entry = self.pending.pop(label.id)
+        if entry is None:  # its event has not come (yet): kept, bounded like pending events
+            early = Pending({}, label.y, self.early.clock(record.timestamp))
+            self._count_orphans(self.early.add(label.id, early))  # y_pred holds the label
+            return
+        self.stats.score(label.y, entry.y_pred, record.timestamp - entry.ts)
+        self._learn(record, entry.x, label.y)
+
+    def _predict(self, x: dict):
+        # a daemon that emits nothing (the learner) and whose metric scores labels needs no
+        # probabilities
+        return self.slot.predict(x, self.policy.emits or self.stats.uses_proba)
+
+    def _learn(self, record, x: dict, y) -> None:
+        try:
+            self.slot.model.learn_one(x, y)
+        except TooManyClassesError as exc:  # whoever writes labels would control our memory
+            self._dead_letter(record, BadRecord("too_many_classes", str(exc)))
+            return
+        except TooManyFeaturesError as exc:  # whoever writes events, likewise
+            self._dead_letter(record, BadRecord("too_many_features", str(exc)))
+            return
+        except (ValueError, TypeError) as exc:  # a label the checks let through
+            self._dead_letter(record, BadRecord("label_rejected", f"{type(exc).__name__}: {exc}"))
+            return
+        except Exception as exc:  # a broken model (e.g. a bad parameter only used by learn_one)
+            return self._model_error(record, exc)
+        self.model_failures = 0
+        self.stats.counts["learned"] += 1
+
+    def _model_error(self, record, exc: Exception) -> None:
+        """Dead-letter `record` as ``model_error``; stop after `MODEL_FAILURES_TO_STOP` records in
+        a row ended in one (a record served without error resets the count)."""
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        self._dead_letter(record, BadRecord("model_error", text))
+        self.model_failures += 1
+        if self.model_failures >= MODEL_FAILURES_TO_STOP:  # raised before any checkpoint or commit
+            raise ModelError(f"model {self.slot.name} failed on {self.model_failures} records in "
+                             f"a row (last: {text}); stopped without a checkpoint: the records "
+                             "since the last one are served again at the next start")
+
+    def _count_expired(self, entries: list) -> None:
+        self.stats.counts["expired"] += len(entries)
+
+    def _count_orphans(self, labels: list) -> None:
+        self.stats.counts["orphan_labels"] += len(labels)
+
+    def _emit(self, record, event, y_pred, proba) -> None:
+        if not self.policy.emits:
+            return  # the learner predicts for its metric only: the predictors emit
+        if self.floors and self._replayed(record):
+            return
+        value = {
+            "id": event.id,
+            "prediction": y_pred,
+            "model": self.slot.name,
+            "daemon": self.cfg.client_id,
+            **self._model_fields(),
+            "event_ts": event.ts if event.ts is not None else record.timestamp,
+            "predicted_at_ms": int(time.time() * 1000),
+            "source": {"partition": record.partition, "offset": record.offset},
+        }
+        if proba is not None:
+            value["proba"] = {str(k): v for k, v in proba.items()}
+        try:
+            self.outputs.send(self.cfg.predictions_topic, encode_json(value), key=event.id.encode())
+        except errors.RecordTooLarge as exc:  # e.g. a huge id, the proba of many classes
+            self._dead_letter(record, BadRecord("output_rejected", f"prediction: {exc}"))
+
+    def _model_fields(self) -> dict:
+        """What a prediction record says about the model that made it."""
+        return {"n_learned": self.stats.counts["learned"]}
+
+    def _dead_letter(self, record, exc: BadRecord) -> None:
+        self.stats.dead_letter(exc.reason)
+        if self.floors and self._replayed(record):
+            return
+        if self.outputs.dead_letter(record, exc.reason, exc.detail):
+            self.stats.counts["truncated_dead_letters"] += 1

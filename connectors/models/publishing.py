@@ -1,0 +1,57 @@
+"""The model topic's writer side: the learner publishes the live model as a signed snapshot when
+due, and between snapshots a small progress record the predictors read to say how stale their
+model is."""
+
+from __future__ import annotations
+
+import time
+
+from river_pa.connectors.state import checkpoint, snapshots
+
+__all__ = ["ModelPublishing"]
+
+PROGRESS_SECONDS = 1.0  # the learner publishes its progress at most this often
+
+
+class ModelPublishing:
+    """Publishing of the model slot to the model topic (a daemon whose policy publishes)."""
+
+    def _publish(self) -> None:
+        """The learner publishes the model when due, else (at most every `PROGRESS_SECONDS`,
+        when it learned) its progress: a small record beside the model the predictors read
+        to say how stale their model is."""
+        self._before_write()  # called after every batch: the lease consumer is polled there
+        learned = self.stats.counts["learned"]
+        if self._publish_due():
+            self._publish_model()
+        elif (learned > self.learned_at_progress
+              and time.monotonic() - self.progress_at >= PROGRESS_SECONDS):
+            model = self.slot.manifest or {"term": 0, "version": 0}
+            progress = {"learned": learned, "events": self.stats.counts["events"],
+                        "time_ms": int(time.time() * 1000), "term": model["term"],
+                        "version": model["version"]}
+            snapshots.send_progress(self.outputs.send, self.cfg.model_topic, self.slot.snapshot,
+                                    progress)
+            self.progress_at, self.learned_at_progress = time.monotonic(), learned
+            self.since_checkpoint = max(self.since_checkpoint, 1)  # checked at the checkpoint
+
+    def _publish_due(self) -> bool:
+        learned = self.stats.counts["learned"] > self.learned_at_publish
+        return learned and (
+            self.stats.counts["events"] - self.events_at_publish >= self.cfg.publish_every
+            or time.monotonic() - self.last_publish >= self.cfg.publish_seconds)
+
+    def _publish_model(self) -> None:
+        """Send the live model to the model topic as a signed checkpoint-format snapshot
+        (checked, or committed with the transaction, at the next checkpoint)."""
+        self._before_write()
+        counts, publisher = self.stats.counts, self.slot.publisher
+        state = {"model": self.slot.model, "learned": counts["learned"], "events": counts["events"],
+                 "published_at_ms": int(time.time() * 1000)}
+        payload = checkpoint.dumps(state, self.slot.model, {}, self.key, publisher.next_stamp())
+        self.slot.manifest = publisher.publish(self.outputs.send, payload)
+        self.last_publish = time.monotonic()
+        self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
+        # a checkpoint is due even when no record follows: it checks the sends (and commits
+        # them, in the transaction); otherwise the last snapshot stayed invisible for ever
+        self.since_checkpoint = max(self.since_checkpoint, 1)

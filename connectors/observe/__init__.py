@@ -1,0 +1,1 @@
+"""What a daemon shows: metrics and health endpoints, the watchdog, and the reports."""

@@ -1,0 +1,128 @@
+"""Exactly one active learner (`river-pa serve --role learn`): election, standbys, fencing.
+
+Every learner process joins the consumer group `<group_id>.lease` on the one-partition topic
+`<events_topic>.lease` (created if missing; nothing is ever written to it). Kafka's group
+coordinator gives partition 0 to one member: that one is the active learner, the others are
+standbys that say so once and keep polling the lease consumer (keeping their membership).
+The lease stays with its owner while standbys come and go (`LeaseAssignor`), and a member is
+the active learner only under the member id it was elected with: a member whose session
+expired (a SIGSTOP) rejoins under a new id, so its old term has lost the lease whatever the
+next assignment says.
+
+The active learner assigns itself every partition of the events and labels topics (no
+group rebalances; partitions added later are followed), restores the whole state of the
+group's learner (model, pending, early labels, metrics, offsets) from the state topic under
+the name `<group_id>.learner`, commits offsets under `<group_id>`, and checks the lease at
+every batch, and before every write (model snapshot, report, checkpoint, commit) it has the
+coordinator confirm it: an offset commit of the lease partition, which the coordinator refuses
+from a member whose session expired (a SIGSTOP, a paused VM: its consumer cannot know yet) or
+of an older generation. It steps down, writing nothing more, when the lease is gone or not
+confirmed, and when its producer is fenced: with `--exactly-once` every learner of the group
+uses the transactional id `<group_id>.learner`, so a new active learner's `init_transactions`
+aborts the old one's open transaction and the old producer's later writes are refused
+(`ProducerFencedError`). A learner that stepped down closes its clients and becomes a standby
+again, in the same process. Each active term is numbered above every term found in the state
+and model topics (connectors/state/snapshots.py), so a zombie's late snapshots are never newer than
+the new learner's. Kafka has the election (a group) and the fencing (transactions) but no lease
+on top of them, hence this module.
+
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.kafka.admin import ensure_topic
+from river_pa.connectors.kafka.client import (
+    TopicPartition, confirm_member, make_lease_consumer, member_stable, poll,
+)
+
+__all__ = ["Lease"]
+
+log = logging.getLogger("river_pa.serve")
+
+
+class Lease:
+    """This process's membership of the lease group; `held` says whether it is the active one.
+
+    The lease is this member's while partition 0 of the lease topic is assigned to it under
+    the member id it had when it first held it (`member`); `held` says what the consumer
+    knows, `confirm` asks the coordinator.
+    """
+
+    def __init__(self, cfg: ServeConfig):
+        self.topic, self.group = f"{cfg.events_topic}.lease", f"{cfg.group_id}.lease"
+        ensure_topic(cfg, self.topic)
+        self.tp = TopicPartition(self.topic, 0)
+        self.consumer = make_lease_consumer(cfg, self.topic, self.group)
+        session_s = self.consumer.config["session_timeout_ms"] / 1000  # [kafka] may set it
+        self.confirm_s = max(2 * session_s, 5.0)  # how long a rebalance under way is waited for
+        # a confirmation stands for a quarter of the session: the member heartbeats every
+        # quarter, so the coordinator cannot expire it sooner; any stall makes it stale
+        self.valid_s, self.confirmed_at = session_s / 4, -float("inf")
+        self.member = None  # the member id this process was elected under
+
+    def held(self, timeout_ms: int = 0) -> bool:
+        """Poll the lease consumer (joining, heartbeats, rebalances); True while partition 0
+        is assigned to this member, under the member id it was elected with, as far as it
+        knows."""
+        poll(self.consumer, timeout_ms)
+        return self._ours()
+
+    def _ours(self) -> bool:
+        member = self.consumer.group_metadata().member_id
+        if self.tp not in self.consumer.assignment():
+            return False
+        if self.member is None:  # elected now
+            self.member = member
+        return member == self.member
+
+    def confirm(self) -> bool:
+        """True when the coordinator accepts an offset commit of the lease partition from this
+        member (its session has not expired and its generation is the group's), asked at most
+        once per `valid_s`; then the consumer is polled. The commit comes first: a member that
+        was expired (a SIGSTOP) is refused before a poll could rejoin it with its stale claim
+        on the partition, which moved the lease away from the new owner. A rebalance under
+        way (a standby joining) is waited for, up to `confirm_s`."""
+        start = time.monotonic()
+        deadline = start + self.confirm_s
+        while self._ours():
+            if start - self.confirmed_at < self.valid_s:
+                return self.held()
+            accepted, exc = confirm_member(self.consumer, self.tp)
+            if accepted:
+                self.confirmed_at = start
+                continue
+            if accepted is False:
+                log.warning("the coordinator refused the lease: %s", exc)
+                return False  # expired, or another generation: not ours
+            # a rebalance under way (a standby joining), the coordinator moving
+            if time.monotonic() > deadline:
+                log.warning("the lease could not be confirmed in %.0f s: %s", self.confirm_s, exc)
+                return False
+            self.held(100)
+        return False
+
+    def wait(self, stopping, health) -> bool:
+        """Wait as a standby until this member holds the lease (True) or `stopping()` (False).
+        `health` (the endpoints') beats at each poll and is ready once this member is in the
+        group: a standby does its job, and a rolling update must not wait for it to lead.
+        The beat starts now: a first poll that never returns (kafka-python 3.0.12 can wait for
+        ever in it, docs/serving/operations.md) turns /livez 503."""
+        said, health.beat = False, time.monotonic()
+        while not stopping():
+            if self.held(500):  # 500 ms per poll: no busy loop, heartbeats go on meanwhile
+                return True
+            health.beat = time.monotonic()
+            if not said and member_stable(self.consumer):
+                log.info("standby: the lease %s of group %s is another learner's; waiting",
+                         self.topic, self.group)
+                said = True
+                health.ready, health.why = True, "standby: another learner holds the lease"
+        return False
+
+    def close(self) -> None:
+        """Leave the group (a standby gets the lease at once) and close the consumer."""
+        self.consumer.close(autocommit=False)

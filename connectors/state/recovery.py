@@ -1,0 +1,206 @@
+"""Recovery: the daemon's state restored at start and after a rollback, from its checkpoint
+file or the state topic (a new node), the checkpoint that matches the committed offsets with
+exactly-once, and a learner refused when it would start empty over committed offsets."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from river_pa.connectors.kafka.admin import ensure_topic
+from river_pa.connectors.kafka.client import TopicPartition, make_offsets_client
+from river_pa.connectors.observe.reporting import Stats, serve_metrics
+from river_pa.connectors.state import checkpoint, snapshots
+from river_pa.connectors.state.pending import PendingStore
+
+__all__ = ["Recovery"]
+
+log = logging.getLogger("river_pa.serve")
+
+# what a snapshot of the state topic holds (besides the model)
+STATE_FIELDS = {"stats": Stats, "pending": PendingStore, "early": PendingStore, "offsets": dict}
+
+
+class Recovery:
+    """The state of a daemon (model, metrics, pending events, early labels, next offsets): reset,
+    saved as a dict, restored from a checkpoint or a snapshot topic."""
+
+    def _reset_state(self) -> None:
+        """The state of a daemon that has seen nothing."""
+        self.slot.reset()
+        self.stats = Stats(serve_metrics(self.cfg.metric, self.slot.model), self.cfg.rolling_window)
+        self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
+                                    self.cfg.pending_max_bytes)
+        self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
+                                  self.cfg.pending_max_bytes)
+        self.next_offsets: dict[str, int] = {}
+
+    def _state(self) -> dict:
+        return {"model": self.slot.model, "stats": self.stats, "pending": self.pending,
+                "early": self.early, "offsets": dict(self.next_offsets)}
+
+    def _restore(self, state: dict) -> None:
+        self.slot.model = state["model"]
+        self.stats = state["stats"]
+        self.pending = state["pending"]
+        self.early = state.get("early", self.early)  # checkpoints written before early labels
+        self.next_offsets = dict(state["offsets"])
+        self._apply_settings()
+
+    def _apply_settings(self) -> None:
+        """Apply this start's bounds and metrics to a restored state (they were ignored): the
+        pending entries and early labels beyond the bounds are evicted now (counted as expired
+        and orphan labels), entries older than a new TTL at the next event. Another `--metric`
+        or `--rolling-window` restarts the metrics from zero, said in one line: they observe
+        the model, which is kept, and refusing would leave a new group (relearning everything)
+        as the only way to change a dashboard."""
+        cfg = self.cfg
+        expired = self.pending.bound(cfg.pending_max, cfg.pending_ttl_ms, cfg.pending_max_bytes)
+        orphans = self.early.bound(cfg.pending_max, cfg.pending_ttl_ms, cfg.pending_max_bytes)
+        self._count_expired(expired)
+        self._count_orphans(orphans)
+        if expired or orphans:
+            log.info("the restored state was over --pending-max/--pending-max-bytes: %d pending "
+                     "events expired, %d early labels orphaned", len(expired), len(orphans))
+        old = [type(m).__name__ for m in self.stats.metric], self.stats.rolling.window_size
+        if self.stats.use_metrics(serve_metrics(cfg.metric, self.slot.model), cfg.rolling_window):
+            log.info("metrics %s (window %d) restart from zero as %s (window %d): counts and "
+                     "the model are kept", *old, [type(m).__name__ for m in self.stats.metric],
+                     cfg.rolling_window)
+
+    def _checkpoint_to_load(self, consumer) -> Path | None:
+        """The newest checkpoint, or with exactly-once the one matching committed offsets."""
+        path = Path(self.cfg.checkpoint_path)
+        if not path.exists():
+            return None
+        if not self.cfg.exactly_once:
+            return path
+        committed = {}
+        for candidate in (path, path.with_name(path.name + ".prev")):
+            if candidate.exists() and self._covered_by_committed(consumer, candidate, committed):
+                return candidate
+        if not any(v is not None for v in committed.values()):
+            log.info("nothing committed yet for %s", sorted(committed))
+            return None  # the first transaction never committed: start afresh
+        raise checkpoint.CheckpointError(
+            f"{path}: neither it nor its .prev matches the offsets committed in Kafka")
+
+    @staticmethod
+    def _covered_by_committed(consumer, path: Path, committed: dict) -> bool:
+        """True when no offset of the checkpoint is ahead of Kafka's committed offsets.
+
+        A checkpoint ahead of them was written for a transaction that never committed. Offsets
+        behind them belong to partitions another daemon has advanced since. Fills `committed`.
+        """
+        for key, offset in checkpoint.read_header(path)["offsets"].items():
+            if key not in committed:
+                topic, _, partition = key.rpartition(":")
+                committed[key] = consumer.committed(TopicPartition(topic, int(partition)))
+            if committed[key] is None or offset > committed[key]:
+                return False
+        return True
+
+    def load(self) -> None:
+        """Restore the state from the checkpoint, if there is one (else start afresh)."""
+        self._reset_state()
+        path = self._checkpoint_to_load(self.consumer)
+        if path is None:
+            log.info("no checkpoint to load from %s: starting afresh", self.cfg.checkpoint_path)
+        else:
+            self._restore(checkpoint.load(path, self.slot.meta, self.key))
+            log.info("restored %s: %d events, offsets %s", path, self.stats.counts["events"],
+                     self.next_offsets)
+
+    def _start(self) -> None:
+        """Restore the state (from the state topic on a new node, then the checkpoint)."""
+        if self.cfg.state_topic:
+            self._restore_from_state_topic()
+        self.load()
+        self.from_state = set(self.next_offsets)
+
+    def _restore_from_state_topic(self) -> None:
+        """Read the state topic (created, compacted, replicated up to 3 times, if missing) and
+        write the newest copy of the checkpoint that verifies where the checkpoint goes when
+        there is none there (a new node), so `load` loads it like any checkpoint. This
+        daemon's term follows the newest one there, and its versions too."""
+        cfg = self.cfg
+        reader = self._snapshot_reader(cfg.state_topic, self.state_name)
+        try:
+            self.term = max(self.term, reader.newest[0] + 1)
+            self.state_publisher = snapshots.Publisher(cfg.state_topic, self.state_name, self.term,
+                                                       reader.newest[1], reader.manifests())
+            path = Path(cfg.checkpoint_path)
+            if path.exists() and self.policy.local_checkpoint_wins:
+                return  # the local file is at least as new: written before its copy was sent
+            # another --model's state, signed with our key (or unsigned, with no key): exit 3
+            found = self._newest_valid(reader, cfg.state_topic, STATE_FIELDS,
+                                       fatal=checkpoint.VersionMismatch)
+        finally:
+            reader.close()
+        if found is None:
+            return
+        manifest, payload, _ = found
+        tmp = path.with_name(path.name + ".tmp")
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as fh:
+            fh.write(payload)
+        os.replace(tmp, path)
+        log.info("%s: restored version %d/%d (%d bytes) from %s",
+                 "no local checkpoint" if self.policy.local_checkpoint_wins else "the group's state",
+                 manifest["term"], manifest["version"], len(payload), cfg.state_topic)
+
+    def _snapshot_reader(self, topic: str, name: str) -> snapshots.Reader:
+        """A reader of snapshot `name` that has read `topic` to its end (the topic is created,
+        compacted, replicated up to 3 times, if it is missing); the caller closes it."""
+        ensure_topic(self.cfg, topic)
+        reader = snapshots.Reader(make_offsets_client(self.cfg), topic, name,
+                                  self._invalid_snapshot)
+        reader.read_to_end(120)
+        return reader
+
+    def _newest_valid(self, reader: snapshots.Reader, topic: str, fields: dict, fatal=()):
+        """(manifest, payload, state) of the newest version in `reader` that verifies like a
+        checkpoint (its signed header naming its term and version) and holds a dict with
+        `fields` (name -> type; "model" always, of the configured model's class), or None;
+        each one that does not is reported and dropped (errors of the types `fatal` raise)."""
+        fields = {"model": type(self.slot.pristine), **fields}
+        for manifest, payload in reader.candidates():
+            try:
+                stamp = {"term": manifest["term"], "version": manifest["version"]}
+                _, state = checkpoint.loads(payload, self.slot.meta, self.key, "its payload",
+                                            stamp)
+            except fatal:
+                raise
+            except checkpoint.CheckpointError as exc:
+                reader.reject(manifest, str(exc))
+                continue
+            wrong = [k for k, t in fields.items() if not isinstance(
+                state.get(k) if isinstance(state, dict) else None, t)]
+            if wrong:
+                reader.reject(manifest, f"its payload lacks or mistypes {wrong[0]!r}")
+                continue
+            return manifest, payload, state
+        return None
+
+    def _invalid_snapshot(self, reason: str) -> None:
+        """One line and one count for a record of the state or model topic that is skipped."""
+        log.warning("invalid snapshot record skipped: %s", reason)
+        self.invalid_snapshots += 1
+
+    def _check_state(self, committed: dict) -> None:
+        """Refuse to start a learner with no state whose group has `committed` offsets (the
+        state topic emptied or deleted): its model would start empty at the committed offsets
+        and never learn what lies before them. `allow_empty_state` accepts it; the learner
+        then relearns from where `auto_offset_reset` says (earliest: all the topics retain),
+        not from the committed offsets, which would leave the model without the past."""
+        if not self.policy.whole_stream or self.next_offsets or self.cfg.allow_empty_state:
+            return
+        ahead = sorted(f"{tp.topic}:{tp.partition}@{o}" for tp, o in committed.items() if o is not None)
+        if ahead:
+            raise checkpoint.CheckpointError(
+                f"no state to restore (none in {self.cfg.state_topic} under {self.state_name}, "
+                f"no checkpoint at {self.cfg.checkpoint_path}) but group {self.cfg.group_id} has "
+                f"committed offsets ({', '.join(ahead[:3])}{', ...' if len(ahead) > 3 else ''}): "
+                "the model would start empty and never learn the records before them; restore "
+                "the state, or pass --allow-empty-state to relearn from --auto-offset-reset "
+                f"({self.cfg.auto_offset_reset})")

@@ -1,0 +1,113 @@
+"""The serving loop (loop/) and its positions on the fake client of fake_kafka.py: the daemon
+of `--role both` and the learner run their real `run`/`_resume` against in-memory topics, in
+milliseconds; tests/kafka runs the same against a broker."""
+
+from __future__ import annotations
+
+import random
+
+from river import evaluate, metrics
+
+from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.loop.daemon import Daemon
+from river_pa.connectors.loop.ordering import EventTimeOrder
+from river_pa.connectors.replay import records
+from river_pa.connectors.roles.learner import Learner
+from river_pa.linear_model import PAClassifier
+
+from tests.connectors.fake_kafka import TP, FakeConsumer
+
+N, DELAY = 300, 20
+
+
+def _rows(n: int) -> list[tuple[dict, bool]]:
+    rng = random.Random(7)
+    rows = []
+    for _ in range(n):
+        x = {"a": rng.random(), "b": rng.random()}
+        rows.append((x, x["a"] + 0.1 * rng.random() > x["b"]))
+    return rows
+
+
+def _serve_until_learned(daemon: Daemon, n: int) -> int:
+    """Run the daemon's own `run` until it has learned `n` events, then stop it as a signal
+    would (after the current step)."""
+    step = daemon._step
+
+    def step_then_check():
+        step()
+        daemon.stopping = daemon.stats.counts["learned"] >= n
+
+    daemon._step = step_then_check
+    return daemon.run()
+
+
+def test_two_partition_pairs_are_served_learned_and_committed_to_their_end(fake_clients, tmp_path):
+    rows = _rows(N)
+    events, labels = fake_clients.topic("ev", 2), fake_clients.topic("lab", 2)
+    fake_clients.send_all(records(rows, DELAY, start_ms=0), events, labels, partitions=2)
+    cfg = ServeConfig(model="PAClassifier", events_topic=events, labels_topic=labels,
+                      predictions_topic="preds", metrics_topic=None, report_path=None,
+                      checkpoint_path=str(tmp_path / "ckpt"), checkpoint_every=50)
+    daemon = Daemon(cfg, PAClassifier())
+    assert _serve_until_learned(daemon, N) == 0
+    figures = daemon.figures()
+    assert figures["events"] == figures["labelled"] == figures["learned"] == N
+    assert figures["pending"] == figures["orphan_labels"] == figures["dead_lettered"] == 0
+    predicted = {p["id"]: p["prediction"] for p in fake_clients.values("preds")}
+    assert sorted(predicted) == sorted(f"e{i}" for i in range(N))
+    ends = {tp: len(log) for tp, log in fake_clients.logs.items() if tp.topic in (events, labels)}
+    assert fake_clients.committed == ends  # the final checkpoint committed everything
+    assert (tmp_path / "ckpt").exists()
+
+
+def test_a_partition_pair_with_its_labels_in_time_matches_river(fake_clients, tmp_path):
+    rows = _rows(N)
+    events, labels = fake_clients.topic("ev"), fake_clients.topic("lab")
+    fake_clients.send_all(records(rows, DELAY, start_ms=0), events, labels)
+    cfg = ServeConfig(model="PAClassifier", events_topic=events, labels_topic=labels,
+                      predictions_topic="preds", metrics_topic=None, report_path=None,
+                      checkpoint_path=str(tmp_path / "ckpt"), max_poll_records=37)
+    daemon = Daemon(cfg, PAClassifier())
+    assert _serve_until_learned(daemon, N) == 0
+    steps = evaluate.iter_progressive_val_score(rows, PAClassifier(), metrics.Accuracy(),
+                                                delay=DELAY, step=N)
+    assert daemon.figures()["metrics"]["Accuracy"] == list(steps)[-1]["Accuracy"].get()
+    assert [p["id"] for p in fake_clients.values("preds")] == [f"e{i}" for i in range(N)]
+
+
+def _assigned(daemon: Daemon, cluster) -> None:
+    """What `run` sets up before the loop: a consumer (here assigned partition ev:0) and the
+    event-time order."""
+    daemon.consumer = FakeConsumer(cluster)
+    daemon.consumer.assign([TP("ev", 0)])
+    daemon.order = EventTimeOrder("ev", None, daemon._exhausted, TP)
+
+
+def test_the_learner_relearns_from_its_state_without_sending_outputs_again(cluster):
+    # its state stopped at offset 5 of a partition the group committed up to 8 (an older
+    # snapshot restored): it resumes at 5, and commits never go below 8 meanwhile
+    cluster.topic("ev")
+    for i in range(10):
+        cluster.append("ev", b"{}", timestamp=i)
+    cluster.committed[TP("ev", 0)] = 8
+    learner = Learner(ServeConfig(model="PAClassifier", role="learn", events_topic="ev"),
+                      PAClassifier())
+    _assigned(learner, cluster)
+    learner.next_offsets = {"ev:0": 5}
+    learner._resume()
+    assert learner.consumer.seeks == [(TP("ev", 0), 5)]
+    assert learner.floors == {TP("ev", 0): 8} and learner._commit_positions() == {"ev:0": 8}
+    replayed = [learner._replayed(r) for r in cluster.logs[TP("ev", 0)]]
+    assert replayed == [True] * 8 + [False] * 2
+
+
+def test_a_member_after_a_rebalance_resumes_where_the_group_committed(cluster):
+    cluster.topic("ev")
+    cluster.committed[TP("ev", 0)] = 8
+    daemon = Daemon(ServeConfig(model="PAClassifier", events_topic="ev"), PAClassifier())
+    _assigned(daemon, cluster)
+    daemon.next_offsets = {"ev:0": 5}  # another member served 5..7 and learned them
+    daemon._resume()
+    assert daemon.consumer.seeks == [(TP("ev", 0), 8)]
+    assert daemon.floors == {} and daemon.next_offsets == {"ev:0": 8}

@@ -1,0 +1,77 @@
+"""The event-time ordering of loop/ordering.py on records of the fake client: a label is seen
+before an event of the same time, a record is held back while the other side could still hold
+an older one, and the learner's order over every partition is one timestamp order."""
+
+from __future__ import annotations
+
+from river_pa.connectors.loop.ordering import EventTimeOrder
+
+from tests.connectors.fake_kafka import TP, Cluster
+
+
+def _filled(cluster: Cluster, stamps: dict) -> dict:
+    """Append records at the given timestamps ({(topic, partition): [ts, ...]})."""
+    for (topic, partition), times in stamps.items():
+        cluster.topic(topic, partition + 1)
+        for ts in times:
+            cluster.append(topic, b"{}", timestamp=ts, partition=partition)
+    return {tp: list(log) for tp, log in cluster.logs.items()}
+
+
+def _seen(records) -> list[tuple[str, int, int]]:
+    return [(r.topic[0], r.partition, r.timestamp) for r in records]
+
+
+def test_a_label_comes_before_an_event_of_its_time_and_waits_for_the_other_side(cluster):
+    logs = _filled(cluster, {("ev", 0): [1, 3, 5], ("lab", 0): [3, 4]})
+    exhausted = set()
+    order = EventTimeOrder("ev", "lab", exhausted.__contains__, TP)
+    for tp, records in logs.items():
+        order.add(tp, records)
+    # e@5 waits: the labels partition, empty now, could still hold a label older than 5
+    assert _seen(order.ready()) == [("e", 0, 1), ("l", 0, 3), ("e", 0, 3), ("l", 0, 4)]
+    assert order.size(TP("ev", 0)) == 1
+    exhausted.add(TP("lab", 0))  # read to its end: nothing older can come
+    assert _seen(order.ready()) == [("e", 0, 5)]
+
+
+def test_events_alone_are_released_in_offset_order(cluster):
+    logs = _filled(cluster, {("ev", 0): [9, 2, 7]})  # timestamps need not grow
+    order = EventTimeOrder("ev", None, lambda tp: False, TP)
+    order.add(TP("ev", 0), logs[TP("ev", 0)])
+    assert [r.offset for r in order.ready()] == [0, 1, 2]
+
+
+def test_the_whole_stream_is_one_timestamp_order_over_every_partition(cluster):
+    logs = _filled(cluster, {("ev", 0): [1, 6], ("ev", 1): [2, 4], ("lab", 0): [4], ("lab", 1): [7]})
+    assigned = set(logs)
+    exhausted = set()
+    order = EventTimeOrder("ev", "lab", exhausted.__contains__, TP, lambda: assigned)
+    for tp, records in logs.items():
+        order.add(tp, records)
+    # lab:0 @4 before ev:1 @4 (labels first); then lab:0 is empty and could still hold a
+    # label older than 4: everything waits until it is read to its end
+    assert _seen(order.ready()) == [("e", 0, 1), ("e", 1, 2), ("l", 0, 4)]
+    exhausted.add(TP("lab", 0))
+    assert _seen(order.ready()) == [("e", 1, 4)]  # now ev:1 is empty, likewise
+    exhausted.update(assigned)
+    assert _seen(order.ready()) == [("e", 0, 6), ("l", 1, 7)]
+
+
+def test_an_empty_partition_not_read_to_its_end_holds_the_whole_stream_back(cluster):
+    logs = _filled(cluster, {("ev", 0): [5], ("ev", 1): []})
+    exhausted = set()
+    order = EventTimeOrder("ev", None, exhausted.__contains__, TP, lambda: set(logs))
+    order.add(TP("ev", 0), logs[TP("ev", 0)])
+    assert list(order.ready()) == []
+    exhausted.add(TP("ev", 1))
+    assert _seen(order.ready()) == [("e", 0, 5)]
+
+
+def test_truncate_keeps_the_oldest_and_says_where_the_dropped_ones_start(cluster):
+    logs = _filled(cluster, {("ev", 0): [1, 2, 3, 4, 5]})
+    order = EventTimeOrder("ev", None, lambda tp: True, TP)
+    order.add(TP("ev", 0), logs[TP("ev", 0)])
+    assert order.truncate(TP("ev", 0), 2) == 2  # offsets 2, 3, 4 dropped: fetched again
+    assert order.truncate(TP("ev", 0), 2) is None
+    assert [r.offset for r in order.ready()] == [0, 1]
