@@ -4,6 +4,7 @@ takes, TOML keys and types. Each refusal is one line naming the setting and the 
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 from typing import TYPE_CHECKING
@@ -13,7 +14,8 @@ from river_pa.connectors.errors import SettingsConflict
 if TYPE_CHECKING:
     from river_pa.connectors.config import ServeConfig
 
-__all__ = ["NOT_NEGATIVE", "POLL_SLACK_MS", "POSITIVE", "bound", "check_client", "check_keys", "check_types", "check_values"]
+__all__ = ["NOT_NEGATIVE", "POSITIVE", "bound", "check_client", "check_keys", "check_types",
+           "check_values", "out_of_range"]
 
 POSITIVE = ("rolling_window", "checkpoint_every", "publish_every", "pending_max", "pending_max_bytes",
              "max_record_bytes", "max_poll_records", "max_buffered", "session_timeout_ms",
@@ -27,6 +29,16 @@ def bound(name: str) -> str:
     return "> 0" if name in POSITIVE else ">= 0"
 
 
+def out_of_range(name: str, value) -> str | None:
+    """Why the numeric setting `name` cannot be `value`, or None: NaN passed every comparison
+    (--stall-exit-seconds nan meant never; --batch-seconds nan was a traceback)."""
+    if not math.isfinite(value):
+        return f"must be a finite number {bound(name)}"
+    if value < 0 or (value == 0 and name in POSITIVE):
+        return f"must be {bound(name)}"
+    return None
+
+
 def check_values(cfg: ServeConfig) -> ServeConfig:
     """Refuse values out of range: --max-buffered 0 processed nothing, silently, for ever;
     --rolling-window 0 and --max-poll-records 0 died with tracebacks once records came."""
@@ -34,8 +46,8 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
         value = getattr(cfg, name)
         if value is None:
             continue
-        if value < 0 or (value == 0 and name in POSITIVE):  # from TOML: status 1
-            raise SystemExit(f"river-pa serve: {name} must be {bound(name)}, got {value}")
+        if why := out_of_range(name, value):  # from TOML: status 1
+            raise SystemExit(f"river-pa serve: {name} {why}, got {value}")
     if cfg.metrics_port is not None and cfg.metrics_port > 65535:
         raise SystemExit(f"river-pa serve: metrics_port must be a TCP port (0-65535), got "
                          f"{cfg.metrics_port}")
@@ -52,15 +64,20 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
         cfg.transactional_id = cfg.transactional_id or f"{cfg.group_id}.learner"
     _check_topics(cfg)
     _check_poll_interval(cfg)
+    _check_stall_exit(cfg)
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")
     return cfg
 
 
-# What the loop may spend between two polls beyond --batch-seconds: the checkpoint, the flush of
-# the outputs and the commit or transaction after a batch (a broker's request timeout is 30 s)
-POLL_SLACK_MS = 30_000
+def _after_batch_ms(cfg: ServeConfig) -> int:
+    """What the loop may spend between two polls beyond --batch-seconds: the checkpoint, the
+    flush of the outputs and the commit or transaction after a batch, each call bounded by the
+    client's timeouts (30 s by default: a consumer's request timeout)."""
+    from river_pa.connectors.kafka.client import longest_call_ms
+
+    return longest_call_ms(cfg.kafka)
 
 
 def _check_poll_interval(cfg: ServeConfig) -> None:
@@ -74,12 +91,26 @@ def _check_poll_interval(cfg: ServeConfig) -> None:
     if not isinstance(interval, int) or isinstance(interval, bool) or interval <= 0:
         raise SystemExit(f"river-pa serve: the Kafka client setting max_poll_interval_ms must "
                          f"be a number of milliseconds > 0, got {interval!r:.60}")
-    needed = int(cfg.batch_seconds * 1000) + POLL_SLACK_MS
+    slack = _after_batch_ms(cfg)
+    needed = int(cfg.batch_seconds * 1000) + slack
     if interval < needed:
         raise SettingsConflict(
             f"river-pa serve: max_poll_interval_ms={interval} is shorter than batch_seconds="
-            f"{cfg.batch_seconds:g} s plus {POLL_SLACK_MS // 1000} s for the checkpoint after a "
+            f"{cfg.batch_seconds:g} s plus {slack / 1000:g} s for the checkpoint after a "
             f"batch: set max_poll_interval_ms >= {needed} or lower batch_seconds")
+
+
+def _check_stall_exit(cfg: ServeConfig) -> None:
+    """Refuse a --stall-exit-seconds that a healthy loop can reach: a batch, then the Kafka
+    calls after it. Accepted, the watchdog ended healthy daemons (an idle standby at 0.5 s, an
+    active learner waiting for end offsets while a broker restarted at 10 s), in a loop."""
+    limit, slack = cfg.stall_exit_seconds, _after_batch_ms(cfg)
+    longest = cfg.batch_seconds + slack / 1000
+    if limit and limit <= longest:
+        raise SettingsConflict(
+            f"river-pa serve: stall_exit_seconds={limit:g} is not above what a step of the loop "
+            f"may take, batch_seconds={cfg.batch_seconds:g} s plus {slack / 1000:g} s for the "
+            f"Kafka calls after a batch: set it above {longest:g}, or 0 never to exit")
 
 
 # Kafka's rule for topic names (kafka.common.internals.Topic): a bad one was a traceback at

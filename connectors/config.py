@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from river_pa.connectors.checks import (
-    NOT_NEGATIVE, POSITIVE, bound, check_client, check_keys, check_types, check_values,
+    NOT_NEGATIVE, POSITIVE, check_client, check_keys, check_types, check_values, out_of_range,
 )
 from river_pa.connectors.errors import SettingsConflict
 
@@ -123,7 +123,8 @@ _FLAGS_HELP = {
                     "port, 0: any free port, logged (default: off)",
     "liveness_seconds": "/livez answers 503 once the loop has made no step for this long",
     "stall_exit_seconds": "exit with status 70 (every thread's stack on stderr) once the loop has "
-                          "made no step for this long, for the supervisor to restart it; 0: never",
+                          "made no step for this long, for the supervisor to restart it; 0: never; "
+                          "above batch_seconds plus the Kafka calls' timeout (35 s by default)",
     "pending_max": "events kept waiting for their label at most (the oldest are expired)",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
     "pending_max_bytes": "memory budget of the events waiting for a label (ids, features and "
@@ -206,8 +207,8 @@ def _parser_for(f: dataclasses.Field):
 
     def bounded(text: str):  # a bad flag is argparse's error (status 2), naming the flag
         value = kind(text)
-        if value < 0 or (value == 0 and f.name in POSITIVE):
-            raise argparse.ArgumentTypeError(f"must be {bound(f.name)}, got {text!r:.60}")
+        if why := out_of_range(f.name, value):
+            raise argparse.ArgumentTypeError(f"{why}, got {text!r:.60}")
         if f.name == "metrics_port" and value > 65535:
             raise argparse.ArgumentTypeError(f"must be a TCP port (0-65535), got {text!r:.60}")
         return value

@@ -5,6 +5,7 @@ from the producer's state, the lease group's membership), so the loop names no c
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 import weakref
@@ -21,7 +22,8 @@ log = logging.getLogger("river_pa.serve")
 
 __all__ = [
     "RebalanceQueue", "TopicPartition", "client_defaults", "client_settings", "close_producer",
-    "confirm_member", "fenced", "fenced_by_state", "make_consumer", "make_lease_consumer",
+    "confirm_member", "fenced", "fenced_by_state", "longest_call_ms", "make_consumer",
+    "make_lease_consumer",
     "make_offsets_client", "make_producer", "member_stable", "offsets_to_commit", "poll",
     "tp_key", "transact",
 ]
@@ -45,6 +47,26 @@ RESERVED_SETTINGS = frozenset({
 def client_settings(settings: dict, client: type) -> dict:
     """The part of the user's `[kafka]` settings that `client` (a kafka-python class) takes."""
     return {k: v for k, v in settings.items() if k in client.DEFAULT_CONFIG}
+
+
+# how long a transactional call or flush waits (`transact`): kafka-python 3.0.12 loses the
+# request sent as the coordinator's broker stops, so this is how long a daemon stalls then
+# (kafka-python's 60 s: a member leaving held its partitions that long)
+PRODUCER_MAX_BLOCK_MS = 20_000
+
+
+def longest_call_ms(settings: dict) -> int:
+    """The longest one client call of the loop waits, in ms, with the `[kafka]` `settings`: a
+    consumer's request (`request_timeout_ms`: end offsets, commits) or a producer's flush or
+    transactional call (`max_block_ms`). A value of the wrong type counts as the default (the
+    settings' own check refuses it)."""
+    def ms(key: str, default: int) -> float:
+        value = settings.get(key, default)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return value if number and math.isfinite(value) else default
+
+    return int(max(ms("request_timeout_ms", KafkaConsumer.DEFAULT_CONFIG["request_timeout_ms"]),
+                   ms("max_block_ms", PRODUCER_MAX_BLOCK_MS)))
 
 
 def client_defaults() -> dict:
@@ -101,10 +123,7 @@ def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> Kaf
         "linger_ms": 20,
         "batch_size": 262_144,
         "max_request_size": max(1_048_576, 2 * cfg.max_record_bytes),
-        # how long a transactional call or flush waits (`transact`): kafka-python 3.0.12 loses
-        # the request sent as the coordinator's broker stops, so this is how long a daemon
-        # stalls then (60 s by default: a member leaving held its partitions that long)
-        "max_block_ms": 20_000,
+        "max_block_ms": PRODUCER_MAX_BLOCK_MS,
         **CLIENT_DEFAULTS,
         **client_settings(cfg.kafka, KafkaProducer),
     }

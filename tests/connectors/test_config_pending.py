@@ -13,6 +13,7 @@ import pytest
 
 from river_pa.connectors.codec import decode_event, decode_label, label_check_for
 from river_pa.connectors.config import load_config
+from river_pa.connectors.errors import SettingsConflict
 from river_pa.connectors.state.pending import Pending, PendingStore, entry_bytes
 from river_pa.linear_model import PAClassifier
 from river_pa.multiclass import PAMultiClassifier
@@ -129,6 +130,41 @@ def test_out_of_range_values_are_a_bad_flag_or_a_configuration_error(tmp_path, c
     env = f"RIVER_PA_{name.upper()}"
     with pytest.raises(SystemExit, match=f"{env}='{value}' is not valid: must be {bound}"):
         load_config([], environ={env: str(value)})
+
+
+@pytest.mark.parametrize("name", ["stall_exit_seconds", "batch_seconds", "liveness_seconds"])
+@pytest.mark.parametrize("value", ["nan", "inf", "1e400"])
+def test_a_value_that_is_not_finite_is_refused(tmp_path, capsys, name, value):
+    # nan passed every comparison: --stall-exit-seconds nan meant never, --batch-seconds nan
+    # was a traceback (cannot convert float NaN to integer)
+    flag, shown = "--" + name.replace("_", "-"), "nan" if value == "nan" else "inf"
+    with pytest.raises(SystemExit) as exc:
+        load_config([flag, value], environ={})
+    assert exc.value.code == 2
+    assert f"argument {flag}: must be a finite number " in capsys.readouterr().err
+    path = tmp_path / "serve.toml"
+    path.write_text(f"{name} = {shown}\n")  # TOML's own nan and inf
+    with pytest.raises(SystemExit, match=f"{name} must be a finite number .*, got {shown}$"):
+        load_config(["--config", str(path)], environ={})
+
+
+def test_a_stall_exit_a_healthy_loop_can_reach_is_refused_naming_the_bound():
+    # accepted, the watchdog ended healthy daemons: an idle standby at 0.5 s (its poll waits
+    # 500 ms), an active learner at 10 s waiting for end offsets while a broker restarted
+    message = ("river-pa serve: stall_exit_seconds=35 is not above what a step of the loop may "
+               "take, batch_seconds=5 s plus 30 s for the Kafka calls after a batch: set it "
+               "above 35, or 0 never to exit")
+    with pytest.raises(SettingsConflict) as exc:
+        load_config(["--stall-exit-seconds", "35"], environ={})
+    assert exc.value.code == message
+    assert load_config(["--stall-exit-seconds", "35.5"], environ={}).stall_exit_seconds == 35.5
+    assert load_config(["--stall-exit-seconds", "0"], environ={}).stall_exit_seconds == 0
+    # the Kafka calls' bound is the clients' own timeouts: shorter ones lower it
+    quick = ["--kafka", '{"request_timeout_ms": 2000, "max_block_ms": 2000}',
+             "--batch-seconds", "1"]
+    assert load_config([*quick, "--stall-exit-seconds", "3.5"], {}).stall_exit_seconds == 3.5
+    with pytest.raises(SettingsConflict, match=r"above 3, or 0"):
+        load_config([*quick, "--stall-exit-seconds", "3"], environ={})
 
 
 def test_a_bad_auto_offset_reset_is_a_one_line_error():

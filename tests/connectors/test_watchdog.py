@@ -1,4 +1,4 @@
-"""connectors/metrics.py's `Watchdog`, in a process of its own (it ends the process): a loop
+"""connectors/observe/metrics.py's `Watchdog`, in a process of its own (it ends the process): a loop
 that stops stepping is ended with status 70 and its stacks; a process paused longer than the
 limit (SIGSTOP, a VM) is not ended when it resumes and steps again."""
 
@@ -13,7 +13,7 @@ import time
 LOOP = """
 import sys, time, types
 from pathlib import Path
-from river_pa.connectors.metrics import Health, Watchdog
+from river_pa.connectors.observe.metrics import Health, Watchdog
 
 health, stop = Health(), Path(sys.argv[1])
 dog = Watchdog(1.0)

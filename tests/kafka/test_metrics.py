@@ -167,15 +167,17 @@ def test_livez_is_503_while_the_loop_is_stuck(kafka):
 
 def test_a_loop_stuck_past_stall_exit_seconds_exits_70_with_its_stack(kafka):
     events, preds = kafka.topics("events", "preds")
-    proc = kafka.serve_stream(events, None, preds, "--stall-exit-seconds", "2", "--model",
-                              "tests.kafka.sleepy:SleepyPAClassifier")
+    # the limit must be above a batch plus the Kafka calls' timeouts: shortened to 1 + 5 s
+    quick = ("--batch-seconds", "1", "--kafka", '{"request_timeout_ms": 5000, "max_block_ms": 5000}')
+    proc = kafka.serve_stream(events, None, preds, *quick, "--stall-exit-seconds", "7",
+                              "--model", "tests.kafka.sleepy:SleepyPAClassifier")
     producer = kafka.producer()
     producer.send(events, json.dumps({"id": "a", "x": {"f": 1.0, "sleep": 600}, "y": True}).encode())
     producer.flush()
     assert proc.wait(timeout=120) == 70  # the watchdog's status, long before the sleep ends
     log = kafka.log()
     assert re.search(r"CRITICAL river_pa\.serve: no step of the loop for \d+\.\d s "
-                     r"\(--stall-exit-seconds 2\)", log)
+                     r"\(--stall-exit-seconds 7\)", log)
     assert re.search(r'File ".*tests/kafka/sleepy\.py", line \d+ in predict_proba_one', log)
 
 
