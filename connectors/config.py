@@ -124,7 +124,8 @@ _FLAGS_HELP = {
     "liveness_seconds": "/livez answers 503 once the loop has made no step for this long",
     "stall_exit_seconds": "exit with status 70 (every thread's stack on stderr) once the loop has "
                           "made no step for this long, for the supervisor to restart it; 0: never; "
-                          "above batch_seconds plus the Kafka calls' timeout (35 s unless --kafka sets it)",
+                          "above batch_seconds plus the Kafka calls' timeout (35 s unless --kafka "
+                          "sets it)",
     "pending_max": "events kept waiting for their label at most (the oldest are expired)",
     "pending_ttl_ms": "expire events still waiting for a label after this much event time",
     "pending_max_bytes": "memory budget of the events waiting for a label (ids, features and "
