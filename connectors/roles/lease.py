@@ -36,12 +36,20 @@ import time
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka.admin import ensure_topic
 from river_pa.connectors.kafka.client import (
-    TopicPartition, confirm_member, make_lease_consumer, member_stable, poll,
+    TopicPartition, confirm_member, longest_call_ms, make_lease_consumer, member_stable, poll,
 )
 
-__all__ = ["Lease"]
+__all__ = ["Lease", "rejoin_seconds"]
 
 log = logging.getLogger("river_pa.serve")
+
+
+def rejoin_seconds(session_s: float, settings: dict) -> float:
+    """How long a lease consumer may stay outside its group before it is made anew (`Lease`'s
+    `_renew`), in seconds: twice what a join can wait for the other members to rejoin (each
+    may be inside its longest client call, `longest_call_ms` of the `[kafka]` `settings`, and
+    answers within its session, `session_s`), and at least a minute."""
+    return max(60.0, 2 * (session_s + longest_call_ms(settings) / 1000))
 
 
 class Lease:
@@ -55,9 +63,10 @@ class Lease:
     def __init__(self, cfg: ServeConfig):
         self.topic, self.group = f"{cfg.events_topic}.lease", f"{cfg.group_id}.lease"
         ensure_topic(cfg, self.topic)
-        self.tp = TopicPartition(self.topic, 0)
+        self.cfg, self.tp = cfg, TopicPartition(self.topic, 0)
         self.consumer = make_lease_consumer(cfg, self.topic, self.group)
         session_s = self.consumer.config["session_timeout_ms"] / 1000  # [kafka] may set it
+        self.rejoin_s = rejoin_seconds(session_s, cfg.kafka)
         self.confirm_s = max(2 * session_s, 5.0)  # how long a rebalance under way is waited for
         # a confirmation stands for a quarter of the session: the member heartbeats every
         # quarter, so the coordinator cannot expire it sooner; any stall makes it stale
@@ -112,16 +121,32 @@ class Lease:
         The beat starts now: a first poll that never returns (kafka-python 3.0.12 can wait for
         ever in it, docs/serving/operations.md) turns /livez 503."""
         said, health.beat = False, time.monotonic()
+        member_since = health.beat  # when this member was last seen in the group (or started)
         while not stopping():
             if self.held(500):  # 500 ms per poll: no busy loop, heartbeats go on meanwhile
                 return True
             health.beat = time.monotonic()
-            if not said and member_stable(self.consumer):
-                log.info("standby: the lease %s of group %s is another learner's; waiting",
-                         self.topic, self.group)
-                said = True
-                health.ready, health.why = True, "standby: another learner holds the lease"
+            if member_stable(self.consumer):
+                member_since = health.beat
+                if not said:
+                    log.info("standby: the lease %s of group %s is another learner's; "
+                             "waiting", self.topic, self.group)
+                    said = True
+                    health.ready, health.why = True, "standby: another learner holds the lease"
+            elif health.beat - member_since > self.rejoin_s:
+                self._renew()
+                member_since = health.beat
         return False
+
+    def _renew(self) -> None:
+        """Close the lease consumer and make it anew: it has not been a member of the group for
+        `rejoin_s` while its polls returned. The fault soak's seed 449: a learner's lease
+        consumer (kafka-python 3.0.12) found no group coordinator in 300 s while the cluster
+        served the other daemons; why is not known, a new client looks it up afresh."""
+        log.warning("not a member of the lease group %s after %.0f s: its consumer is made "
+                    "anew", self.group, self.rejoin_s)
+        self.consumer.close(autocommit=False)
+        self.consumer = make_lease_consumer(self.cfg, self.topic, self.group)
 
     def close(self) -> None:
         """Leave the group (a standby gets the lease at once) and close the consumer."""

@@ -40,3 +40,42 @@ def test_the_lease_stands_while_the_coordinator_accepts_its_commits(cluster, mon
     lease.confirmed_at = -float("inf")  # stale: asked again
     lease.consumer.commit_error = CommitFailedError("the member's generation is not the group's")
     assert not lease.confirm()
+
+
+class _Health:
+    beat, ready, why = None, False, ""
+
+
+def _wait(lease, polls: int) -> bool:
+    """`lease.wait` stopped after `polls` polls of the lease consumer."""
+    left = iter(range(polls, -1, -1))
+    return lease.wait(lambda: next(left) == 0, _Health())
+
+
+def test_a_lease_consumer_outside_the_group_for_rejoin_s_is_made_anew(cluster, monkeypatch,
+                                                                        caplog):
+    lease = _lease(cluster, monkeypatch)
+    monkeypatch.setattr(lease_module, "member_stable", lambda consumer: False)  # never joins
+    first, lease.rejoin_s = lease.consumer, 0.0
+    assert not _wait(lease, 1)
+    assert first.closed and lease.consumer is not first and not lease.consumer.closed
+    assert "not a member of the lease group river-pa.lease after 0 s" in caplog.text
+    # made anew, it is a candidate like any: given the partition, it holds the lease
+    lease.consumer.assign([LEASE])
+    assert _wait(lease, 1) and lease.member == "member-1"
+
+
+def test_a_standby_in_the_group_keeps_its_lease_consumer(cluster, monkeypatch):
+    lease = _lease(cluster, monkeypatch)
+    monkeypatch.setattr(lease_module, "member_stable", lambda consumer: True)
+    first, lease.rejoin_s = lease.consumer, 0.0
+    assert not _wait(lease, 5)
+    assert lease.consumer is first and not first.closed
+
+
+def test_rejoin_s_covers_a_join_that_waits_for_every_member():
+    """A join waits for the other members to rejoin: each may be inside its longest client
+    call (30 s by default) and has a session (10 s) to answer."""
+    assert lease_module.rejoin_seconds(10.0, {}) == 80.0
+    assert lease_module.rejoin_seconds(10.0, {"request_timeout_ms": 5000,
+                                              "max_block_ms": 5000}) == 60.0
