@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import orjson
 
-from river_pa._core.validation import TooManyClassesError
+from river_pa._core.validation import TooManyClassesError, check_input_value
 from river_pa.connectors.errors import BadRecordError
 
 __all__ = [
@@ -30,8 +30,8 @@ __all__ = [
 
 REASONS = (
     "oversize", "too_deep", "undecodable", "invalid_json", "not_an_object", "missing_id",
-    "missing_x", "bad_x", "non_numeric", "non_finite", "bad_label", "bad_ts", "label_rejected",
-    "too_many_classes", "too_many_features", "model_error", "output_rejected",
+    "missing_x", "bad_x", "bad_value", "non_finite", "bad_label", "bad_ts", "label_rejected",
+    "too_many_classes", "too_many_features", "feature_rejected", "model_error", "output_rejected",
 )
 
 
@@ -211,12 +211,14 @@ def _features(obj: dict) -> dict[str, float]:
         kind = type(value)  # exact types first: half the cost of the checks below per feature
         if kind is float and value - value == 0.0:  # finite (inf - inf and nan - nan are nan)
             continue
-        if kind is int:  # not a bool (its own type); every int is finite
+        if kind is int or kind is str:  # not a bool (its own type); every int is finite
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadRecord("non_numeric", f"feature {_preview(key)}")
-        if not math.isfinite(value):
-            raise BadRecord("non_finite", f"feature {_preview(key)}")
+        try:  # the model decides what it takes of the rest (evaluate's verdict, the same policy)
+            check_input_value(key, value)
+        except TypeError as exc:
+            raise BadRecord("bad_value", str(exc)) from None  # cut to 500 characters by
+        except ValueError as exc:                              # the dead letter's header
+            raise BadRecord("non_finite", str(exc)) from None
     return x
 
 

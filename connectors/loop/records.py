@@ -42,7 +42,7 @@ class Records:
         try:
             y_pred, proba = self._predict(event.x)
         except Exception as exc:  # a model that raises on one event must not stop the daemon
-            return self._model_error(record, exc)
+            return self._refused(record, event, exc)
         self._emit(record, event, y_pred, proba)
         self._after_prediction(record, event, y_pred, proba)
 
@@ -101,10 +101,21 @@ class Records:
         self.model_failures = 0
         self.stats.counts["learned"] += 1
 
+    def _refused(self, record, event, exc: Exception) -> None:
+        """Dead-letter `record`, whose prediction raised `exc`: as ``feature_rejected`` with the
+        model's message when the model refused a value of the event that is not a number (a
+        string to a learner without categorical features: the record's fault, not counted
+        towards `MODEL_FAILURES_TO_STOP`, so no stream of them stops the daemon), else as
+        ``model_error``."""
+        if isinstance(exc, (TypeError, ValueError)) and any(
+                type(v) is not int and type(v) is not float for v in event.x.values()):
+            return self._dead_letter(record, BadRecord("feature_rejected", _first_line(exc)))
+        return self._model_error(record, exc)
+
     def _model_error(self, record, exc: Exception) -> None:
         """Dead-letter `record` as ``model_error``; stop after `MODEL_FAILURES_TO_STOP` records in
         a row ended in one (a record served without error resets the count)."""
-        text = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        text = _first_line(exc)
         self._dead_letter(record, BadRecord("model_error", text))
         self.model_failures += 1
         if self.model_failures >= MODEL_FAILURES_TO_STOP:  # raised before any checkpoint or commit
@@ -150,3 +161,8 @@ class Records:
             return
         if self.outputs.dead_letter(record, exc.reason, exc.detail):
             self.stats.counts["truncated_dead_letters"] += 1
+
+
+def _first_line(exc: Exception) -> str:
+    """`exc` in one line for a dead letter's detail: its type and its message's first line."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__

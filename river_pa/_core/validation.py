@@ -26,6 +26,7 @@ __all__ = [
     "check_finite",
     "check_frame_dtypes",
     "check_greater",
+    "check_input_value",
     "check_label",
     "check_nonnegative",
     "check_positive",
@@ -412,3 +413,42 @@ def check_targets(y) -> np.ndarray:
     if not finite.all():
         check_target(values[np.argmin(finite)].item())  # raises, naming the target
     return values
+
+
+def check_input_value(key, value) -> None:
+    """Raise an error naming the feature when no model can take `value` as the value of
+    feature `key` of an input record (a line of `river-pa evaluate`'s file, an event of
+    `river-pa serve`): the project's one policy for raw inputs, so both give the same verdict
+    on the same record. The model decides the rest (a river_pa learner raises `TypeError` on a
+    string unless its features are categorical, `check_value`).
+
+    Finite numbers pass, and so do strings, booleans and None: a River pipeline takes them
+    (`preprocessing.OneHotEncoder` strings, `preprocessing.StatImputer` None). Arrays and
+    objects do not: no River transformer or learner takes a nested value as a feature.
+
+    Raises
+    ------
+    TypeError
+        If `value` is a list, a dict or any other container.
+    ValueError
+        If `value` is a number that is NaN or infinite.
+
+    >>> check_input_value("country", "FR")
+    >>> check_input_value("tags", ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    TypeError: feature 'tags' has a value of type list (['a', 'b']): a feature value is a number, a string, true/false or null
+    >>> check_input_value("age", float("inf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: feature 'age' has a non-finite value inf
+
+    """
+    if value is None or isinstance(value, str | bool):
+        return
+    if not isinstance(value, numbers.Real):
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else f"{shown[:37]}..."
+        raise TypeError(f"feature {key!r} has a value of type {type(value).__name__} ({shown}): "
+                        "a feature value is a number, a string, true/false or null")
+    check_value(key, value)

@@ -19,6 +19,7 @@ import typing
 
 import numpy as np
 
+from river_pa._core.validation import check_input_value
 from river_pa.evaluate.files import CSR, DataError, open_data
 from river_pa.evaluate.libsvm import iter_libsvm
 
@@ -224,16 +225,19 @@ _JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a num
 
 
 def _check_values(x: list, lines: list, path: str) -> None:
-    """DataError naming the line and feature of the first number in `x` (one chunk's events,
-    read from `lines`) that is not finite (NaN, infinity, 1e400): no learner can take it.
-    Strings stay (a River pipeline may encode them; a river_pa learner refuses them, naming
-    the event). Called only when `dicts_csr` refused the chunk, so a numeric chunk pays
-    nothing."""
+    """DataError naming the line and feature of the first value in `x` (one chunk's events,
+    read from `lines`) that no model can take (`check_input_value`: a number that is not
+    finite, an array or an object), the verdict `river-pa serve` gives the same event.
+    Strings, booleans and null stay (a River pipeline may encode them; a river_pa learner
+    refuses a string, naming the event). Called only when `dicts_csr` refused the chunk, so
+    a numeric chunk pays nothing."""
     for features, line in zip(x, lines):
         for key, value in features.items():
-            if type(value) is float and not math.isfinite(value):
-                raise DataError(f"{path}:{line}: feature {key!r}: value {value!r} is not "
-                                "finite")
+            if type(value) is not str:
+                try:
+                    check_input_value(key, value)
+                except (TypeError, ValueError) as exc:
+                    raise DataError(f"{path}:{line}: {exc}") from None
 
 
 def guarded(chunks, path: str):

@@ -25,6 +25,25 @@ def test_a_good_event_decodes():
     assert (event.id, event.x, event.y, event.ts) == ("7", {"a": 1, "b": -2.5}, True, 12)
 
 
+def test_strings_booleans_and_null_reach_the_model_which_decides():
+    """A River pipeline takes them (OneHotEncoder, StatImputer); `evaluate` passes them too."""
+    event = decode_event(b'{"id": 1, "x": {"country": "FR", "new": true, "age": null, "n": 2}}',
+                         BINARY, 200)
+    assert event.x == {"country": "FR", "new": True, "age": None, "n": 2}
+
+
+def test_a_nested_value_is_refused_with_the_message_evaluate_gives():
+    from river_pa._core.validation import check_input_value
+
+    with pytest.raises(BadRecord) as info:
+        decode_event(b'{"id": 1, "x": {"tags": ["a", "b"]}}', BINARY, 200)
+    with pytest.raises(TypeError) as policy:
+        check_input_value("tags", ["a", "b"])
+    assert info.value.reason == "bad_value" and info.value.detail == str(policy.value)
+    assert info.value.detail == ("feature 'tags' has a value of type list (['a', 'b']): a "
+                                 "feature value is a number, a string, true/false or null")
+
+
 @pytest.mark.parametrize("raw,reason", [
     (None, "undecodable"),
     (b"\xff\xfe", "undecodable"),
@@ -34,8 +53,8 @@ def test_a_good_event_decodes():
     (b'{"id": true, "x": {}}', "missing_id"),
     (b'{"id": "a"}', "missing_x"),
     (b'{"id": "a", "x": 3}', "bad_x"),
-    (b'{"id": "a", "x": {"f": "1"}}', "non_numeric"),
-    (b'{"id": "a", "x": {"f": true}}', "non_numeric"),
+    (b'{"id": "a", "x": {"f": [1]}}', "bad_value"),
+    (b'{"id": "a", "x": {"f": {"g": 1}}}', "bad_value"),
     (b'{"id": "a", "x": {"f": NaN}}', "non_finite"),
     (b'{"id": "a", "x": {"f": 1e999}}', "non_finite"),
     (b'{"id": "a", "x": {}, "y": 2}', "bad_label"),
@@ -122,7 +141,7 @@ def test_deeply_nested_json_is_a_bad_record_not_an_exception(raw):
     (b'{"id": "a", "x": {}, "z": ' + SHALLOW + b', "y": ' + nested(MAX_DEPTH - 1) + b"}",
      "bad_label", "bad_label"),
     (b'{"id": "a", "x": {}, "ts": ' + nested(MAX_DEPTH - 1) + b"}", "bad_ts", "bad_label"),
-    (b'{"id": "a", "x": {"f": ' + nested(MAX_DEPTH - 2) + b"}}", "non_numeric", "bad_label"),
+    (b'{"id": "a", "x": {"f": ' + nested(MAX_DEPTH - 2) + b"}}", "bad_value", "bad_label"),
     (b'{"id": "a", "x": {"f": ' + nested(MAX_DEPTH - 2) + b"}} trailing",
      "invalid_json", "invalid_json"),
 ])

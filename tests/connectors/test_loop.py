@@ -111,3 +111,28 @@ def test_a_member_after_a_rebalance_resumes_where_the_group_committed(cluster):
     daemon._resume()
     assert daemon.consumer.seeks == [(TP("ev", 0), 8)]
     assert daemon.floors == {} and daemon.next_offsets == {"ev:0": 8}
+
+
+def test_a_stream_of_strings_a_learner_refuses_is_dead_lettered_and_stops_nothing(
+        fake_clients, tmp_path):
+    """More events than MODEL_FAILURES_TO_STOP in a row carry a string PAClassifier refuses:
+    each is a `feature_rejected` dead letter with the learner's own message, and the numeric
+    events after them are served and learned."""
+    from river_pa.connectors.loop.records import MODEL_FAILURES_TO_STOP
+
+    n_strings = MODEL_FAILURES_TO_STOP + 20
+    rows = [({**x, "country": "FR"}, y) for x, y in _rows(n_strings)] + _rows(N)
+    events, labels = fake_clients.topic("ev"), fake_clients.topic("lab")
+    fake_clients.send_all(records(rows, DELAY, start_ms=0), events, labels)
+    cfg = ServeConfig(model="PAClassifier", events_topic=events, labels_topic=labels,
+                      predictions_topic="preds", metrics_topic=None, report_path=None,
+                      checkpoint_path=str(tmp_path / "ckpt"))
+    daemon = Daemon(cfg, PAClassifier())
+    assert _serve_until_learned(daemon, N) == 0
+    letters = [dict(r.headers) for r in fake_clients.logs[TP("dead-letters", 0)]]
+    assert len(letters) == n_strings
+    assert {(h["reason"], h["detail"]) for h in letters} == {(
+        b"feature_rejected", b"TypeError: feature 'country' has a non-numeric value 'FR' of "
+        b"type str")}
+    assert daemon.figures()["learned"] == N  # their labels are orphans; the rest is learned
+    assert len(fake_clients.values("preds")) == N

@@ -353,7 +353,7 @@ def test_bad_csv_and_jsonl_lines(tmp_path, capsys):
     nan_csv = tmp_path / "nan.csv"
     nan_csv.write_text("a,b,y\n1,2,0\nnan,1,1\n")  # a bad line, as the others
     assert main([str(nan_csv), "--target", "y", "--quiet"]) == 2
-    assert f"{nan_csv}:3: feature 'a': value nan is not finite" in capsys.readouterr().err
+    assert f"{nan_csv}:3: feature 'a' has a non-finite value nan" in capsys.readouterr().err
     bad_value = tmp_path / "bad_value.jsonl"
     bad_value.write_text('{"x": {"a": 1}, "y": true}\n{"x": {"a": 2}, "y": false}\n'
                          '{"x": {"a": "s"}, "y": true}\n')

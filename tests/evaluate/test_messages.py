@@ -159,9 +159,9 @@ def test_an_unclosed_csv_quote_is_one_line_naming_the_file_and_line(tmp_path, ca
     ("[1, 2]\n", "expected a JSON object {\"x\": {...}, \"y\": ...}, got an array"),
     ('{"x": {"a": 1}, "y": 1' + "0" * 5000 + "}\n",
      "expected a JSON object {\"x\": {...}, \"y\": ...}, not valid JSON: Exceeds the limit"),
-    ('{"x": {"a": 1}, "y": 1}\n{"x": {"a": NaN}, "y": 0}\n', "feature 'a': value nan is not finite"),
+    ('{"x": {"a": 1}, "y": 1}\n{"x": {"a": NaN}, "y": 0}\n', "feature 'a' has a non-finite value nan"),
     ('{"x": {"a": 1}, "y": 1}\n\n{"x": {"a": 1e400}, "y": 0}\n',
-     "feature 'a': value inf is not finite"),
+     "feature 'a' has a non-finite value inf"),
 ])
 def test_bad_jsonl_lines_name_the_file_and_line(tmp_path, capsys, text, message):
     path = tmp_path / "bad.jsonl"
@@ -174,7 +174,7 @@ def test_non_finite_csv_values_name_the_line(tmp_path, capsys):
     path = tmp_path / "text.csv"
     path.write_text("a,b,y\n1,2,0\n3,4,1\ninf,1,0\n")
     err = run_bad(capsys, str(path), "--target", "y")
-    assert err == f"{path}:4: feature 'a': value inf is not finite"
+    assert err == f"{path}:4: feature 'a' has a non-finite value inf"
 
 
 @pytest.mark.parametrize("delay", [0, 2])
