@@ -101,13 +101,14 @@ def test_learner_and_predictor_metrics_and_probes(kafka, elec2_path):
         return finished and set(lag.values()) == {0} and m
 
     learned = wait_until(done, procs, kafka, "the learner never processed everything")
-    assert learned[("river_pa_events_total", none)] == N_EVENTS
+    # the event the model refused is an event (decoded), dead-lettered, never labelled
+    assert learned[("river_pa_events_total", none)] == N_EVENTS + 1
     assert learned[("river_pa_labelled_total", none)] == N_EVENTS
     assert learned[("river_pa_pending_events", none)] == 0
     assert learned[("river_pa_pending_bytes", none)] == 0
     reasons = {dict(k[1])["reason"]: v for k, v in learned.items()
                if k[0] == "river_pa_dead_letters_total"}
-    assert reasons == {"invalid_json": 1, "non_numeric": 1}, reasons
+    assert reasons == {"invalid_json": 1, "feature_rejected": 1}, reasons
     version, model_learned = (learned[("river_pa_model_version", none)],
                               learned[("river_pa_model_learned", none)])
     assert version >= 1 and 0 < model_learned <= N_EVENTS - DELAY  # (per batch: not 3)
@@ -122,7 +123,7 @@ def test_learner_and_predictor_metrics_and_probes(kafka, elec2_path):
     # learned since by the learner
     staleness = wait_until(
         lambda: (m := scrape(p_port)).get(("river_pa_learned_since_model", none)) == N_EVENTS
-        - model_learned and m.get(("river_pa_events_total", none)) == N_EVENTS and m,
+        - model_learned and m.get(("river_pa_events_total", none)) == N_EVENTS + 1 and m,
         procs, kafka, "the predictor never reported the learner's progress")
     assert staleness[("river_pa_model_version", none)] == version
     assert staleness[("river_pa_model_learned", none)] == model_learned

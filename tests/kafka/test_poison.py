@@ -20,7 +20,9 @@ BAD_EVENTS = {
     "missing_id": json.dumps({"x": GOOD_X}).encode(),
     "missing_x": json.dumps({"id": "p2"}).encode(),
     "bad_x": json.dumps({"id": "p3", "x": [1, 2]}).encode(),
-    "non_numeric": json.dumps({"id": "p4", "x": {"a": "12"}}).encode(),
+    # a string reaches the model, which refuses it (PAClassifier has no categorical features)
+    "feature_rejected": json.dumps({"id": "p4", "x": {"a": "12"}}).encode(),
+    "bad_value": json.dumps({"id": "p9", "x": {"a": [1, 2]}}).encode(),
     "non_finite": b'{"id": "p5", "x": {"a": NaN}}',
     "bad_label": json.dumps({"id": "p6", "x": GOOD_X, "y": "maybe"}).encode(),
     "oversize": json.dumps({"id": "p7", "x": {f"f{i}": 1.0 for i in range(400)}}).encode(),
@@ -69,7 +71,9 @@ def test_every_bad_record_is_dead_lettered_and_good_ones_served(kafka, elec2_pat
         assert headers["reason"] == expected, headers
     ids = [json.loads(r.value)["id"] for r in kafka.read_all(preds)]
     assert ids == [f"e{i}" for i in range(N_EVENTS)]
-    assert report["events"] == report["learned"] == N_EVENTS
+    assert report["learned"] == N_EVENTS
+    # the event the model refused is an event (decoded), like one it raised on (model_error)
+    assert report["events"] == N_EVENTS + 1
     assert report["dead_lettered"] == len(dead)
     assert report["dead_letter_reasons"]["bad_label"] == 2
     # kept until its event comes, bounded like pending events (--pending-max, --pending-ttl-ms)
