@@ -103,11 +103,12 @@ class Records:
 
     def _refused(self, record, event, exc: Exception) -> None:
         """Dead-letter `record`, whose prediction raised `exc`: as ``feature_rejected`` with the
-        model's message when the model refused a value of the event that is not a number (a
-        string to a learner without categorical features: the record's fault, not counted
-        towards `MODEL_FAILURES_TO_STOP`, so no stream of them stops the daemon), else as
+        model's message when the event lacks a feature the model selects (KeyError, e.g. a
+        pipeline's `compose.Select`) or has a value that is not a number the model refused (a
+        string to a learner without categorical features), the record's fault, so not counted
+        towards `MODEL_FAILURES_TO_STOP` (no stream of them stops the daemon); else as
         ``model_error``."""
-        if isinstance(exc, (TypeError, ValueError)) and any(
+        if isinstance(exc, KeyError) or isinstance(exc, (TypeError, ValueError)) and any(
                 type(v) is not int and type(v) is not float for v in event.x.values()):
             return self._dead_letter(record, BadRecord("feature_rejected", _first_line(exc)))
         return self._model_error(record, exc)
