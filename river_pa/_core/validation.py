@@ -422,22 +422,24 @@ def check_input_value(key, value) -> None:
     on the same record. The model decides the rest (a river_pa learner raises `TypeError` on a
     string unless its features are categorical, `check_value`).
 
-    Finite numbers pass, and so do strings, booleans and None: a River pipeline takes them
-    (`preprocessing.OneHotEncoder` strings, `preprocessing.StatImputer` None). Arrays and
-    objects do not: no River transformer or learner takes a nested value as a feature.
+    Finite numbers pass, and so do strings, booleans, None and a list of strings, numbers or
+    booleans: a River pipeline takes them (`preprocessing.OneHotEncoder` strings and lists of
+    categories, `preprocessing.StatImputer` None). Objects and nested lists do not: no River
+    transformer or learner takes them as a feature's value.
 
     Raises
     ------
     TypeError
-        If `value` is a list, a dict or any other container.
+        If `value` is a dict, a list holding a container or None, or any other object.
     ValueError
-        If `value` is a number that is NaN or infinite.
+        If `value` (or an item of its list) is a number that is NaN or infinite.
 
     >>> check_input_value("country", "FR")
-    >>> check_input_value("tags", ["a", "b"])
+    >>> check_input_value("tags", ["sports", "news"])
+    >>> check_input_value("tags", [["sports"]])
     Traceback (most recent call last):
     ...
-    TypeError: feature 'tags' has a value of type list (['a', 'b']): a feature value is a number, a string, true/false or null
+    TypeError: feature 'tags' has a value of type list ([['sports']]): a feature value is a number, a string, true/false, null or a list of numbers, strings and true/false
     >>> check_input_value("age", float("inf"))
     Traceback (most recent call last):
     ...
@@ -446,9 +448,15 @@ def check_input_value(key, value) -> None:
     """
     if value is None or isinstance(value, str | bool):
         return
+    if isinstance(value, list) and all(isinstance(v, str | numbers.Real) for v in value):
+        for item in value:
+            if not isinstance(item, str | bool):
+                check_value(key, item)
+        return
     if not isinstance(value, numbers.Real):
         shown = repr(value)
         shown = shown if len(shown) <= 40 else f"{shown[:37]}..."
         raise TypeError(f"feature {key!r} has a value of type {type(value).__name__} ({shown}): "
-                        "a feature value is a number, a string, true/false or null")
+                        "a feature value is a number, a string, true/false, null or a list of "
+                        "numbers, strings and true/false")
     check_value(key, value)

@@ -27,21 +27,22 @@ def test_a_good_event_decodes():
 
 def test_strings_booleans_and_null_reach_the_model_which_decides():
     """A River pipeline takes them (OneHotEncoder, StatImputer); `evaluate` passes them too."""
-    event = decode_event(b'{"id": 1, "x": {"country": "FR", "new": true, "age": null, "n": 2}}',
-                         BINARY, 200)
-    assert event.x == {"country": "FR", "new": True, "age": None, "n": 2}
+    event = decode_event(b'{"id": 1, "x": {"country": "FR", "new": true, "age": null, "n": 2, '
+                         b'"tags": ["a", 1]}}', BINARY, 200)
+    assert event.x == {"country": "FR", "new": True, "age": None, "n": 2, "tags": ["a", 1]}
 
 
 def test_a_nested_value_is_refused_with_the_message_evaluate_gives():
     from river_pa._core.validation import check_input_value
 
     with pytest.raises(BadRecord) as info:
-        decode_event(b'{"id": 1, "x": {"tags": ["a", "b"]}}', BINARY, 200)
+        decode_event(b'{"id": 1, "x": {"tags": {"a": "b"}}}', BINARY, 200)
     with pytest.raises(TypeError) as policy:
-        check_input_value("tags", ["a", "b"])
+        check_input_value("tags", {"a": "b"})
     assert info.value.reason == "bad_value" and info.value.detail == str(policy.value)
-    assert info.value.detail == ("feature 'tags' has a value of type list (['a', 'b']): a "
-                                 "feature value is a number, a string, true/false or null")
+    assert info.value.detail == (
+        "feature 'tags' has a value of type dict ({'a': 'b'}): a feature value is a number, a "
+        "string, true/false, null or a list of numbers, strings and true/false")
 
 
 @pytest.mark.parametrize("raw,reason", [
@@ -53,7 +54,8 @@ def test_a_nested_value_is_refused_with_the_message_evaluate_gives():
     (b'{"id": true, "x": {}}', "missing_id"),
     (b'{"id": "a"}', "missing_x"),
     (b'{"id": "a", "x": 3}', "bad_x"),
-    (b'{"id": "a", "x": {"f": [1]}}', "bad_value"),
+    (b'{"id": "a", "x": {"f": [[1]]}}', "bad_value"),
+    (b'{"id": "a", "x": {"f": [1, null]}}', "bad_value"),
     (b'{"id": "a", "x": {"f": {"g": 1}}}', "bad_value"),
     (b'{"id": "a", "x": {"f": NaN}}', "non_finite"),
     (b'{"id": "a", "x": {"f": 1e999}}', "non_finite"),

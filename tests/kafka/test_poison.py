@@ -22,7 +22,7 @@ BAD_EVENTS = {
     "bad_x": json.dumps({"id": "p3", "x": [1, 2]}).encode(),
     # a string reaches the model, which refuses it (PAClassifier has no categorical features)
     "feature_rejected": json.dumps({"id": "p4", "x": {"a": "12"}}).encode(),
-    "bad_value": json.dumps({"id": "p9", "x": {"a": [1, 2]}}).encode(),
+    "bad_value": json.dumps({"id": "p9", "x": {"a": {"b": 2}}}).encode(),
     "non_finite": b'{"id": "p5", "x": {"a": NaN}}',
     "bad_label": json.dumps({"id": "p6", "x": GOOD_X, "y": "maybe"}).encode(),
     "oversize": json.dumps({"id": "p7", "x": {f"f{i}": 1.0 for i in range(400)}}).encode(),
