@@ -4,8 +4,11 @@
         --labels labels --delay 100 [--limit 5000] [--rate 2000] [--data phishing]
 
 `--data` is Elec2's elec.csv.gz (default: the shared data folder's, see `river-pa evaluate
-elec2`) or a data set name `river-pa evaluate` takes, e.g. `phishing` (River's bundled
-Phishing, 1,250 events, no download).
+elec2`), a data set name `river-pa evaluate` takes, e.g. `phishing` (River's bundled
+Phishing, 1,250 events, no download), or `agrawal`: River's Agrawal generator (function 2,
+seed 42; 5,000 events unless `--limit`) with its categorical columns (education level, car
+make, zip code) as strings, e.g. `{"elevel": "e2", "car": "c8", "zipcode": "z3", ...}`, for
+a pipeline with categorical features (examples/categorical_pipeline.py).
 """
 
 from __future__ import annotations
@@ -47,11 +50,22 @@ def rows(data: str, limit: int | None) -> list[tuple[dict, object]]:
     SciPy, seconds of start-up)."""
     if Path(data).is_file():
         return elec2(data, limit)
+    if data == "agrawal":
+        return agrawal(limit or 5_000)
     try:
         loaded = load(data)
     except ValueError as exc:  # an unknown name, a missing file: one line naming the choices
         raise SystemExit(f"produce_elec2.py: --data {data}: {exc}") from None
     return list(itertools.islice(zip(loaded.x, loaded.y), limit))
+
+
+def agrawal(n: int) -> list[tuple[dict, bool]]:
+    """`n` events of River's Agrawal generator, its categorical columns as strings."""
+    from river.datasets import synth
+
+    prefix = {"elevel": "e", "car": "c", "zipcode": "z"}
+    return [({k: f"{prefix[k]}{v}" if k in prefix else v for k, v in x.items()}, bool(y))
+            for x, y in synth.Agrawal(classification_function=2, seed=42).take(n)]
 
 
 def main(argv=None) -> int:
