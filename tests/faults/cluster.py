@@ -9,7 +9,10 @@ a topic. Every call opens and closes its own admin client: a broker may be down 
 
 from __future__ import annotations
 
-from kafka import KafkaAdminClient, KafkaConsumer
+import time
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.errors import KafkaError
 from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.structs import TopicPartition
 
@@ -51,11 +54,41 @@ class Cluster:
 
     def coordinator(self, group: str) -> int:
         """The node coordinating consumer group `group` (its `__consumer_offsets` leader)."""
+        self._internal_topic("__consumer_offsets", self._look_up_group)
         return self._leader_of_key("__consumer_offsets", group)
 
     def transaction_coordinator(self, transactional_id: str) -> int:
         """The node leading the `__transaction_state` partition of `transactional_id`."""
+        self._internal_topic("__transaction_state", self._init_probe_transactions)
         return self._leader_of_key("__transaction_state", transactional_id)
+
+    def _internal_topic(self, topic: str, create, timeout_s: float = 60) -> None:
+        """Wait until the internal `topic` has partitions: a broker creates it at the first
+        lookup of a coordinator of its kind, which `create()` makes (a fresh cluster has
+        none, and any lookup fails while it is being created)."""
+        deadline = time.monotonic() + timeout_s
+        while not self._partitions(topic):
+            assert time.monotonic() < deadline, f"no {topic} after {timeout_s} s"
+            try:
+                create()
+            except KafkaError:
+                time.sleep(0.5)
+
+    def _look_up_group(self) -> None:
+        admin = self.admin()
+        try:
+            admin.describe_groups(["river-pa-harness-probe"])
+        finally:
+            admin.close()
+
+    def _init_probe_transactions(self) -> None:
+        """A transactional id of the harness's own (never a daemon's: it would be fenced)."""
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap,
+                                 transactional_id="river-pa-harness-probe", max_block_ms=10_000)
+        try:
+            producer.init_transactions()
+        finally:
+            producer.close(timeout=5)
 
     def set_topic_config(self, topic: str, name: str, value: str | None) -> None:
         """Set (or, with None, delete: back to the broker default) one topic setting."""
