@@ -407,9 +407,14 @@ class FullScaleInvariantRegressor(_Full, RegressionMixin):
     >>> from river import datasets, evaluate, metrics
     >>> import river_pa
 
+    On TrumpApproval (a date of 7e5 beside values of 40) the pseudo-inverse's directions
+    depend on the last bits of LAPACK's `eigh`, which differ between OpenBLAS's kernels
+    (8.347916 with SkylakeX's, 8.27964 with Zen's and Haswell's), hence the interval:
+
     >>> model = river_pa.FullScaleInvariantRegressor()
-    >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
-    MAE: 8.347916
+    >>> mae = evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
+    >>> 8.2 < mae.get() < 8.4
+    True
 
     """
 
