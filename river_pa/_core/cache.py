@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from river_pa._core.categorical import one_hot
 from river_pa._core.features import as_array, merge_duplicates, packed_values
 from river_pa._core.validation import check_x
 
@@ -53,8 +54,12 @@ class EventCache(TransientCache):
     the keys never learned (at the sink, position 0, of weight 0). With `learn`, those keys get
     positions, after validation, so a refused event leaves the model unchanged.
 
+    With `categorical` (a constructor parameter of the learners that take it, False here), a
+    string value is first made a one-hot feature (`river_pa._core.categorical.one_hot`).
+
     """
 
+    categorical = False
     _PACKED = False
     _TRANSIENT = ("_keys", "_pos", "_dups", "_n_unseen", "_vals", "_epos", "_val",
                   "_version_seen")
@@ -68,6 +73,8 @@ class EventCache(TransientCache):
     def _event(self, x: dict, learn: bool = False) -> None:
         if x.__class__ is not dict:
             check_x(x)
+        if self.categorical:
+            x = one_hot(x)
         keys = tuple(x)
         if keys != self._keys:
             self._pos, self._dups = self._index.lookup_unique(keys)
