@@ -64,11 +64,11 @@ class EventCache(TransientCache):
     categorical = False
     _PACKED = False
     _TRANSIENT = ("_keys", "_pos", "_dups", "_n_unseen", "_vals", "_epos", "_val",
-                  "_version_seen", "_raw", "_coded")
+                  "_version_seen", "_onehot_items", "_onehot")
 
     def _clear_cache(self):
         self._keys = self._vals = self._pos = self._epos = self._val = None
-        self._raw = self._coded = None
+        self._onehot_items = self._onehot = None
         self._dups = False
         self._n_unseen = 0
         self._version_seen = -1
@@ -99,15 +99,15 @@ class EventCache(TransientCache):
             self._insert_unseen(keys)
 
     def _one_hot(self, x: dict) -> dict:
-        raw = tuple(x.items())  # with immutable values (no list or set): an exact cache key
-        if raw == self._raw:
-            return self._coded
+        items = tuple(x.items())  # with immutable values (no list or set): an exact cache key
+        if items == self._onehot_items:
+            return self._onehot
         plain = one_hot_plain(x)
         if plain is None or plain[1]:
-            self._raw = None
+            self._onehot_items = None
             return one_hot(x) if plain is None else plain[0]
-        self._raw, self._coded = raw, plain[0]
-        return self._coded
+        self._onehot_items, self._onehot = items, plain[0]
+        return self._onehot
 
     def _insert_unseen(self, keys: tuple) -> None:
         """Give the `_n_unseen` keys at the sink positions, and only them (a vocabulary lookup
