@@ -3,7 +3,8 @@
 With a learner's ``categorical=True``, an event ``{"age": 31, "country": "FR"}`` is learned as
 ``{"age": 31, ("country", "FR"): 1.0}``: the feature key and its string value together name a
 feature of value 1, as River's ``preprocessing.OneHotEncoder`` would name it ``"country_FR"``
-(a tuple cannot be confused with another feature's name, ``"country_F" + "R"``). A list or set
+(a pair cannot be confused with another: River's ``"a_b_c"`` is both feature "a" of value
+"b_c" and feature "a_b" of value "c"). A list or set
 of strings (``{"tags": ["a", "b"]}``) is one such feature per distinct string, as the
 encoder does. The key then goes through the learner's vocabulary or the hashing trick like any
 other (`river_pa._core.features.stable_hash` hashes a tuple of strings stably).
@@ -23,7 +24,8 @@ def one_hot_plain(x: dict) -> tuple[dict, bool] | None:
     """(`one_hot(x)`, whether a list or set was read) when every value is a str, a float, an
     int, or a list or set of str (the common events), else None.
 
-    One pass over `x` testing exact classes: 2-3x faster than `one_hot`'s general loop.
+    One pass over `x` testing exact classes: 1.4x faster than `one_hot`'s general loop on
+    an event of `benchmarks/streams.categorical` (1.4 vs 2.0 us, a loaded machine).
     The dict is `x` itself when nothing was encoded.
 
     >>> one_hot_plain({"age": 31, "country": "FR"})
