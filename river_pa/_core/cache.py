@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from river_pa._core.categorical import one_hot, one_hot_plain
 from river_pa._core.features import as_array, merge_duplicates, packed_values
 from river_pa._core.validation import check_x
 
@@ -53,14 +54,21 @@ class EventCache(TransientCache):
     the keys never learned (at the sink, position 0, of weight 0). With `learn`, those keys get
     positions, after validation, so a refused event leaves the model unchanged.
 
+    With `categorical` (a constructor parameter of the learners that take it, False here), a
+    string value is first made a one-hot feature (`river_pa._core.categorical.one_hot`); the
+    encoding of the last event of plain values (str, float, int) is kept with its items, so
+    ``predict_one(x)`` then ``learn_one(x, y)`` encodes `x` once.
+
     """
 
+    categorical = False
     _PACKED = False
     _TRANSIENT = ("_keys", "_pos", "_dups", "_n_unseen", "_vals", "_epos", "_val",
-                  "_version_seen")
+                  "_version_seen", "_onehot_items", "_onehot")
 
     def _clear_cache(self):
         self._keys = self._vals = self._pos = self._epos = self._val = None
+        self._onehot_items = self._onehot = None
         self._dups = False
         self._n_unseen = 0
         self._version_seen = -1
@@ -68,6 +76,8 @@ class EventCache(TransientCache):
     def _event(self, x: dict, learn: bool = False) -> None:
         if x.__class__ is not dict:
             check_x(x)
+        if self.categorical:
+            x = self._one_hot(x)
         keys = tuple(x)
         if keys != self._keys:
             self._pos, self._dups = self._index.lookup_unique(keys)
@@ -87,6 +97,17 @@ class EventCache(TransientCache):
             self._version_seen = self._version
         if learn and self._n_unseen:
             self._insert_unseen(keys)
+
+    def _one_hot(self, x: dict) -> dict:
+        items = tuple(x.items())  # with immutable values (no list or set): an exact cache key
+        if items == self._onehot_items:
+            return self._onehot
+        plain = one_hot_plain(x)
+        if plain is None or plain[1]:
+            self._onehot_items = None
+            return one_hot(x) if plain is None else plain[0]
+        self._onehot_items, self._onehot = items, plain[0]
+        return self._onehot
 
     def _insert_unseen(self, keys: tuple) -> None:
         """Give the `_n_unseen` keys at the sink positions, and only them (a vocabulary lookup

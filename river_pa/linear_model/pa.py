@@ -14,6 +14,7 @@ from river.utils.math import sigmoid
 
 from river_pa._core.batch import as_series
 from river_pa._core.calibration import learn_rows, make_calibrator
+from river_pa._core.categorical import check_categorical
 from river_pa.linear_model import _numba
 from river_pa.linear_model.base import SparseLinear, check_sample_weight
 from river_pa._core.validation import (
@@ -59,6 +60,12 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         None or "temperature": P(True) from a Bayesian mixture of sigmoid(a m) over inverse
         temperatures a and of a histogram of them, fitted online on the progressive margins of
         the labelled events (`river_pa._core.calibration.MarginMixture`); predictions unchanged.
+    categorical
+        Whether a string value is a category: ``{"country": "FR"}`` is then the feature
+        ``("country", "FR")`` of value 1 (a list or set of strings, one such feature per
+        string), in the vocabulary or hashed, exactly what River's ``OneHotEncoder`` in front
+        of the string features would give (`river_pa._core.categorical.one_hot`). Numbers are
+        unchanged; None stays a TypeError. Without it a string value is a TypeError.
 
     Notes
     -----
@@ -74,8 +81,8 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
     exactly when m > 0.
     With calibration, `learn_many` is a `learn_one` loop.
 
-    Feature values must be real numbers (int, float, bool, numpy scalars): anything else raises
-    TypeError, NaN and infinities raise ValueError, both naming the feature; the model is
+    Feature values must be real numbers (int, float, bool, numpy scalars), or strings with
+    `categorical`: anything else raises TypeError, NaN and infinities raise ValueError, both naming the feature; the model is
     unchanged after a rejected event. An empty dict is valid: the intercept alone predicts.
 
     `learn_many(X, y, w)` runs the rows of a batch in order in compiled code and leaves exactly
@@ -107,6 +114,20 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
     >>> model.predict_one({"a": 1.0}), model.weights, model.intercept
     (True, {'a': 0.5}, 0.5)
 
+    With `categorical`, a string value is a one-hot feature, with no encoder in front: here
+    ||x||^2 = 1 + 2^2 + 1 (the intercept, "age" and ("country", "FR")), so tau = 1/6:
+
+    >>> model = river_pa.PAClassifier(variant="PA", categorical=True)
+    >>> model.learn_one({"age": 2.0, "country": "FR"}, True)
+    >>> model.weights
+    {'age': 0.3333333333333333, ('country', 'FR'): 0.16666666666666666}
+    >>> model.predict_one({"age": 2.0, "country": "FR"}), model.predict_one({"country": "DE"})
+    (True, True)
+    >>> river_pa.PAClassifier().learn_one({"country": "FR"}, True)
+    Traceback (most recent call last):
+    ...
+    TypeError: feature 'country' has a non-numeric value 'FR' of type str
+
     """
 
     _task = _numba.CLASSIFY
@@ -119,12 +140,15 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         learn_intercept: bool = True,
         n_features: int | None = None,
         calibration: str | None = None,
+        categorical: bool = False,
     ):
         self.variant = variant
         self.C = C
         self.learn_intercept = learn_intercept
         self.n_features = n_features
         self.calibration = calibration
+        check_categorical(categorical)
+        self.categorical = categorical
         self._calibrator = make_calibrator(calibration, binary=True)
         self._setup(variant, C, 0.0, learn_intercept, n_features)
 
@@ -134,6 +158,8 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         yield {"variant": "PA"}
         yield {"variant": "PA-II", "C": 0.5, "learn_intercept": False, "n_features": 2**12}
         yield {"calibration": "temperature"}
+        yield {"categorical": True}
+        yield {"categorical": True, "n_features": 2**12}
 
     def learn_one(self, x: dict, y, w: float = 1.0) -> None:
         label = encode_binary_label(y)
@@ -210,6 +236,8 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
     n_features
         None for a vocabulary, a power of two for the hashing trick, at most 2**26
         (`river_pa._core.features.MAX_FEATURES`; more raises ValueError).
+    categorical
+        Whether a string value is a one-hot feature, as in `PAClassifier`.
 
     Notes
     -----
@@ -241,12 +269,15 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
         epsilon: float = 0.1,
         learn_intercept: bool = True,
         n_features: int | None = None,
+        categorical: bool = False,
     ):
         self.variant = variant
         self.C = C
         self.epsilon = epsilon
         self.learn_intercept = learn_intercept
         self.n_features = n_features
+        check_categorical(categorical)
+        self.categorical = categorical
         self._setup(variant, C, epsilon, learn_intercept, n_features)
 
     @property
@@ -258,6 +289,7 @@ class PARegressor(SparseLinear, base.MiniBatchRegressor):
         yield {"variant": "PA-I", "C": 0.01}
         yield {"variant": "PA", "epsilon": 0.0}
         yield {"variant": "PA-II", "C": 0.1, "learn_intercept": False, "n_features": 2**12}
+        yield {"categorical": True, "n_features": 2**12}
 
     def learn_one(self, x: dict, y: float, w: float = 1.0) -> None:
         self._learn_event(x, check_target(y), w)

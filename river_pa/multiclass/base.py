@@ -21,6 +21,7 @@ from river_pa._core.calibration import learn_rows, make_calibrator
 from river_pa.multiclass import _numba
 from river_pa._core.features import make_index
 from river_pa._core.cache import EventCache
+from river_pa._core.categorical import check_categorical
 from river_pa._core.batch import as_series, frame_arrays, row_index
 from river_pa._core.validation import (
     MAX_CLASSES,
@@ -208,6 +209,7 @@ class MultiPrototype(ScoringClassifier):
         n_features: int | None = None,
         calibration: str | None = None,
         max_classes: int = MAX_CLASSES,
+        categorical: bool = False,
     ):
         self.variant = variant
         self.C = C
@@ -216,6 +218,8 @@ class MultiPrototype(ScoringClassifier):
         self.calibration = calibration
         self._calibrator = make_calibrator(calibration)
         self.max_classes = max_classes
+        check_categorical(categorical)
+        self.categorical = categorical
         self._setup(variant, C, learn_intercept, n_features)
 
     @classmethod
@@ -223,6 +227,7 @@ class MultiPrototype(ScoringClassifier):
         yield {"variant": "PA-I", "C": 0.1}
         yield {"variant": "PA"}
         yield {"variant": "PA-II", "C": 0.5, "learn_intercept": False, "n_features": 2**12}
+        yield {"categorical": True, "n_features": 2**12}
 
     def _setup(self, variant, C, learn_intercept, n_features):
         self._variant = check_variant(variant)

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from river_pa._core.calibration import make_calibrator
+from river_pa._core.categorical import check_categorical
 from river_pa.multiclass import _numba
 from river_pa.multiclass.base import MAX_CLASSES
 from river_pa.multiclass.pa import MarginClassifier
@@ -83,6 +84,8 @@ class PACostSensitiveClassifier(MarginClassifier):
         `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
         Memory grows with the labels (a weight row each, and a labels x labels margin matrix of the costs), so whoever writes the labels
         bounds it through this.
+    categorical
+        Whether a string value is a one-hot feature, as in `PAMultiClassifier`.
 
     Notes
     -----
@@ -120,7 +123,10 @@ class PACostSensitiveClassifier(MarginClassifier):
         n_features: int | None = None,
         calibration: str | None = None,
         max_classes: int = MAX_CLASSES,
+        categorical: bool = False,
     ):
+        check_categorical(categorical)
+        self.categorical = categorical
         self.variant = variant
         self.C = C
         self.calibration = calibration
@@ -147,6 +153,7 @@ class PACostSensitiveClassifier(MarginClassifier):
         yield {"variant": "PA-I", "C": 0.1, "update": "prediction-based"}
         yield {"variant": "PA-II", "C": 1.0, "update": "max-loss", "cost": zero_one_cost}
         yield {"variant": "PA", "cost": {True: {False: 4.0}, False: {True: 0.25}}}
+        yield {"categorical": True, "cost": zero_one_cost}
 
     def _unit_test_skips(self):
         if self.update == "prediction-based":

@@ -148,12 +148,15 @@ class PAMultiClassifier(MarginClassifier):
         `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
         Memory grows with the labels (a weight row each, and a labels x labels margin matrix), so whoever writes the labels
         bounds it through this.
+    categorical
+        Whether a string value is a category, the one-hot feature ``(key, value)`` of value 1,
+        as in `PAClassifier` (River's ``OneHotEncoder`` in front, without it).
 
     Notes
     -----
     `learn_one(x, y, w)` takes a sample weight that scales C, as in `PAClassifier`; w = 0
-    registers the label and changes no weight. Feature values must be real numbers: anything
-    else raises TypeError, NaN and infinities ValueError, naming the feature; an unhashable
+    registers the label and changes no weight. Feature values must be real numbers (or
+    strings with `categorical`): anything else raises TypeError, NaN and infinities ValueError, naming the feature; an unhashable
     label raises TypeError; the model is unchanged after a rejected event.
 
     Examples
@@ -175,6 +178,14 @@ class PAMultiClassifier(MarginClassifier):
     {'cat': -0.5, 'dog': 0.5}
     >>> model.predict_one({"a": 1.0})
     'dog'
+
+    With `categorical`, string values are one-hot features:
+
+    >>> model = river_pa.PAMultiClassifier(variant="PA", categorical=True)
+    >>> model.learn_one({"colour": "red", "size": 1.0}, "apple")
+    >>> model.learn_one({"colour": "yellow", "size": 1.0}, "banana")
+    >>> model.predict_one({"colour": "yellow", "size": 1.0})
+    'banana'
 
     """
 

@@ -114,6 +114,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         `river_pa._core.validation.TooManyClassesError` (a ValueError) and changes nothing.
         Memory grows with the labels (a weight row each, and the chain's labels x labels), so
         whoever writes the labels bounds it through this.
+    categorical
+        Whether a string value is a one-hot feature, as in `river_pa.PAClassifier`.
 
     Notes
     -----
@@ -168,6 +170,7 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         average: bool = True,
         intercept_scale: float = 1.5,
         max_classes: int = MAX_CLASSES,
+        categorical: bool = False,
     ):
         if rule not in RULES:
             raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
@@ -176,7 +179,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         self._rule = RULES[rule]
         self.average = bool(average)
         self.intercept_scale = intercept_scale
-        super().__init__(variant, C, learn_intercept, n_features, max_classes=max_classes)
+        super().__init__(variant, C, learn_intercept, n_features, max_classes=max_classes,
+                         categorical=categorical)
         # the intercept is the weight of a constant feature of value intercept_scale: its
         # square counts in ||x||^2 and b (= the weight times that value) moves by tau times it
         self._intercept_norm = intercept_scale**2 if learn_intercept else 0.0
