@@ -204,3 +204,24 @@ def test_the_hashed_position_of_a_category_is_the_same_in_another_process():
 def test_the_option_must_be_a_bool(value):
     with pytest.raises(ValueError, match="categorical must be True or False"):
         PAClassifier(categorical=value)
+
+
+def test_the_examples_native_learner_predicts_as_their_pipeline(monkeypatch):
+    """docs/serving/pipelines.md: `examples/categorical_pipeline.py`'s `native`
+    (categorical=True) and `model` (OneHotEncoder in front) on `produce_elec2.py --data
+    agrawal`, prediction for prediction."""
+    from pathlib import Path
+
+    from river_pa.registry import make_model
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)  # where --model examples.categorical_pipeline:... is found
+    monkeypatch.syspath_prepend(str(root / "examples"))
+    from produce_elec2 import agrawal
+
+    pipeline = make_model("examples.categorical_pipeline:model")
+    native = make_model("examples.categorical_pipeline:native")
+    for x, y in agrawal(2000):
+        assert native.predict_one(x) == pipeline.predict_one(x)
+        pipeline.learn_one(x, y)
+        native.learn_one(x, y)
