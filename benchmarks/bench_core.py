@@ -23,7 +23,16 @@ interleaved (A, B, A, B, ...), medians reported:
    matrix) sklearn gets, with the feature names given as ``columns=`` (their vocabulary lookup
    is inside the timed region). Targets >= 3x on Phishing, dense-20 and sparse, >= 1.2x on
    dense-1000.
-4. Weights memory after the sparse stream: our weight array's ``nbytes`` against River's weights
+4. ``learn_many`` on CSR batches against scikit-learn on one thread (issue 18): the same
+   scipy CSR batches of 1,024 rows of the sparse stream (30 of 2^18 columns per row) fed to
+   our ``learn_many`` and to ``SGDClassifier(pa1)``'s ``partial_fit`` (what scikit-learn 1.8
+   made of the deprecated ``PassiveAggressiveClassifier``), BLAS and OpenMP limited to one
+   thread. Ours three ways: a vocabulary over string names (``columns=`` a tuple), hashed
+   names (``n_features=2**18`` and the same tuple) and hashed column numbers
+   (``n_features=2**18``, no ``columns``). CPU time (`time.process_time`), one untimed
+   warm-up run per system first, then repetitions interleaved; for each the ratio
+   ``sklearn seconds / our seconds``, min/median/max printed. Target >= 1.5x.
+5. Weights memory after the sparse stream: our weight array's ``nbytes`` against River's weights
    dict (``sys.getsizeof`` of the dict plus of each float value; keys not counted). Target
    <= 1/4. Our vocabulary dict (key -> position) is reported on its own line.
 
@@ -42,6 +51,7 @@ import pandas as pd
 import scipy.sparse as sp
 from river import linear_model
 from sklearn.linear_model import SGDClassifier
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import streams  # noqa: E402
@@ -92,25 +102,25 @@ def sparse_batches(stream, n_features: int):
     return ours, theirs, n_features
 
 
-def feed_ours(batches, columns=None):
+def feed_ours(batches, columns=None, clock=time.perf_counter):
     given = {} if columns is None else {"columns": columns}
 
     def run(model):
-        start = time.perf_counter()
+        start = clock()
         for X, y in batches:
             model.learn_many(X, y, **given)
-        return time.perf_counter() - start
+        return clock() - start
     return run
 
 
-def feed_sklearn(batches):
+def feed_sklearn(batches, clock=time.perf_counter):
     classes = np.array([False, True])
 
     def run(model):
-        start = time.perf_counter()
+        start = clock()
         for X, y in batches:
             model.partial_fit(X, y, classes=classes)
-        return time.perf_counter() - start
+        return clock() - start
     return run
 
 
@@ -131,6 +141,29 @@ def versus_sklearn(name: str, stream, ours, theirs, reps: int, target: str) -> N
           f"  ratio {med['sklearn'] / med['ours']:5.2f}x ({target})", flush=True)
 
 
+def csr_ratios(batches, reps: int) -> dict:
+    """{way: (min, median, max) of sklearn CPU seconds / ours} over `reps` interleaved
+    repetitions of `learn_many` on the CSR `batches`, one warm-up run each first."""
+    names = tuple(f"k{j}" for j in range(batches[0][0].shape[1]))
+    ways = {
+        "vocabulary": (lambda: PAClassifier(variant="PA-I", C=1.0), names),
+        "hashed names": (lambda: PAClassifier(variant="PA-I", n_features=2**18), names),
+        "hashed column numbers": (lambda: PAClassifier(variant="PA-I", n_features=2**18), None),
+    }
+    runs = {way: feed_ours(batches, columns, time.process_time)
+            for way, (_, columns) in ways.items()}
+    theirs = feed_sklearn(batches, time.process_time)
+    for way, (make, _) in ways.items():
+        runs[way](make())
+    theirs(sgd())
+    ratios = {way: [] for way in ways}
+    for _ in range(reps):
+        for way, (make, _) in ways.items():
+            ours = runs[way](make())
+            ratios[way].append(theirs(sgd()) / ours)
+    return {way: (min(r), statistics.median(r), max(r)) for way, r in ratios.items()}
+
+
 def sgd():
     return SGDClassifier(loss="hinge", penalty=None, learning_rate="pa1", eta0=1.0)
 
@@ -143,11 +176,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1/10 of each stream")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--only", choices=["events", "batches", "arrays", "memory"],
+    parser.add_argument("--only", choices=["events", "batches", "arrays", "csr", "memory"],
                         action="append")
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
-    parts = args.only or ["events", "batches", "arrays", "memory"]
+    parts = args.only or ["events", "batches", "arrays", "csr", "memory"]
     data = {
         "phishing_x20": streams.phishing_x20()[: 25_000 // scale],
         "dense-20": streams.dense(200_000 // scale, 20),
@@ -192,6 +225,14 @@ def main(argv=None):
             target = 1.2 if name == "dense-1000" else 3.0
             versus_sklearn(name, stream, feed_ours(theirs, names), theirs, args.reps,
                            f"issue 12 target >= {target}x")
+
+    if "csr" in parts:
+        _, theirs, _ = batches_of("sparse", data["sparse"])
+        print(f"learn_many on CSR vs sklearn partial_fit, one thread, CPU time, {BATCH} rows, "
+              f"ratio sklearn/ours min/median/max of {args.reps} (target >= 1.5x)")
+        with threadpool_limits(1):
+            for way, (lo, med, hi) in csr_ratios(theirs, args.reps).items():
+                print(f"  {way:22s} {lo:5.2f} / {med:5.2f} / {hi:5.2f}x", flush=True)
 
     if "memory" in parts:
         stream = data["sparse"]
