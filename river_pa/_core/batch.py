@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from river_pa._core.features import Vocabulary, cached_columns
+from river_pa._core.columns import hashed_rows
+from river_pa._core.features import Hashing, Vocabulary, cached_columns
 from river_pa._core.validation import check_csr, check_frame_dtypes
 
 __all__ = ["as_series", "frame_arrays", "row_index"]
@@ -107,6 +108,22 @@ def _cached_sparse(X, index, learn, grow, columns):
     return pos, (indptr, pos[ranks], data)
 
 
+def _hashed_sparse(X, index, learn, grow, columns):
+    """(positions, CSR triple) of a scipy.sparse batch through `Hashing.column_positions`
+    (compiled CRC-32 of column numbers, or a table of hashed names), each row's colliding
+    entries merged as `learn_one` merges them (`columns.hashed_rows`); None when `columns`
+    names a key twice."""
+    (indptr, ranks, data), used = _sparse(X)
+    if columns is not None and len(columns) != X.shape[1]:
+        raise ValueError(f"columns names {len(columns)} features for {X.shape[1]} columns of X")
+    pos = index.column_positions(range(X.shape[1]) if columns is None else columns, used)
+    if pos is None:
+        return None
+    if learn:
+        grow(index.size)
+    return pos, hashed_rows(indptr, ranks, data, pos)
+
+
 def _densified(keys: tuple, values: tuple, used: np.ndarray) -> tuple:
     """(keys, dense values) of a sparse batch over its used columns, in column-number order:
     a row of a canonical (sorted) CSR matrix then sums as its dict does (the zeros add 0)."""
@@ -162,8 +179,12 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
     will then have (a MemoryError there changes nothing). The vocabulary is looked up once
     per distinct column; for a scipy.sparse batch with `columns` a tuple, a pandas Index or
     None (a list is copied every call, so it is not cached), once per column never met in an
-    earlier batch (`Vocabulary.column_positions`). Columns sharing a position (hash collisions) are summed in order of
-    first occurrence, as `merge_duplicates` does for one event.
+    earlier batch (`Vocabulary.column_positions`). Hashed, a scipy.sparse batch's column
+    numbers get their CRC-32 in compiled code and named columns a table as the vocabulary's
+    (`Hashing.column_positions`); with `allow_sparse` the entries of a row that share a
+    position are summed as `merge_duplicates` sums one event's (`columns.hashed_rows`).
+    Otherwise columns sharing a position (hash collisions) are summed in order of first
+    occurrence, as `merge_duplicates` does for one event.
 
     The batch is a dense float64 array (rows x positions; C or F order: pandas is column-major)
     or, with `allow_sparse` and a scipy.sparse X or a DataFrame of pandas sparse columns (fill
@@ -173,9 +194,13 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
 
     """
     sparse = type(X).__module__.startswith("scipy.sparse")
-    if (sparse and allow_sparse and isinstance(index, Vocabulary)
-            and (columns is None or cached_columns(columns))):
-        return _cached_sparse(X, index, learn, grow, columns)
+    if sparse and allow_sparse and (columns is None or cached_columns(columns)):
+        if isinstance(index, Vocabulary):
+            return _cached_sparse(X, index, learn, grow, columns)
+        found = _hashed_sparse(X, index, learn, grow, columns) if isinstance(index, Hashing) \
+            else None
+        if found is not None:
+            return found
     if isinstance(X, np.ndarray):
         keys, values = _array(X, columns)
     elif sparse:
@@ -193,6 +218,9 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
         n_new = index.room(keys)
         index.check_room(n_new)  # past max_keys, or a MemoryError: nothing changes
         grow(index.size + n_new)
+    if sparse and columns is None and isinstance(index, Hashing):
+        pos, collide = index.numbers_unique(used)  # the keys are `used`: compiled CRC-32
+    elif learn:
         pos, collide = index.insert_unique(keys)
     else:
         pos, collide = index.lookup_unique(keys)  # unseen keys share the sink: no collision

@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from river_pa._core import _numba, jit
+from river_pa._core.columns import csr_columns_sparse
 
 VARIANTS = {"PA": _numba.PA, "PA-I": _numba.PA_I, "PA-II": _numba.PA_II}
 _MAX_FLOAT = float(np.finfo(np.float64).max)
@@ -314,13 +315,8 @@ def check_csr(indptr, indices, data, n_keys: int) -> tuple:
                          f"per index: got indptr of length {len(indptr)} from "
                          f"{indptr[:1].tolist()} to {indptr[-1:].tolist()}, {n} indices, "
                          f"{len(data)} values")
-    compact = n_keys > 2 * n + 1024  # a lookup table of n_keys would not be O(n)
-    if compact:
-        outside = (indices < 0) | (indices >= n_keys)
-        uniq, local = np.unique(np.where(outside, -1, indices), return_inverse=True)
-        local = np.where(outside, -1, local.reshape(-1))
-        columns, ranks, bad, why = jit.kernel(_numba.csr_columns)(indptr, local, len(uniq))
-        columns = uniq[columns]
+    if n_keys > 2 * n + 1024:  # a lookup table of n_keys would not be O(n): a hash table
+        columns, ranks, bad, why = csr_columns_sparse(indptr, indices, n_keys)
     else:
         columns, ranks, bad, why = jit.kernel(_numba.csr_columns)(indptr, indices, n_keys)
     if bad >= 0:

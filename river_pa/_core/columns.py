@@ -1,0 +1,262 @@
+"""Compiled column bookkeeping of sparse batches: tables keyed by column number, the CRC-32
+of column numbers, and the rows of a hashed batch with their collisions merged.
+
+A CSR batch names its features by column number, possibly out of a huge key space (2^40
+columns, a few thousand used). Everything here costs memory of the columns met, never of the
+width: an open-addressing table (linear probing, Fibonacci hashing of the int64 key, grown x2
+at half load) stands where a dense array indexed by column number would need the width.
+
+Sources: Knuth, TAOCP vol. 3, 6.4 (multiplicative hashing, linear probing); CRC-32 as zlib
+computes it (reflected polynomial 0xEDB88320, see `_numba.CRC_TABLE`).
+
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from river_pa._core import jit
+from river_pa._core._numba import CRC_TABLE
+
+__all__ = ["ColumnTable", "csr_columns_sparse", "hashed_rows", "number_hashes"]
+
+_FIB = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64: 2^64 / golden ratio
+_EMPTY = -1  # keys are column numbers or positions, never negative
+
+
+@njit(cache=True)
+def _slot(keys: np.ndarray, key: int) -> int:
+    """The slot of `key` in the table `keys` (a power of two long), or the empty slot where it
+    would go."""
+    mask = keys.shape[0] - 1
+    s = ((key * _FIB) >> 32) & mask
+    while keys[s] != key and keys[s] != _EMPTY:
+        s = (s + 1) & mask
+    return s
+
+
+def _capacity(n: int) -> int:
+    """The smallest power of two >= 2n (and >= 16): the table stays at most half full."""
+    return max(16, 1 << int(2 * n - 1).bit_length()) if n else 16
+
+
+@njit(cache=True)
+def _csr_columns_sparse(indptr, indices, n_keys, keys):
+    rank = np.empty(keys.shape[0], np.int64)
+    last_row = np.empty(keys.shape[0], np.int64)
+    order = np.empty(indices.shape[0], np.int64)
+    ranks = np.empty(indices.shape[0], np.int64)
+    count = 0
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            c = indices[p]
+            if c < 0 or c >= n_keys:
+                return order[:0].copy(), ranks, p, 0
+            s = _slot(keys, c)
+            if keys[s] == _EMPTY:
+                keys[s] = c
+                rank[s] = count
+                order[count] = c
+                count += 1
+            elif last_row[s] == i:
+                return order[:0].copy(), ranks, p, 1
+            last_row[s] = i
+            ranks[p] = rank[s]
+    return order[:count].copy(), ranks, -1, 0
+
+
+def csr_columns_sparse(indptr: np.ndarray, indices: np.ndarray, n_keys: int) -> tuple:
+    """`_numba.csr_columns` (columns in order of first appearance, ranks, first bad entry,
+    why) through a table of the columns met: O(len(indices)) memory and time for any
+    `n_keys`, where the dense version needs two arrays of `n_keys` (and where sorting the
+    columns, `np.unique`, took longer). Interpreted inside `jit.interpreted()` (the slots
+    then differ, the results do not).
+
+    >>> csr_columns_sparse(np.array([0, 2, 3]), np.array([2**40, 7, 2**40]), 2**41)
+    (array([1099511627776,             7]), array([0, 1, 0]), -1, 0)
+
+    """
+    keys = np.full(_capacity(len(indices)), _EMPTY, np.int64)
+    return jit.kernel(_csr_columns_sparse)(indptr, indices, n_keys, keys)
+
+
+@njit(cache=True)
+def _table_get(keys, vals, cols, out):
+    for k in range(cols.shape[0]):
+        s = _slot(keys, cols[k])
+        out[k] = vals[s] if keys[s] == cols[k] else 0
+
+
+@njit(cache=True)
+def _table_put(keys, vals, cols, values) -> int:
+    added = 0
+    for k in range(cols.shape[0]):
+        s = _slot(keys, cols[k])
+        if keys[s] == _EMPTY:
+            keys[s] = cols[k]
+            added += 1
+        vals[s] = values[k]
+    return added
+
+
+class ColumnTable:
+    """A map from column numbers (int64 >= 0) to int64 values, 0 for a column not in it.
+
+    Memory is 16 bytes per slot, at most 4 slots per column put (about 64 bytes per column),
+    whatever the column numbers.
+
+    >>> t = ColumnTable()
+    >>> t.put(np.array([2**40, 3]), np.array([5, 6]))
+    >>> t.get(np.array([3, 4, 2**40]))
+    array([6, 0, 5])
+    >>> len(t)
+    2
+
+    """
+
+    def __init__(self):
+        self._keys = np.full(16, _EMPTY, np.int64)
+        self._vals = np.zeros(16, np.int64)
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def nbytes(self) -> int:
+        return self._keys.nbytes + self._vals.nbytes
+
+    def get(self, cols: np.ndarray) -> np.ndarray:
+        """The values of `cols` (int64), 0 for the columns not in the table."""
+        out = np.empty(len(cols), np.int64)
+        _table_get(self._keys, self._vals, cols, out)
+        return out
+
+    def put(self, cols: np.ndarray, values: np.ndarray) -> None:
+        """Set the values of `cols` (int64 >= 0, distinct) to `values`."""
+        if 2 * (self._count + len(cols)) > len(self._keys):
+            old = self._keys != _EMPTY
+            keys, vals = self._keys[old], self._vals[old]
+            self._keys = np.full(_capacity(self._count + len(cols)), _EMPTY, np.int64)
+            self._vals = np.zeros(len(self._keys), np.int64)
+            _table_put(self._keys, self._vals, keys, vals)
+        self._count += _table_put(self._keys, self._vals, cols, values)
+
+
+@njit(cache=True)
+def _number_hashes(cols, table, out):
+    digits = np.empty(20, np.int64)
+    for k in range(cols.shape[0]):
+        v = cols[k]
+        n = 0
+        while True:
+            digits[n] = 48 + v % 10
+            v //= 10
+            n += 1
+            if v == 0:
+                break
+        crc = table[0xFF] ^ 0xFFFFFF  # the NUL byte that marks a key that is no str
+        for j in range(n - 1, -1, -1):
+            crc = table[(crc ^ digits[j]) & 0xFF] ^ (crc >> 8)
+        out[k] = crc ^ 0xFFFFFFFF
+
+
+def number_hashes(cols: np.ndarray) -> np.ndarray:
+    """`features.stable_hash` of each column number (int64, 0 <= c < 2^63), compiled: the
+    CRC-32 of a NUL byte and the decimal digits, as ``zlib.crc32(b"\\0" + repr(c).encode())``.
+
+    >>> from river_pa._core.features import stable_hash
+    >>> number_hashes(np.array([0, 2**40 - 1])).tolist() == [stable_hash(0), stable_hash(2**40 - 1)]
+    True
+
+    """
+    out = np.empty(len(cols), np.int64)
+    _number_hashes(cols, CRC_TABLE, out)
+    return out
+
+
+@njit(cache=True)
+def _shared(pos, keys):
+    """Which entries of `pos` equal another entry (a table of `pos` values in `keys`)."""
+    first = np.empty(keys.shape[0], np.int64)
+    shared = np.zeros(pos.shape[0], np.bool_)
+    for k in range(pos.shape[0]):
+        s = _slot(keys, pos[k])
+        if keys[s] == _EMPTY:
+            keys[s] = pos[k]
+            first[s] = k
+        else:
+            shared[k] = True
+            shared[first[s]] = True
+    return shared
+
+
+@njit(cache=True)
+def _merged_row(lo, hi, ranks, data, pos, shared, indices, values, start):
+    """Write row ``lo:hi`` from `start` on, entries at one position summed, in order of first
+    occurrence (as `features.merge_duplicates`: from 0.0, in row order); returns its end."""
+    end = start
+    for p in range(lo, hi):
+        q = pos[ranks[p]]
+        at = end
+        if shared[ranks[p]]:
+            for e in range(start, end):
+                if indices[e] == q:
+                    at = e
+                    break
+        if at == end:
+            indices[end] = q
+            values[end] = 0.0
+            end += 1
+        values[at] += data[p]
+    return end
+
+
+@njit(cache=True)
+def _hashed_rows(indptr, ranks, data, pos, keys):
+    shared = _shared(pos, keys)
+    n = indptr.shape[0] - 1
+    indices = np.empty(ranks.shape[0], np.int64)
+    for p in range(ranks.shape[0]):
+        indices[p] = pos[ranks[p]]
+    dup = np.zeros(n, np.bool_)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            if shared[ranks[p]]:
+                for e in range(indptr[i], p):
+                    if indices[e] == indices[p]:
+                        dup[i] = True
+    if not dup.any():
+        return indptr, indices, data
+    out_ptr = np.empty(n + 1, np.int64)
+    values = np.empty(ranks.shape[0], np.float64)
+    out_ptr[0] = 0
+    for i in range(n):
+        lo, hi, start = indptr[i], indptr[i + 1], out_ptr[i]
+        if dup[i]:
+            out_ptr[i + 1] = _merged_row(lo, hi, ranks, data, pos, shared, indices, values,
+                                         start)
+        else:
+            for p in range(lo, hi):
+                indices[start + p - lo] = pos[ranks[p]]
+                values[start + p - lo] = data[p]
+            out_ptr[i + 1] = start + hi - lo
+    return out_ptr, indices[: out_ptr[n]].copy(), values[: out_ptr[n]].copy()
+
+
+def hashed_rows(indptr: np.ndarray, ranks: np.ndarray, data: np.ndarray,
+                pos: np.ndarray) -> tuple:
+    """(indptr, positions, data) of a CSR batch whose column of rank r sits at ``pos[r]``,
+    the entries of a row that share a position merged as `learn_one` merges one event's
+    colliding keys (`features.merge_duplicates`): bit for bit a `learn_one` loop. Rows
+    without such a collision keep their order and values (the input arrays when no row has
+    one).
+
+    >>> hashed_rows(np.array([0, 2, 4]), np.array([0, 1, 2, 0]), np.array([1.0, 2.0, 4.0, 8.0]),
+    ...             np.array([5, 3, 5]))
+    (array([0, 2, 3]), array([5, 3, 5]), array([ 1.,  2., 12.]))
+
+    """
+    keys = np.full(_capacity(len(pos)), _EMPTY, np.int64)
+    return _hashed_rows(indptr, ranks, data, pos, keys)
