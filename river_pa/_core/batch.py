@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from river_pa._core.columns import hashed_rows
+from river_pa._core.columns import hashed_number_csr, hashed_rows
 from river_pa._core.features import Hashing, Vocabulary, cached_columns
-from river_pa._core.validation import check_csr, check_frame_dtypes
+from river_pa._core.validation import (
+    check_csr,
+    check_csr_entries,
+    check_frame_dtypes,
+    csr_arrays,
+)
 
 __all__ = ["as_series", "frame_arrays", "row_index"]
 
@@ -109,19 +114,29 @@ def _cached_sparse(X, index, learn, grow, columns):
 
 
 def _hashed_sparse(X, index, learn, grow, columns):
-    """(positions, CSR triple) of a scipy.sparse batch through `Hashing.column_positions`
-    (compiled CRC-32 of column numbers, or a table of hashed names), each row's colliding
-    entries merged as `learn_one` merges them (`columns.hashed_rows`); None when `columns`
-    names a key twice."""
-    (indptr, ranks, data), used = _sparse(X)
+    """(positions, CSR triple) of a scipy.sparse batch hashed: keyed by its column numbers,
+    one compiled pass (`columns.hashed_number_csr`); by names, through the table of
+    `Hashing.column_positions`; each row's colliding entries merged as `learn_one` merges
+    them. None when `columns` names a key twice."""
+    numbers = columns is None or isinstance(columns, range)
+    if numbers:
+        csr = X.tocsr()
+        indptr, indices, data = csr_arrays(csr.indptr, csr.indices, csr.data)
+        *batch, bad, why = hashed_number_csr(indptr, indices, data, X.shape[1],
+                                             index.n_features)
+        check_csr_entries(indptr, indices, data, X.shape[1], bad, why)
+    else:
+        (indptr, ranks, data), used = _sparse(X)
     if columns is not None and len(columns) != X.shape[1]:
         raise ValueError(f"columns names {len(columns)} features for {X.shape[1]} columns of X")
-    pos = index.column_positions(range(X.shape[1]) if columns is None else columns, used)
-    if pos is None:
-        return None
+    if not numbers:
+        pos = index.column_positions(columns, used)
+        if pos is None:
+            return None
+        batch = hashed_rows(indptr, ranks, data, pos)
     if learn:
         grow(index.size)
-    return pos, hashed_rows(indptr, ranks, data, pos)
+    return batch[1], tuple(batch)
 
 
 def _densified(keys: tuple, values: tuple, used: np.ndarray) -> tuple:

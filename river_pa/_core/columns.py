@@ -7,17 +7,19 @@ width: an open-addressing table (linear probing, Fibonacci hashing of the int64 
 at half load) stands where a dense array indexed by column number would need the width.
 
 Sources: Knuth, TAOCP vol. 3, 6.4 (multiplicative hashing, linear probing); CRC-32 as zlib
-computes it (reflected polynomial 0xEDB88320, see `_numba.CRC_TABLE`).
+computes it, whose value on messages of one length is affine over GF(2) (a digit's share
+comes from a table built with zlib at import, `DIGIT_TABLE`).
 
 """
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 from numba import njit
 
 from river_pa._core import jit
-from river_pa._core._numba import CRC_TABLE
 
 __all__ = ["ColumnTable", "csr_columns_sparse", "hashed_rows", "number_hashes"]
 
@@ -144,22 +146,48 @@ class ColumnTable:
         self._count += _table_put(self._keys, self._vals, cols, values)
 
 
+def _digit_tables() -> np.ndarray:
+    """T[n, j, d] for the CRC-32 of a NUL byte and n decimal digits (n <= 19: any int64 >= 0):
+    for messages of one length CRC-32 is affine over GF(2), so the CRC is T[n, 0, 0] (all
+    digits '0', the base) xor T[n, j, d] xor base for each digit d at place j (0 = the last).
+    A digit's lookup then waits for no other (byte-wise CRC chains them)."""
+    table = np.zeros((20, 19, 10), np.int64)
+    for n in range(1, 20):
+        base = zlib.crc32(b"\0" + b"0" * n)
+        for j in range(n):
+            for d in range(10):
+                text = bytearray(b"\0" + b"0" * n)
+                text[n - j] = 48 + d
+                table[n, j, d] = zlib.crc32(bytes(text)) ^ (base if j else 0)
+    return table
+
+
+DIGIT_TABLE = _digit_tables()
+
+
+@njit(cache=True)
+def _number_hash(v, table, digits):
+    """`stable_hash(v)` of an int v >= 0, by `DIGIT_TABLE` (`digits`: scratch of 19)."""
+    u = np.uint64(v)  # unsigned: division by 10 without floor-division fix-ups
+    ten = np.uint64(10)
+    n = 0
+    while True:
+        digits[n] = u % ten
+        u //= ten
+        n += 1
+        if u == 0:
+            break
+    crc = table[n, 0, digits[0]]
+    for j in range(1, n):
+        crc ^= table[n, j, digits[j]]
+    return crc
+
+
 @njit(cache=True)
 def _number_hashes(cols, table, out):
-    digits = np.empty(20, np.int64)
+    digits = np.empty(19, np.int64)
     for k in range(cols.shape[0]):
-        v = cols[k]
-        n = 0
-        while True:
-            digits[n] = 48 + v % 10
-            v //= 10
-            n += 1
-            if v == 0:
-                break
-        crc = table[0xFF] ^ 0xFFFFFF  # the NUL byte that marks a key that is no str
-        for j in range(n - 1, -1, -1):
-            crc = table[(crc ^ digits[j]) & 0xFF] ^ (crc >> 8)
-        out[k] = crc ^ 0xFFFFFFFF
+        out[k] = _number_hash(cols[k], table, digits)
 
 
 def number_hashes(cols: np.ndarray) -> np.ndarray:
@@ -172,7 +200,7 @@ def number_hashes(cols: np.ndarray) -> np.ndarray:
 
     """
     out = np.empty(len(cols), np.int64)
-    _number_hashes(cols, CRC_TABLE, out)
+    _number_hashes(cols, DIGIT_TABLE, out)
     return out
 
 
@@ -260,3 +288,112 @@ def hashed_rows(indptr: np.ndarray, ranks: np.ndarray, data: np.ndarray,
     """
     keys = np.full(_capacity(len(pos)), _EMPTY, np.int64)
     return _hashed_rows(indptr, ranks, data, pos, keys)
+
+
+@njit(cache=True)
+def _hashed_number_row(i, lo, hi, indices, n_keys, mask, table, digits, slots, epos):
+    """Check row i, entries ``lo:hi`` (columns in 0..n_keys-1, each once) and put each
+    entry's hashed position in `epos`. Returns (first bad entry or -1, why as
+    `_numba.csr_columns`, whether two of its entries share a position).
+
+    `slots` (rows x 3 int64, a power of two long, at least twice the longest row) is a
+    multimap from position to the row's entries there, marked with the row (no clearing)."""
+    size = slots.shape[0] - 1
+    collide = False
+    for p in range(lo, hi):
+        c = indices[p]
+        if c < 0 or c >= n_keys:
+            return p, 0, collide
+        q = _number_hash(c, table, digits) & mask
+        epos[p] = q
+        s = ((q * _FIB) >> 32) & size
+        while slots[s, 0] == i:
+            if slots[s, 1] == q:
+                if indices[slots[s, 2]] == c:
+                    return p, 1, collide
+                collide = True
+            s = (s + 1) & size
+        slots[s, 0] = i
+        slots[s, 1] = q
+        slots[s, 2] = p
+    return -1, 0, collide
+
+
+@njit(cache=True)
+def _merge_row(lo, hi, epos, data, out_idx, out_val, start):
+    """Write row ``lo:hi`` at `start` with its entries at one position summed, in order of
+    first occurrence, from 0.0 (as `features.merge_duplicates`); returns its end. Quadratic
+    in the row's length: rows whose keys collide are rare."""
+    end = start
+    for p in range(lo, hi):
+        at_p = end
+        for e in range(start, end):
+            if out_idx[e] == epos[p]:
+                at_p = e
+                break
+        if at_p == end:
+            out_idx[end] = epos[p]
+            out_val[end] = 0.0
+            end += 1
+        out_val[at_p] += data[p]
+    return end
+
+
+@njit(cache=True)
+def _hashed_number_csr(indptr, indices, data, n_keys, mask, table):
+    n = indptr.shape[0] - 1
+    longest = 0
+    for i in range(n):
+        longest = max(longest, indptr[i + 1] - indptr[i])
+    size = 16
+    while size < 2 * longest:
+        size *= 2
+    slots = np.full((size, 3), -1, np.int64)
+    digits = np.empty(19, np.int64)
+    epos = np.empty(indices.shape[0], np.int64)
+    out_ptr = np.empty(n + 1, np.int64)
+    out_val = data
+    out_ptr[0] = 0
+    merged = False
+    for i in range(n):
+        lo, hi = indptr[i], indptr[i + 1]
+        bad, why, collide = _hashed_number_row(i, lo, hi, indices, n_keys, mask, table,
+                                               digits, slots, epos)
+        if bad >= 0:
+            return out_ptr, epos, out_val, bad, why
+        if collide and not merged:  # the first merged row: the rows before it as they are
+            merged = True
+            out_val = data.copy()
+        if merged:
+            if collide:
+                out_ptr[i + 1] = _merge_row(lo, hi, epos, data, epos, out_val, out_ptr[i])
+            else:
+                start = out_ptr[i]
+                for p in range(lo, hi):
+                    epos[start + p - lo] = epos[p]
+                    out_val[start + p - lo] = data[p]
+                out_ptr[i + 1] = start + hi - lo
+        else:
+            out_ptr[i + 1] = hi
+    m = out_ptr[n]
+    return out_ptr, epos[:m], out_val[:m], -1, 0
+
+
+def hashed_number_csr(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n_keys: int,
+                      n_features: int) -> tuple:
+    """(indptr, positions, data, first bad entry, why) of a CSR batch keyed by its column
+    numbers and hashed into `n_features` (a power of two) buckets, in one compiled pass:
+    each entry's position is ``stable_hash(column) & (n_features - 1)`` and a row's entries at
+    one position are merged as `hashed_rows` merges them. The bad entry is that of
+    `_numba.csr_columns` (a column outside 0..n_keys-1, why 0, or twice in its row, why 1).
+    Memory and time are those of the entries, whatever `n_keys`: no first-appearance order
+    of the distinct columns is needed, each entry hashes its own.
+
+    >>> from river_pa._core.features import stable_hash
+    >>> out = hashed_number_csr(np.array([0, 2]), np.array([3, 2**40]), np.array([1.0, 2.0]),
+    ...                         2**41, 2**4)
+    >>> out[1].tolist() == [stable_hash(3) % 16, stable_hash(2**40) % 16], out[3]
+    (True, -1)
+
+    """
+    return _hashed_number_csr(indptr, indices, data, n_keys, n_features - 1, DIGIT_TABLE)

@@ -364,18 +364,16 @@ class Hashing(FeatureIndex):
         return idx, mask_positions(idx, self.n_features - 1)
 
     def column_positions(self, columns, used: np.ndarray) -> np.ndarray | None:
-        """Positions of the keys ``columns[j]`` of the distinct column numbers `used`
-        (``range(d)``: the numbers, hashed compiled; a tuple or pandas Index of names: through
-        a table kept for the last `columns`, as `Vocabulary.column_positions`), or None when
-        `columns` names a key twice (the caller then checks the keys of each batch).
+        """Positions of the keys ``columns[j]`` (a tuple or pandas Index of names) of the
+        distinct column numbers `used`, through a table kept for the last `columns`, as
+        `Vocabulary.column_positions` (a key's CRC-32 once per column, not per batch), or
+        None when `columns` names a key twice (the caller then checks the keys of each batch).
 
         >>> h = Hashing(2**4)
         >>> h.column_positions(("a", "user=42"), np.array([1])), h.lookup(("user=42",))
         (array([3]), array([3]))
 
         """
-        if isinstance(columns, range):
-            return number_hashes(used) & (self.n_features - 1)
         cached = self.__dict__.get("_table")
         if cached is None or cached[0] is not columns:
             unique = len(set(columns)) == len(columns)
