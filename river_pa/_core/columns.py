@@ -105,21 +105,27 @@ def _table_put(keys, vals, cols, values) -> int:
 class ColumnTable:
     """A map from column numbers (int64 >= 0) to int64 values, 0 for a column not in it.
 
-    Memory is 16 bytes per slot, at most 4 slots per column put (about 64 bytes per column),
-    whatever the column numbers.
+    While every column put is below `DENSE` (2^21) it is an array indexed by column number
+    (grown to the largest column met: at most 16 MiB, and the quickest lookup); from the first
+    column past it, an open-addressing table of 16 bytes per slot, at most 4 slots per column
+    (about 64 bytes per column) whatever the column numbers: a batch over 2^40 columns costs
+    the columns it uses.
 
     >>> t = ColumnTable()
-    >>> t.put(np.array([2**40, 3]), np.array([5, 6]))
-    >>> t.get(np.array([3, 4, 2**40]))
-    array([6, 0, 5])
+    >>> t.put(np.array([3, 9]), np.array([6, 7]))
+    >>> t.put(np.array([2**40]), np.array([5]))
+    >>> t.get(np.array([3, 4, 2**40, 9]))
+    array([6, 0, 5, 7])
     >>> len(t)
-    2
+    3
 
     """
 
+    DENSE = 2**21
+
     def __init__(self):
-        self._keys = np.full(16, _EMPTY, np.int64)
-        self._vals = np.zeros(16, np.int64)
+        self._dense = np.zeros(0, np.int64)  # None once hashed
+        self._keys = self._vals = None
         self._count = 0
 
     def __len__(self) -> int:
@@ -127,16 +133,51 @@ class ColumnTable:
 
     @property
     def nbytes(self) -> int:
+        if self._dense is not None:
+            return self._dense.nbytes
         return self._keys.nbytes + self._vals.nbytes
+
+    def _fits_dense(self, cols: np.ndarray) -> bool:
+        """Whether `cols` index the dense array (grown for them if they are below DENSE);
+        when not, the table turns to hashing."""
+        if self._dense is None:
+            return False
+        top = int(cols.max(initial=-1))
+        if top < len(self._dense):
+            return True
+        if top < self.DENSE:
+            grown = np.zeros(min(self.DENSE, max(top + 1, 2 * len(self._dense))), np.int64)
+            grown[: len(self._dense)] = self._dense
+            self._dense = grown
+            return True
+        held = np.flatnonzero(self._dense)
+        self._keys = np.full(_capacity(len(held)), _EMPTY, np.int64)
+        self._vals = np.zeros(len(self._keys), np.int64)
+        _table_put(self._keys, self._vals, held, self._dense[held])
+        self._dense = None
+        return False
 
     def get(self, cols: np.ndarray) -> np.ndarray:
         """The values of `cols` (int64), 0 for the columns not in the table."""
+        dense = self._dense
+        if dense is not None:
+            if int(cols.max(initial=-1)) < len(dense):
+                return dense[cols]
+            out = np.zeros(len(cols), np.int64)  # columns past the array hold nothing yet
+            inside = cols < len(dense)
+            out[inside] = dense[cols[inside]]
+            return out
         out = np.empty(len(cols), np.int64)
         _table_get(self._keys, self._vals, cols, out)
         return out
 
     def put(self, cols: np.ndarray, values: np.ndarray) -> None:
-        """Set the values of `cols` (int64 >= 0, distinct) to `values`."""
+        """Set the values of `cols` (int64 >= 0, distinct, not in the table) to `values`
+        (non-zero)."""
+        if self._fits_dense(cols):
+            self._dense[cols] = values
+            self._count += len(cols)
+            return
         if 2 * (self._count + len(cols)) > len(self._keys):
             old = self._keys != _EMPTY
             keys, vals = self._keys[old], self._vals[old]
