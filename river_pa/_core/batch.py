@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from river_pa._core.columns import hashed_number_csr, hashed_rows
+from river_pa._core.hashed_csr import hashed_number_csr, hashed_rows
 from river_pa._core.features import Hashing, Vocabulary, cached_columns
 from river_pa._core.validation import (
     check_csr,
@@ -115,7 +115,7 @@ def _cached_sparse(X, index, learn, grow, columns):
 
 def _hashed_sparse(X, index, learn, grow, columns):
     """(positions, CSR triple) of a scipy.sparse batch hashed: keyed by its column numbers,
-    one compiled pass (`columns.hashed_number_csr`); by names, through the table of
+    one compiled pass (`hashed_csr.hashed_number_csr`); by names, through the table of
     `Hashing.column_positions`; each row's colliding entries merged as `learn_one` merges
     them. None when `columns` names a key twice."""
     numbers = columns is None or isinstance(columns, range)
@@ -197,7 +197,7 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
     earlier batch (`Vocabulary.column_positions`). Hashed, a scipy.sparse batch's column
     numbers get their CRC-32 in compiled code and named columns a table as the vocabulary's
     (`Hashing.column_positions`); with `allow_sparse` the entries of a row that share a
-    position are summed as `merge_duplicates` sums one event's (`columns.hashed_rows`).
+    position are summed as `merge_duplicates` sums one event's (`hashed_csr.hashed_rows`).
     Otherwise columns sharing a position (hash collisions) are summed in order of first
     occurrence, as `merge_duplicates` does for one event.
 

@@ -27,7 +27,8 @@ from itertools import repeat
 import numpy as np
 
 from river_pa._core._numba import CRC_TABLE, crc32_segments, mask_positions
-from river_pa._core.columns import ColumnTable, number_hashes
+from river_pa._core.columns import ColumnTable
+from river_pa._core.hashed_csr import number_hashes
 from river_pa._core.validation import TooManyFeaturesError, check_value
 
 __all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values"]

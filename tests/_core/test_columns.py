@@ -9,7 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import river_pa
-from river_pa._core.columns import ColumnTable, csr_columns_sparse, number_hashes
+from river_pa._core.columns import ColumnTable, csr_columns_sparse
+from river_pa._core.hashed_csr import number_hashes
 from river_pa._core.features import stable_hash
 from river_pa._core.validation import check_csr
 
