@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from river_pa._core.hashed_csr import hashed_number_csr, hashed_rows
+from river_pa._core.hashed_csr import hashed_number_csr, hashed_rows, known_columns_csr
 from river_pa._core.features import Hashing, Vocabulary, cached_columns
 from river_pa._core.validation import (
     check_csr,
@@ -107,10 +107,34 @@ def _cached_sparse(X, index, learn, grow, columns):
     `Vocabulary` (`Vocabulary.column_positions`): distinct keys, so no position is shared."""
     if columns is not None and len(columns) != X.shape[1]:
         raise ValueError(f"columns names {len(columns)} features for {X.shape[1]} columns of X")
+    found = _known_sparse(X, index, columns, 0)
+    if found is not None:
+        return found
     (indptr, ranks, data), used = _sparse(X)
     pos = index.column_positions(range(X.shape[1]) if columns is None else columns, used,
                                  learn, grow)
     return pos, (indptr, pos[ranks], data)
+
+
+def _known_sparse(X, index, columns, offset: int):
+    """(positions, CSR triple) of a scipy.sparse batch whose columns are all in the dense
+    column table `index` keeps for `columns` (holding position + `offset`), in one compiled
+    pass (`hashed_csr.known_columns_csr`: no first-appearance pass, no lookup of distinct
+    columns); None when there is no such table or a column is not in it. Raises check_csr's
+    errors for a bad entry met before the first unknown column."""
+    cached = index.__dict__.get("_table")
+    numbers = columns is None or isinstance(columns, range)
+    if (cached is None or cached[1] is None or cached[1].dense is None
+            or not (cached[0] is columns or numbers and isinstance(cached[0], str))):
+        return None
+    csr = X.tocsr()
+    indptr, indices, data = csr_arrays(csr.indptr, csr.indices, csr.data)
+    *batch, bad, why = known_columns_csr(indptr, indices, data, X.shape[1], cached[1].dense,
+                                         offset)
+    if why == 2:
+        return None
+    check_csr_entries(indptr, indices, data, X.shape[1], bad, why)
+    return batch[1], tuple(batch)
 
 
 def _hashed_sparse(X, index, learn, grow, columns):
@@ -126,10 +150,14 @@ def _hashed_sparse(X, index, learn, grow, columns):
                                              index.n_features)
         check_csr_entries(indptr, indices, data, X.shape[1], bad, why)
     else:
-        (indptr, ranks, data), used = _sparse(X)
+        found = _known_sparse(X, index, columns, 1)
+        if found is not None:
+            indptr, batch = None, found[1]
+        else:
+            (indptr, ranks, data), used = _sparse(X)
     if columns is not None and len(columns) != X.shape[1]:
         raise ValueError(f"columns names {len(columns)} features for {X.shape[1]} columns of X")
-    if not numbers:
+    if not numbers and indptr is not None:
         pos = index.column_positions(columns, used)
         if pos is None:
             return None

@@ -128,6 +128,12 @@ class ColumnTable:
         return self._count
 
     @property
+    def dense(self) -> np.ndarray | None:
+        """The values by column number while the table is an array (read-only use), else
+        None."""
+        return self._dense
+
+    @property
     def nbytes(self) -> int:
         if self._dense is not None:
             return self._dense.nbytes

@@ -16,7 +16,7 @@ from numba import njit
 
 from river_pa._core.columns import _EMPTY, _FIB, _capacity, _slot
 
-__all__ = ["hashed_number_csr", "hashed_rows", "number_hashes"]
+__all__ = ["hashed_number_csr", "hashed_rows", "known_columns_csr", "number_hashes"]
 
 
 def _digit_tables() -> np.ndarray:
@@ -164,9 +164,11 @@ def hashed_rows(indptr: np.ndarray, ranks: np.ndarray, data: np.ndarray,
 
 
 @njit(cache=True)
-def _hashed_number_row(i, lo, hi, indices, n_keys, mask, table, digits, slots, epos):
+def _hashed_number_row(i, lo, hi, indices, n_keys, mask, table, digits, slots, epos, known,
+                       offset):
     """Check row i, entries ``lo:hi`` (columns in 0..n_keys-1, each once) and put each
-    entry's hashed position in `epos`. Returns (first bad entry or -1, why as
+    entry's position in `epos`: hashed (mask >= 0), else ``known[c] - offset`` (why 2 when column
+    c is not there: 0 or past its end). Returns (first bad entry or -1, why as
     `_numba.csr_columns`, whether two of its entries share a position).
 
     `slots` (rows x 3 int64, a power of two long, at least twice the longest row) is a
@@ -177,7 +179,12 @@ def _hashed_number_row(i, lo, hi, indices, n_keys, mask, table, digits, slots, e
         c = indices[p]
         if c < 0 or c >= n_keys:
             return p, 0, collide
-        q = _number_hash(c, table, digits) & mask
+        if mask >= 0:
+            q = _number_hash(c, table, digits) & mask
+        elif c < known.shape[0] and known[c] != 0:
+            q = known[c] - offset
+        else:
+            return p, 2, collide
         epos[p] = q
         s = ((q * _FIB) >> 32) & size
         while slots[s, 0] == i:
@@ -213,7 +220,7 @@ def _merge_row(lo, hi, epos, data, out_idx, out_val, start):
 
 
 @njit(cache=True)
-def _hashed_number_csr(indptr, indices, data, n_keys, mask, table):
+def _hashed_number_csr(indptr, indices, data, n_keys, mask, table, known, offset):
     n = indptr.shape[0] - 1
     longest = 0
     for i in range(n):
@@ -231,7 +238,7 @@ def _hashed_number_csr(indptr, indices, data, n_keys, mask, table):
     for i in range(n):
         lo, hi = indptr[i], indptr[i + 1]
         bad, why, collide = _hashed_number_row(i, lo, hi, indices, n_keys, mask, table,
-                                               digits, slots, epos)
+                                               digits, slots, epos, known, offset)
         if bad >= 0:
             return out_ptr, epos, out_val, bad, why
         if collide and not merged:  # the first merged row: the rows before it as they are
@@ -269,4 +276,20 @@ def hashed_number_csr(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
     (True, -1)
 
     """
-    return _hashed_number_csr(indptr, indices, data, n_keys, n_features - 1, DIGIT_TABLE)
+    return _hashed_number_csr(indptr, indices, data, n_keys, n_features - 1, DIGIT_TABLE,
+                              np.zeros(0, np.int64), 0)
+
+
+def known_columns_csr(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n_keys: int,
+                      known: np.ndarray, offset: int) -> tuple:
+    """`hashed_number_csr` with each entry's position ``known[column] - offset`` (a dense
+    `columns.ColumnTable`, 0 for a column not in it) instead of a hash: the batch in one compiled
+    pass when every column is in the table. Why 2: the first entry whose column is not
+    (the caller then takes the first-appearance path, which inserts it).
+
+    >>> known_columns_csr(np.array([0, 2, 3]), np.array([1, 0, 2]), np.ones(3), 3,
+    ...                   np.array([4, 2, 0]), 1)[3:]
+    (2, 2)
+
+    """
+    return _hashed_number_csr(indptr, indices, data, n_keys, -1, DIGIT_TABLE, known, offset)

@@ -112,3 +112,22 @@ def test_a_sparse_batch_of_a_huge_key_space_costs_memory_of_the_columns_met(para
     progressive = river_pa.PAClassifier(**params)
     margins = progressive.progressive_csr(X.indptr, X.indices, X.data, y, keys=range(width))
     assert margins.tolist() == expected and progressive.weights == loop.weights
+
+
+@pytest.mark.parametrize("params", [{}, {"n_features": 2**5}], ids=["vocabulary", "hashed"])
+def test_a_batch_of_columns_all_met_takes_one_pass_and_equals_a_learn_one_loop(params):
+    rng = np.random.default_rng(4)
+    names = tuple(f"w{j}" for j in range(40))
+    X, y = _batches(rng, 60, 40, 10)
+    one, many = river_pa.PAClassifier(**params), river_pa.PAClassifier(**params)
+    for _ in range(3):  # the second and third passes meet only columns in the table
+        many.learn_many(X, y, columns=names)
+        for x, label in zip(_dicts(X, names), y.tolist()):
+            one.learn_one(x, label)
+        assert many.weights == one.weights and many.intercept == one.intercept
+    table = many._index._table[1]
+    assert table.dense is not None and len(table) == 40
+    bad = sp.csr_matrix((np.ones(3), [1, 3, 3], [0, 1, 3]), shape=(2, 40))
+    with pytest.raises(ValueError, match="row 1 has column 3 twice"):
+        many.learn_many(bad, [True, False], columns=names)
+    assert many.weights == one.weights
