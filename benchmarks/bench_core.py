@@ -23,7 +23,19 @@ interleaved (A, B, A, B, ...), medians reported:
    matrix) sklearn gets, with the feature names given as ``columns=`` (their vocabulary lookup
    is inside the timed region). Targets >= 3x on Phishing, dense-20 and sparse, >= 1.2x on
    dense-1000.
-4. Weights memory after the sparse stream: our weight array's ``nbytes`` against River's weights
+4. ``learn_many`` on CSR batches against scikit-learn on one thread (issue 18): the same
+   scipy CSR batches of 1,024 rows of the sparse stream (30 of 2^18 columns per row) fed to
+   our ``learn_many`` and to ``SGDClassifier(pa1)``'s ``partial_fit`` (what scikit-learn 1.8
+   made of the deprecated ``PassiveAggressiveClassifier``), BLAS and OpenMP limited to one
+   thread. Ours three ways: a vocabulary over string names (``columns=`` a tuple), hashed
+   names (``n_features=2**18`` and the same tuple) and hashed column numbers
+   (``n_features=2**18``, no ``columns``). CPU time (`time.process_time`), one untimed
+   warm-up run per system first, then repetitions interleaved; for each the ratio
+   ``sklearn seconds / our seconds``, min/median/max printed. Target >= 1.5x. Each
+   repetition starts a fresh model (it builds its vocabulary or name table: 2^18 keys over
+   the stream) and also times the warm-up's model over the stream again ("second pass":
+   the steady state of a long-running learner).
+5. Weights memory after the sparse stream: our weight array's ``nbytes`` against River's weights
    dict (``sys.getsizeof`` of the dict plus of each float value; keys not counted). Target
    <= 1/4. Our vocabulary dict (key -> position) is reported on its own line.
 
@@ -42,6 +54,7 @@ import pandas as pd
 import scipy.sparse as sp
 from river import linear_model
 from sklearn.linear_model import SGDClassifier
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import streams  # noqa: E402
@@ -75,9 +88,9 @@ def dense_batches(stream):
     return ours, theirs, len(keys)
 
 
-def sparse_batches(stream, n_features: int):
-    """(ours, sklearn) prebuilt batches of the sparse stream (keys 'k<j>')."""
-    ours, theirs = [], []
+def csr_batches(stream, n_features: int) -> list:
+    """(CSR matrix, labels) batches of the sparse stream (keys 'k<j>': column j)."""
+    theirs = []
     for lo in range(0, len(stream), BATCH):
         chunk = stream[lo : lo + BATCH]
         cols = np.array([int(k[1:]) for x, _ in chunk for k in x])
@@ -85,32 +98,40 @@ def sparse_batches(stream, n_features: int):
         indptr = np.cumsum([0] + [len(x) for x, _ in chunk])
         y = np.array([yi for _, yi in chunk])
         theirs.append((sp.csr_matrix((vals, cols, indptr), shape=(len(chunk), n_features)), y))
+    return theirs
+
+
+def sparse_batches(stream, n_features: int):
+    """(ours, sklearn) prebuilt batches of the sparse stream (keys 'k<j>')."""
+    ours, theirs = [], csr_batches(stream, n_features)
+    for X, y in theirs:
+        vals, cols, indptr = X.data, X.indices, X.indptr
         uniq, inverse = np.unique(cols, return_inverse=True)
-        local = sp.csr_matrix((vals, inverse, indptr), shape=(len(chunk), len(uniq)))
+        local = sp.csr_matrix((vals, inverse, indptr), shape=(X.shape[0], len(uniq)))
         X = pd.DataFrame.sparse.from_spmatrix(local, columns=[f"k{j}" for j in uniq])
         ours.append((X, pd.Series(y)))
     return ours, theirs, n_features
 
 
-def feed_ours(batches, columns=None):
+def feed_ours(batches, columns=None, clock=time.perf_counter):
     given = {} if columns is None else {"columns": columns}
 
     def run(model):
-        start = time.perf_counter()
+        start = clock()
         for X, y in batches:
             model.learn_many(X, y, **given)
-        return time.perf_counter() - start
+        return clock() - start
     return run
 
 
-def feed_sklearn(batches):
+def feed_sklearn(batches, clock=time.perf_counter):
     classes = np.array([False, True])
 
     def run(model):
-        start = time.perf_counter()
+        start = clock()
         for X, y in batches:
             model.partial_fit(X, y, classes=classes)
-        return time.perf_counter() - start
+        return clock() - start
     return run
 
 
@@ -131,6 +152,32 @@ def versus_sklearn(name: str, stream, ours, theirs, reps: int, target: str) -> N
           f"  ratio {med['sklearn'] / med['ours']:5.2f}x ({target})", flush=True)
 
 
+def csr_ratios(batches, reps: int) -> dict:
+    """{way: (min, median, max) of sklearn CPU seconds / ours} over `reps` interleaved
+    repetitions of `learn_many` on the CSR `batches`, one warm-up run each first."""
+    names = tuple(f"k{j}" for j in range(batches[0][0].shape[1]))
+    ways = {
+        "vocabulary": (lambda: PAClassifier(variant="PA-I", C=1.0), names),
+        "hashed names": (lambda: PAClassifier(variant="PA-I", n_features=2**18), names),
+        "hashed column numbers": (lambda: PAClassifier(variant="PA-I", n_features=2**18), None),
+    }
+    runs = {way: feed_ours(batches, columns, time.process_time)
+            for way, (_, columns) in ways.items()}
+    theirs = feed_sklearn(batches, time.process_time)
+    warm = {}
+    for way, (make, _) in ways.items():
+        runs[way](warm.setdefault(way, make()))
+    theirs(sgd())
+    ratios = {way: [] for way in (*ways, *(f"{way}, second pass" for way in ways))}
+    for _ in range(reps):
+        for way, (make, _) in ways.items():
+            ours = runs[way](make())
+            ratios[way].append(theirs(sgd()) / ours)
+            # the same model over the stream again: its vocabulary and tables are complete
+            ratios[f"{way}, second pass"].append(theirs(sgd()) / runs[way](warm[way]))
+    return {way: (min(r), statistics.median(r), max(r)) for way, r in ratios.items()}
+
+
 def sgd():
     return SGDClassifier(loss="hinge", penalty=None, learning_rate="pa1", eta0=1.0)
 
@@ -143,17 +190,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1/10 of each stream")
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--only", choices=["events", "batches", "arrays", "memory"],
+    parser.add_argument("--only", choices=["events", "batches", "arrays", "csr", "memory"],
                         action="append")
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
-    parts = args.only or ["events", "batches", "arrays", "memory"]
-    data = {
-        "phishing_x20": streams.phishing_x20()[: 25_000 // scale],
-        "dense-20": streams.dense(200_000 // scale, 20),
-        "sparse": streams.sparse(200_000 // scale),
-        "dense-1000": streams.dense(20_000 // scale, 1000),
+    parts = args.only or ["events", "batches", "arrays", "csr", "memory"]
+    makers = {
+        "phishing_x20": lambda: streams.phishing_x20()[: 25_000 // scale],
+        "dense-20": lambda: streams.dense(200_000 // scale, 20),
+        "sparse": lambda: streams.sparse(200_000 // scale),
+        "dense-1000": lambda: streams.dense(20_000 // scale, 1000),
     }
+    every = bool({"events", "batches", "arrays"} & set(parts))  # "csr", "memory": sparse only
+    data = {name: make() for name, make in makers.items() if every or name == "sparse"}
     # issue 2's targets; issue 12 asks >= 4x on Phishing and dense-20, the others unchanged
     targets = {"phishing_x20": 5.0, "dense-20": 5.0, "sparse": 1.5, "dense-1000": 5.0}
 
@@ -192,6 +241,14 @@ def main(argv=None):
             target = 1.2 if name == "dense-1000" else 3.0
             versus_sklearn(name, stream, feed_ours(theirs, names), theirs, args.reps,
                            f"issue 12 target >= {target}x")
+
+    if "csr" in parts:
+        theirs = csr_batches(data["sparse"], 2**18)
+        print(f"learn_many on CSR vs sklearn partial_fit, one thread, CPU time, {BATCH} rows, "
+              f"ratio sklearn/ours min/median/max of {args.reps} (target >= 1.5x)")
+        with threadpool_limits(1):
+            for way, (lo, med, hi) in csr_ratios(theirs, args.reps).items():
+                print(f"  {way:35s} {lo:5.2f} / {med:5.2f} / {hi:5.2f}x", flush=True)
 
     if "memory" in parts:
         stream = data["sparse"]

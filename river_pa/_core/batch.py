@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from river_pa._core.features import Vocabulary, cached_columns
-from river_pa._core.validation import check_csr, check_frame_dtypes
+from river_pa._core.hashed_csr import hashed_number_csr, hashed_rows, known_columns_csr
+from river_pa._core.features import Hashing, Vocabulary, cached_columns
+from river_pa._core.validation import (
+    check_csr,
+    check_csr_entries,
+    check_frame_dtypes,
+    csr_arrays,
+)
 
 __all__ = ["as_series", "frame_arrays", "row_index"]
 
@@ -101,10 +107,64 @@ def _cached_sparse(X, index, learn, grow, columns):
     `Vocabulary` (`Vocabulary.column_positions`): distinct keys, so no position is shared."""
     if columns is not None and len(columns) != X.shape[1]:
         raise ValueError(f"columns names {len(columns)} features for {X.shape[1]} columns of X")
+    found = _known_sparse(X, index, columns, 0)
+    if found is not None:
+        return found
     (indptr, ranks, data), used = _sparse(X)
     pos = index.column_positions(range(X.shape[1]) if columns is None else columns, used,
                                  learn, grow)
     return pos, (indptr, pos[ranks], data)
+
+
+def _known_sparse(X, index, columns, offset: int):
+    """(positions, CSR triple) of a scipy.sparse batch whose columns are all in the dense
+    column table `index` keeps for `columns` (holding position + `offset`), in one compiled
+    pass (`hashed_csr.known_columns_csr`: no first-appearance pass, no lookup of distinct
+    columns); None when there is no such table or a column is not in it. Raises check_csr's
+    errors for a bad entry met before the first unknown column."""
+    cached = index.__dict__.get("_table")
+    numbers = columns is None or isinstance(columns, range)
+    if (cached is None or cached[1] is None or cached[1].dense is None
+            or not (cached[0] is columns or numbers and isinstance(cached[0], str))):
+        return None
+    csr = X.tocsr()
+    indptr, indices, data = csr_arrays(csr.indptr, csr.indices, csr.data)
+    *batch, bad, why = known_columns_csr(indptr, indices, data, X.shape[1], cached[1].dense,
+                                         offset)
+    if why == 2:
+        return None
+    check_csr_entries(indptr, indices, data, X.shape[1], bad, why)
+    return batch[1], tuple(batch)
+
+
+def _hashed_sparse(X, index, learn, grow, columns):
+    """(positions, CSR triple) of a scipy.sparse batch hashed: keyed by its column numbers,
+    one compiled pass (`hashed_csr.hashed_number_csr`); by names, through the table of
+    `Hashing.column_positions`; each row's colliding entries merged as `learn_one` merges
+    them. None when `columns` names a key twice."""
+    numbers = columns is None or isinstance(columns, range)
+    if numbers:
+        csr = X.tocsr()
+        indptr, indices, data = csr_arrays(csr.indptr, csr.indices, csr.data)
+        *batch, bad, why = hashed_number_csr(indptr, indices, data, X.shape[1],
+                                             index.n_features)
+        check_csr_entries(indptr, indices, data, X.shape[1], bad, why)
+    else:
+        found = _known_sparse(X, index, columns, 1)
+        if found is not None:
+            indptr, batch = None, found[1]
+        else:
+            (indptr, ranks, data), used = _sparse(X)
+    if columns is not None and len(columns) != X.shape[1]:
+        raise ValueError(f"columns names {len(columns)} features for {X.shape[1]} columns of X")
+    if not numbers and indptr is not None:
+        pos = index.column_positions(columns, used)
+        if pos is None:
+            return None
+        batch = hashed_rows(indptr, ranks, data, pos)
+    if learn:
+        grow(index.size)
+    return batch[1], tuple(batch)
 
 
 def _densified(keys: tuple, values: tuple, used: np.ndarray) -> tuple:
@@ -162,8 +222,12 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
     will then have (a MemoryError there changes nothing). The vocabulary is looked up once
     per distinct column; for a scipy.sparse batch with `columns` a tuple, a pandas Index or
     None (a list is copied every call, so it is not cached), once per column never met in an
-    earlier batch (`Vocabulary.column_positions`). Columns sharing a position (hash collisions) are summed in order of
-    first occurrence, as `merge_duplicates` does for one event.
+    earlier batch (`Vocabulary.column_positions`). Hashed, a scipy.sparse batch's column
+    numbers get their CRC-32 in compiled code and named columns a table as the vocabulary's
+    (`Hashing.column_positions`); with `allow_sparse` the entries of a row that share a
+    position are summed as `merge_duplicates` sums one event's (`hashed_csr.hashed_rows`).
+    Otherwise columns sharing a position (hash collisions) are summed in order of first
+    occurrence, as `merge_duplicates` does for one event.
 
     The batch is a dense float64 array (rows x positions; C or F order: pandas is column-major)
     or, with `allow_sparse` and a scipy.sparse X or a DataFrame of pandas sparse columns (fill
@@ -173,9 +237,13 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
 
     """
     sparse = type(X).__module__.startswith("scipy.sparse")
-    if (sparse and allow_sparse and isinstance(index, Vocabulary)
-            and (columns is None or cached_columns(columns))):
-        return _cached_sparse(X, index, learn, grow, columns)
+    if sparse and allow_sparse and (columns is None or cached_columns(columns)):
+        if isinstance(index, Vocabulary):
+            return _cached_sparse(X, index, learn, grow, columns)
+        found = _hashed_sparse(X, index, learn, grow, columns) if isinstance(index, Hashing) \
+            else None
+        if found is not None:
+            return found
     if isinstance(X, np.ndarray):
         keys, values = _array(X, columns)
     elif sparse:
@@ -193,6 +261,9 @@ def frame_arrays(X, index, learn: bool, allow_sparse: bool = False, grow=None, c
         n_new = index.room(keys)
         index.check_room(n_new)  # past max_keys, or a MemoryError: nothing changes
         grow(index.size + n_new)
+    if sparse and columns is None and isinstance(index, Hashing):
+        pos, collide = index.numbers_unique(used)  # the keys are `used`: compiled CRC-32
+    elif learn:
         pos, collide = index.insert_unique(keys)
     else:
         pos, collide = index.lookup_unique(keys)  # unseen keys share the sink: no collision

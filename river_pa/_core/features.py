@@ -27,6 +27,8 @@ from itertools import repeat
 import numpy as np
 
 from river_pa._core._numba import CRC_TABLE, crc32_segments, mask_positions
+from river_pa._core.columns import ColumnTable
+from river_pa._core.hashed_csr import number_hashes
 from river_pa._core.validation import TooManyFeaturesError, check_value
 
 __all__ = ["FeatureIndex", "Vocabulary", "Hashing", "make_index", "to_values"]
@@ -220,7 +222,9 @@ class Vocabulary(FeatureIndex):
         Written by hand: a dict probe per column and batch (~1 us with 2^18 keys, 28k per
         sparse batch of 1,024) made `learn_many` 0.05-0.47x scikit-learn. Positions never
         change once given, so the table is exact; a lookup's unseen keys (the sink, 0) are
-        not kept. Raises ValueError if `columns` names a key twice (checked once per table).
+        not kept. The table (`columns.ColumnTable`) costs memory of the columns met, not of
+        the width: a batch of 2^40 columns is as cheap as one of 2^18 with the same entries.
+        Raises ValueError if `columns` names a key twice (checked once per table).
 
         >>> v = Vocabulary()
         >>> cols = ("a", "b", "c")
@@ -230,8 +234,8 @@ class Vocabulary(FeatureIndex):
         array([0, 1])
 
         """
-        table = self._column_table(columns, int(used.max(initial=-1)) + 1)
-        pos = table[used]
+        table = self._column_table(columns)
+        pos = table.get(used)
         missing = np.flatnonzero(pos == 0)
         if len(missing):
             keys = tuple(map(columns.__getitem__, used[missing].tolist()))
@@ -243,23 +247,20 @@ class Vocabulary(FeatureIndex):
             else:
                 found = self.lookup(keys)
             pos[missing] = found
-            table[used[missing]] = found
+            met = found != 0
+            table.put(used[missing][met], found[met])
         return pos
 
-    def _column_table(self, columns, width: int) -> np.ndarray:
+    def _column_table(self, columns) -> ColumnTable:
         numbers = isinstance(columns, range)
         cached = self.__dict__.get("_table")
-        if cached is not None and (cached[0] is columns or numbers and cached[0] == "numbers"):
-            table = cached[1]
-            if len(table) >= width:
-                return table
-        elif not numbers and len(set(columns)) < len(columns):
+        if cached is not None and (cached[0] is columns
+                                   or numbers and isinstance(cached[0], str)):
+            return cached[1]
+        if not numbers and len(set(columns)) < len(columns):
             raise ValueError("columns must not name a feature twice")
-        grown = np.zeros(max(width, len(columns)), dtype=np.int64)
-        if cached is not None and numbers and cached[0] == "numbers":
-            grown[: len(cached[1])] = cached[1]
-        self._table = ("numbers" if numbers else columns, grown)
-        return grown
+        self._table = ("numbers" if numbers else columns, ColumnTable())
+        return self._table[1]
 
 
 def cached_columns(columns) -> bool:
@@ -357,6 +358,40 @@ class Hashing(FeatureIndex):
 
     insert = lookup
     insert_unique = lookup_unique
+
+    def numbers_unique(self, used: np.ndarray) -> tuple[np.ndarray, bool]:
+        """`lookup_unique` of the column numbers `used` (int64 >= 0), hashed compiled."""
+        idx = number_hashes(used)
+        return idx, mask_positions(idx, self.n_features - 1)
+
+    def column_positions(self, columns, used: np.ndarray) -> np.ndarray | None:
+        """Positions of the keys ``columns[j]`` (a tuple or pandas Index of names) of the
+        distinct column numbers `used`, through a table kept for the last `columns`, as
+        `Vocabulary.column_positions` (a key's CRC-32 once per column, not per batch), or
+        None when `columns` names a key twice (the caller then checks the keys of each batch).
+
+        >>> h = Hashing(2**4)
+        >>> h.column_positions(("a", "user=42"), np.array([1])), h.lookup(("user=42",))
+        (array([3]), array([3]))
+
+        """
+        cached = self.__dict__.get("_table")
+        if cached is None or cached[0] is not columns:
+            unique = len(set(columns)) == len(columns)
+            cached = self._table = (columns, ColumnTable() if unique else None)
+        table = cached[1]
+        if table is None:
+            return None
+        pos = table.get(used) - 1  # the table holds position + 1: 0 is a position here
+        missing = np.flatnonzero(pos < 0)
+        if len(missing):
+            found = self.lookup(tuple(map(columns.__getitem__, used[missing].tolist())))
+            pos[missing] = found
+            table.put(used[missing], found + 1)
+        return pos
+
+    def __getstate__(self):
+        return {"n_features": self.n_features}  # the column table is a cache, not state
 
 
 def merge_duplicates(idx: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from river_pa._core import _numba, jit
+from river_pa._core.columns import csr_columns_sparse
 
 VARIANTS = {"PA": _numba.PA, "PA-I": _numba.PA_I, "PA-II": _numba.PA_II}
 _MAX_FLOAT = float(np.finfo(np.float64).max)
@@ -301,6 +302,18 @@ def check_csr(indptr, indices, data, n_keys: int) -> tuple:
     ValueError: row 0 has column 1 twice
 
     """
+    indptr, indices, data = csr_arrays(indptr, indices, data)
+    if n_keys > 2 * len(indices) + 1024:  # a lookup table of n_keys would not be O(n)
+        columns, ranks, bad, why = csr_columns_sparse(indptr, indices, n_keys)
+    else:
+        columns, ranks, bad, why = jit.kernel(_numba.csr_columns)(indptr, indices, n_keys)
+    check_csr_entries(indptr, indices, data, n_keys, bad, why)
+    return indptr, data, columns, ranks
+
+
+def csr_arrays(indptr, indices, data) -> tuple:
+    """(indptr, indices, data) as int64, int64 and float64 arrays, with `check_csr`'s
+    TypeError for a wrong dtype and ValueError for inconsistent lengths."""
     indptr = _integer_array("indptr", indptr)
     indices = _integer_array("indices", indices)
     data = np.asarray(data)
@@ -315,15 +328,13 @@ def check_csr(indptr, indices, data, n_keys: int) -> tuple:
                          f"per index: got indptr of length {len(indptr)} from "
                          f"{indptr[:1].tolist()} to {indptr[-1:].tolist()}, {n} indices, "
                          f"{len(data)} values")
-    compact = n_keys > 2 * n + 1024  # a lookup table of n_keys would not be O(n)
-    if compact:
-        outside = (indices < 0) | (indices >= n_keys)
-        uniq, local = np.unique(np.where(outside, -1, indices), return_inverse=True)
-        local = np.where(outside, -1, local.reshape(-1))
-        columns, ranks, bad, why = jit.kernel(_numba.csr_columns)(indptr, local, len(uniq))
-        columns = uniq[columns]
-    else:
-        columns, ranks, bad, why = jit.kernel(_numba.csr_columns)(indptr, indices, n_keys)
+    return indptr, indices, data
+
+
+def check_csr_entries(indptr, indices, data, n_keys: int, bad: int, why: int) -> None:
+    """`check_csr`'s ValueError for the bad entry `bad` (why 0: a column outside
+    0..n_keys-1, 1: a column twice in its row; none when bad < 0), then for a non-finite
+    value."""
     if bad >= 0:
         row = int(np.searchsorted(indptr, bad, side="right")) - 1
         column = int(indices[bad])
@@ -336,7 +347,6 @@ def check_csr(indptr, indices, data, n_keys: int) -> tuple:
         p = int(np.argmin(finite))
         row = int(np.searchsorted(indptr, p, side="right")) - 1
         raise ValueError(f"row {row} column {int(indices[p])} has a non-finite value {float(data[p])!r}")
-    return indptr, data, columns, ranks
 
 
 _BINARY_TYPES = (bool, np.bool_, numbers.Integral, float, np.floating)

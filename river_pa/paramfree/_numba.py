@@ -375,8 +375,10 @@ def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
     """End round t: S <- S + x x^T, P <- S_t^+ (and N <- I - S_t S_t^+ when x added a
     direction), in O(d^2), from the k, r filled by `si_full_round`; then h <- h - g x."""
     for a in range(idx.shape[0]):
+        Sa = S[idx[a]]
+        va = val[a]
         for b in range(idx.shape[0]):
-            S[idx[a], idx[b]] += val[a] * val[b]
+            Sa[idx[b]] += va * val[b]
     d = P.shape[0]
     if new:
         rr = 0.0
@@ -400,8 +402,10 @@ def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
             xk += val[j] * k[idx[j]]
         c = 1.0 / (1.0 + xk)
         for i in range(d):
+            Pi = P[i]
+            ci = c * k[i]  # c * k[i] * k[j] is (c * k[i]) * k[j]: the same bits, hoisted
             for j in range(d):
-                P[i, j] -= c * k[i] * k[j]
+                Pi[j] -= ci * k[j]
     for j in range(idx.shape[0]):
         h[idx[j]] -= g * val[j]
 
@@ -439,6 +443,24 @@ def si_full_fresh(D, idx, val) -> bool:
         if val[j] != 0.0 and D[idx[j]] == 0.0:
             return True
     return False
+
+
+@njit(cache=True)
+def si_full_prepare(D, idx, val, bias):
+    """(positions, raw values, values in the learner's units, fresh) of an event with the
+    intercept's 1 appended at position `bias` (nothing when bias < 0): `np.append`,
+    `si_full_fresh` and `si_full_scaled` in one call (four numpy calls per round were a
+    third of the time at d = 100)."""
+    m = idx.shape[0]
+    n = m + 1 if bias >= 0 else m
+    pos = np.empty(n, np.int64)
+    raw = np.empty(n)
+    pos[:m] = idx
+    raw[:m] = val
+    if bias >= 0:
+        pos[m] = bias
+        raw[m] = 1.0
+    return pos, raw, si_full_scaled(D, pos, raw), si_full_fresh(D, pos, raw)
 
 
 @njit(cache=True)

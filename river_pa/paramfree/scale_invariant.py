@@ -127,11 +127,6 @@ class _Full(_ScaleInvariant):
         self._N[:n, :n] = np.eye(n) - U @ U.T
         self._refreshes += 1
 
-    def _with_bias(self, pos, val):
-        if self._bias < 0:
-            return pos, val
-        return np.append(pos, self._bias), np.append(val, 1.0)
-
     def _round(self, pos, val, extra_sq=0.0, fresh=False):
         """(new direction?, y_hat, x^T S_t^+ x) of the event.
 
@@ -168,13 +163,11 @@ class _Full(_ScaleInvariant):
     def _raw(self, pos, val):
         if not _numba.max_abs(val) < _numba.MAX_ABS_VALUE:
             return math.nan
-        pos, val = self._with_bias(pos, val)
-        fresh = _numba.si_full_fresh(self._D, pos, val)
-        val = _numba.si_full_scaled(self._D, pos, val)
+        pos, raw, val, fresh = _numba.si_full_prepare(self._D, pos, val, self._bias)
         known = pos != 0
         if known.all():
             new, y_hat, xPx = self._round(pos, val, 0.0, fresh)
-            self._last_round = (self._version, new, xPx)
+            self._last_round = (self._version, new, xPx, pos, raw, val)
             return y_hat if math.isfinite(xPx) else math.nan
         self._last_round = None
         extra = float(np.dot(val[~known], val[~known]))
@@ -183,15 +176,14 @@ class _Full(_ScaleInvariant):
         return y_hat if math.isfinite(xPx) else math.nan
 
     def _learn_round(self, pos, val, g):
-        pos, raw = self._with_bias(pos, val)
-        fresh = _numba.si_full_fresh(self._D, pos, raw)
-        val = _numba.si_full_scaled(self._D, pos, raw)
-        _numba.si_full_fix_scales(self._D, pos, raw)
         if self._last_round is not None and self._last_round[0] == self._version:
-            # the scratch still holds this event's k and r (the prediction just computed them)
-            _, new, xPx = self._last_round
+            # the scratch still holds this event's k and r (the prediction just computed them,
+            # on these positions: all known, so learning inserted none) and its values
+            _, new, xPx, pos, raw, val = self._last_round
         else:
+            pos, raw, val, fresh = _numba.si_full_prepare(self._D, pos, val, self._bias)
             new, _, xPx = self._round(pos, val, 0.0, fresh)
+        _numba.si_full_fix_scales(self._D, pos, raw)
         n = self._index.size
         k, r, _ = self._scratch[:, :n]
         _numba.si_full_commit(
