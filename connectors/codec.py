@@ -20,7 +20,9 @@ from typing import Any, Callable
 import numpy as np
 import orjson
 
-from river_pa._core.validation import TooManyClassesError, check_input_value
+from river_pa._core.validation import (
+    MAX_INPUT, OutOfRangeError, TooManyClassesError, check_input_value,
+)
 from river_pa.connectors.errors import BadRecordError
 
 __all__ = [
@@ -30,8 +32,9 @@ __all__ = [
 
 REASONS = (
     "oversize", "too_deep", "undecodable", "invalid_json", "not_an_object", "missing_id",
-    "missing_x", "bad_x", "bad_value", "non_finite", "bad_label", "bad_ts", "label_rejected",
-    "too_many_classes", "too_many_features", "feature_rejected", "model_error", "output_rejected",
+    "missing_x", "bad_x", "bad_value", "non_finite", "out_of_range", "bad_label", "bad_ts",
+    "label_rejected", "too_many_classes", "too_many_features", "feature_rejected", "model_error",
+    "output_rejected",
 )
 
 
@@ -94,8 +97,8 @@ def _is_regressor(model) -> bool:
 def _regression_label(y):
     if isinstance(y, bool) or not isinstance(y, (int, float)):
         raise BadRecord("bad_label", f"a regressor needs a number, got {_preview(y)}")
-    if not math.isfinite(y):
-        raise BadRecord("bad_label", "label is not finite")
+    if not -MAX_INPUT < y < MAX_INPUT:  # nan fails too
+        raise BadRecord("bad_label", f"label {_preview(y)} is not a finite number below 1e150")
     return float(y)
 
 
@@ -120,19 +123,16 @@ def _multiclass_label(y):
     return y
 
 
-def _reject_constant(token: str):
-    raise BadRecord("non_finite", f"JSON constant {token}")
-
-
-def _parse_int(token: str) -> int:
-    """An integer literal; one too large for a double is refused like 1e999 (orjson reads
-    integers beyond 64 bits as doubles, so this is what made its fast parse fail)."""
+def _parse_int(token: str) -> int | float:
+    """An integer literal as orjson reads it: a double beyond 64 bits; one too large for a
+    double is refused like 1e999 (what made orjson's fast parse fail)."""
     value = int(token)
+    if -2**63 <= value < 2**64:
+        return value
     try:
-        float(value)
+        return float(value)
     except OverflowError:
         raise BadRecord("non_finite", "a number overflows a double") from None
-    return value
 
 
 # The daemon's own nesting limit, checked before any parser runs: orjson's (1,024 levels in
@@ -169,29 +169,32 @@ def _load_object(raw: bytes | None, max_bytes: int) -> dict:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise _why_invalid(raw, exc) from None
+        obj = _lenient(raw, exc)
     if not isinstance(obj, dict):
         raise BadRecord("not_an_object", type(obj).__name__)
     return obj
 
 
-def _why_invalid(raw: bytes, error: Exception) -> BadRecord:
-    """The reason a value the strict (fast) parser refused is bad: bytes that are not UTF-8,
-    NaN/Infinity or an overflowing number, or broken JSON."""
+def _lenient(raw: bytes, error: Exception):
+    """The value of a record the strict (fast) parser refused, read as `river-pa evaluate`
+    reads a line (NaN, Infinity and 1e400 are numbers, so the checks of the fields name the
+    one that holds them, as evaluate does), or BadRecord: bytes that are not UTF-8, a string
+    the daemon could not write back (a lone surrogate), an integer that overflows a double, or
+    broken JSON."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return BadRecord("undecodable", str(exc))
+        raise BadRecord("undecodable", str(exc)) from None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
-        json.dumps(obj, allow_nan=False)
-    except BadRecord as exc:
-        return exc
-    except json.JSONDecodeError as exc:
-        return BadRecord("invalid_json", str(exc))
-    except ValueError:
-        return BadRecord("non_finite", "a number overflows a double")
-    return BadRecord("invalid_json", str(error))
+        obj = json.loads(text, parse_int=_parse_int)
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except BadRecord:  # `_parse_int`'s
+        raise
+    except UnicodeEncodeError as exc:
+        raise BadRecord("undecodable", f"a string the daemon cannot write back: {exc}") from None
+    except ValueError as exc:  # JSONDecodeError, an integer of more than 4,300 digits
+        raise BadRecord("invalid_json", str(exc) or str(error)) from None
+    return obj
 
 
 def _record_id(obj: dict) -> str:
@@ -209,15 +212,16 @@ def _features(obj: dict) -> dict[str, float]:
         raise BadRecord("bad_x", f"x is a {type(x).__name__}, not an object")
     for key, value in x.items():
         kind = type(value)  # exact types first: half the cost of the checks below per feature
-        if kind is float and value - value == 0.0:  # finite (inf - inf and nan - nan are nan)
-            continue
-        if kind is int or kind is str:  # not a bool (its own type); every int is finite
+        # exact types first (a bool is its own type): half the cost of the checks below
+        if (kind is float or kind is int) and -MAX_INPUT < value < MAX_INPUT or kind is str:
             continue
         try:  # the model decides what it takes of the rest (evaluate's verdict, the same policy)
             check_input_value(key, value)
-        except TypeError as exc:
-            raise BadRecord("bad_value", str(exc)) from None  # cut to 500 characters by
-        except ValueError as exc:                              # the dead letter's header
+        except TypeError as exc:  # the message is cut to 500 characters by the dead letter's
+            raise BadRecord("bad_value", str(exc)) from None  # header
+        except OutOfRangeError as exc:
+            raise BadRecord("out_of_range", str(exc)) from None
+        except ValueError as exc:
             raise BadRecord("non_finite", str(exc)) from None
     return x
 

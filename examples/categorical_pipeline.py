@@ -20,7 +20,7 @@ CATEGORICAL = ("elevel", "car", "zipcode")
 
 model = (
     (compose.Select(*NUMERIC) | preprocessing.StandardScaler())
-    + (compose.Select(*CATEGORICAL) | preprocessing.OneHotEncoder())
+    + (compose.Select(*CATEGORICAL) | preprocessing.OneHotEncoder(drop_zeros=True))
 ) | PAClassifier()
 
 native = (

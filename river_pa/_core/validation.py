@@ -19,6 +19,8 @@ MAX_CLASSES = 1000  # the default bound on the classes a learner creates (see `m
 
 __all__ = [
     "MAX_CLASSES",
+    "MAX_INPUT",
+    "OutOfRangeError",
     "TooManyClassesError",
     "TooManyFeaturesError",
     "check_class_room",
@@ -425,6 +427,13 @@ def check_targets(y) -> np.ndarray:
     return values
 
 
+MAX_INPUT = 1e150  # the bound on an input's numbers: squares and their sums stay finite
+
+
+class OutOfRangeError(ValueError):
+    """A finite input number at or beyond `MAX_INPUT` in magnitude (`check_input_value`)."""
+
+
 def check_input_value(key, value) -> None:
     """Raise an error naming the feature when no model can take `value` as the value of
     feature `key` of an input record (a line of `river-pa evaluate`'s file, an event of
@@ -432,17 +441,20 @@ def check_input_value(key, value) -> None:
     on the same record. The model decides the rest (a river_pa learner raises `TypeError` on a
     string unless its features are categorical, `check_value`).
 
-    Finite numbers pass, and so do strings, booleans, None and a list of strings, numbers or
-    booleans: a River pipeline takes them (`preprocessing.OneHotEncoder` strings and lists of
-    categories, `preprocessing.StatImputer` None). Objects and nested lists do not: no River
-    transformer or learner takes them as a feature's value.
+    Numbers pass when finite and below `MAX_INPUT` (1e150) in magnitude: beyond it a square
+    overflows, and one such value turned a River `StandardScaler`'s variance into inf for good
+    (every later event refused). Strings, booleans, None and a list of strings, numbers or
+    booleans pass: a River pipeline takes them (`preprocessing.OneHotEncoder` strings and
+    lists of categories, `preprocessing.StatImputer` None). Objects and nested lists do not:
+    no River transformer or learner takes them as a feature's value.
 
     Raises
     ------
     TypeError
         If `value` is a dict, a list holding a container or None, or any other object.
     ValueError
-        If `value` (or an item of its list) is a number that is NaN or infinite.
+        If `value` (or an item of its list) is a number that is NaN or infinite;
+        `OutOfRangeError` (a ValueError) if it is finite but at or beyond 1e150 in magnitude.
 
     >>> check_input_value("country", "FR")
     >>> check_input_value("tags", ["sports", "news"])
@@ -454,6 +466,10 @@ def check_input_value(key, value) -> None:
     Traceback (most recent call last):
     ...
     ValueError: feature 'age' has a non-finite value inf
+    >>> check_input_value("salary", 1e308)
+    Traceback (most recent call last):
+    ...
+    river_pa._core.validation.OutOfRangeError: feature 'salary' has a value 1e+308 beyond 1e150 in magnitude (its square overflows)
 
     """
     if value is None or isinstance(value, str | bool):
@@ -461,7 +477,7 @@ def check_input_value(key, value) -> None:
     if isinstance(value, list) and all(isinstance(v, str | numbers.Real) for v in value):
         for item in value:
             if not isinstance(item, str | bool):
-                check_value(key, item)
+                _check_input_number(key, item)
         return
     if not isinstance(value, numbers.Real):
         shown = repr(value)
@@ -469,4 +485,10 @@ def check_input_value(key, value) -> None:
         raise TypeError(f"feature {key!r} has a value of type {type(value).__name__} ({shown}): "
                         "a feature value is a number, a string, true/false, null or a list of "
                         "numbers, strings and true/false")
-    check_value(key, value)
+    _check_input_number(key, value)
+
+
+def _check_input_number(key, value) -> None:
+    if not -MAX_INPUT < check_value(key, value) < MAX_INPUT:
+        raise OutOfRangeError(f"feature {key!r} has a value {float(value)!r} beyond 1e150 in "
+                              "magnitude (its square overflows)")

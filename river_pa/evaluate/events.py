@@ -20,9 +20,12 @@ def refused(exc: Exception, block, i: int, event: int, note: str = "") -> Except
     `block`: for a CSV or JSONL file a DataError naming the file and line (a bad line, exit
     status 2, like the reader's), else the model's error type naming the event."""
     where = block.where(i) if block is not None else None
+    # a missing key's message is the key alone: named KeyError, as serve's dead letter does
+    message = f"KeyError: {exc}" if isinstance(exc, KeyError) else str(exc)
     if where:
-        return DataError(f"{where}{note}: {exc}")
-    return type(exc)(f"event {event}{note}: {exc}")
+        return DataError(f"{where}{note}: {message}")
+    return (ValueError if isinstance(exc, KeyError) else type(exc))(
+        f"event {event}{note}: {message}")
 
 
 class Events:

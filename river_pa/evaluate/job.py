@@ -51,7 +51,7 @@ def warm_up(model, first, use_compiled: bool, names: list[str]) -> float:
             x, y = next(iter(first.head(1)))
             probe.predict_one(x)
             probe.learn_one(x, y)
-    except (TypeError, ValueError):  # a bad first event: the run reports it
+    except (TypeError, ValueError, KeyError):  # a bad first event: the run reports it
         pass
     return time.perf_counter() - start
 
@@ -137,7 +137,7 @@ def _run_river(first, blocks, model, names: list[str], delay: int, every: int,
             clock.checkpoint(state["Step"], _values(metrics))
     except DataError:
         raise
-    except (TypeError, ValueError) as exc:  # name where: River's loop does not
+    except (TypeError, ValueError, KeyError) as exc:  # name where: River's loop does not
         note = f" (or the one it learned, {delay} earlier)" if delay else ""
         raise events.refused(exc, note=note) from exc
     if not clock.rows or clock.rows[-1].step != events.read:
@@ -196,7 +196,8 @@ def evaluate_many(source, models: dict, metrics: list[str], delay: int = 0,
                 continue
             except DataError:
                 raise
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, KeyError) as exc:  # KeyError: a column a
+                # pipeline selects (compose.Select) missing from the event
                 raise events.refused(exc, list(runs).index(label), f" ({label})") from exc
             finally:
                 run.seconds += time.perf_counter() - start

@@ -19,7 +19,7 @@ import typing
 
 import numpy as np
 
-from river_pa._core.validation import check_input_value
+from river_pa._core.validation import MAX_INPUT, check_input_value
 from river_pa.evaluate.files import CSR, DataError, open_data
 from river_pa.evaluate.libsvm import iter_libsvm
 
@@ -154,7 +154,8 @@ def _dicts_chunk(x: list, labels: list, lines: list, path: str) -> Chunk:
 def dicts_csr(x: list) -> CSR | None:
     """The feature dicts `x` as CSR arrays (`csr.keys` the feature keys, numbered in order of
     first appearance, each row in its dict's order, so the compiled path adds in the same
-    order as `learn_one`), or None if a value is not a finite int or float.
+    order as `learn_one`), or None if a value is not an int or float below `MAX_INPUT` (1e150)
+    in magnitude.
 
     >>> csr = dicts_csr([{"a": 1.0, "b": 2}, {"b": 0.5}])
     >>> csr.indptr.tolist(), csr.indices.tolist(), csr.data.tolist(), csr.keys
@@ -165,8 +166,8 @@ def dicts_csr(x: list) -> CSR | None:
     indptr, indices, data = [0], [], []
     for event in x:
         for key, value in event.items():
-            if type(value) not in (float, int) or not math.isfinite(value):
-                return None
+            if type(value) not in (float, int) or not -MAX_INPUT < value < MAX_INPUT:
+                return None  # `_check_values` judges it (nan fails the test too)
             indices.append(columns.setdefault(key, len(columns)))
             data.append(value)
         indptr.append(len(indices))

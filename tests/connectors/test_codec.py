@@ -191,3 +191,29 @@ def test_a_null_y_is_an_unlabelled_event_but_a_bad_label():
     with pytest.raises(BadRecord, match="missing y") as exc:
         decode_label(b'{"id": "a", "y": null}', check, 100)
     assert exc.value.reason == "bad_label"
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("NaN", "non_finite"), ("-Infinity", "non_finite"), ("1e400", "non_finite"),
+    ("1e308", "out_of_range"), ("-2e150", "out_of_range"), ('{"b": 1}', "bad_value"),
+    ('[["a"]]', "bad_value"),
+])
+def test_serve_refuses_a_feature_value_with_evaluates_message(text, reason):
+    """The dead letter's detail is the message `river-pa evaluate` gives the same value of the
+    same line (check_input_value), naming the feature; a finite 1e308 is refused before a
+    River StandardScaler's variance overflows on it (a new user's pipeline then refused every
+    later event)."""
+    from river_pa._core.validation import check_input_value
+
+    with pytest.raises(BadRecord) as served:
+        decode_event(b'{"id": 1, "x": {"salary": ' + text.encode() + b"}}", BINARY, 200)
+    with pytest.raises((TypeError, ValueError)) as evaluated:
+        check_input_value("salary", json.loads(text))
+    assert (served.value.reason, served.value.detail) == (reason, str(evaluated.value))
+    assert "'salary'" in served.value.detail
+
+
+def test_a_lone_surrogate_is_undecodable_not_a_crash_when_echoed():
+    with pytest.raises(BadRecord) as info:
+        decode_event(b'{"id": "\\ud800", "x": {"f": NaN}}', BINARY, 200)
+    assert info.value.reason == "undecodable"
