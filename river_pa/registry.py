@@ -122,11 +122,12 @@ def make_model(name: str, params: dict | None = None) -> base.Estimator:
       learn_intercept=True
       n_features=None
       calibration=None
+      categorical=False
     )
     >>> make_model("PAClassifier", {"c": 1})
     Traceback (most recent call last):
     ...
-    ValueError: unknown parameter 'c' for PAClassifier; valid parameters: C, calibration, learn_intercept, n_features, variant
+    ValueError: unknown parameter 'c' for PAClassifier; valid parameters: C, calibration, categorical, learn_intercept, n_features, variant
     >>> make_model("os:system", {"command": "echo hello"})
     Traceback (most recent call last):
     ...

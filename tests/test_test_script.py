@@ -60,14 +60,15 @@ def test_a_fresh_clone_builds_its_venv_and_runs_everything_with_it(tmp_path):
         [venv, venv, bin_, "-m pip install --quiet --disable-pip-version-check --upgrade "
                            "--upgrade-strategy eager -e .[test]"],
         [venv, venv, bin_, f"- {bootstrap}"],  # kafka.sh's probe: the broker is up, none started
-        [venv, venv, bin_, "-m pytest -n 2 --dist loadfile tests/test_cli.py -k model spec"],
+        [venv, venv, bin_, "-m pytest -n 2 --dist loadfile --durations 25 tests/test_cli.py -k "
+                           "model spec"],
     ]
     # a local .venv is reused (and upgraded); pytest's status is the script's, 5 included
     code, calls = run_script(repo, pytest_exit=5)
     assert code == 5
     assert calls[0] == [".venv/bin/python", "", here, "-m pip --version"]  # works: no new venv
     assert [call[:3] for call in calls[1:]] == [[venv, venv, bin_]] * 3
-    assert calls[-1][3] == "-m pytest -n 2 --dist loadfile"
+    assert calls[-1][3] == "-m pytest -n 2 --dist loadfile --durations 25"
 
 
 def test_the_venv_is_git_ignored():
