@@ -86,8 +86,8 @@ def check_client_choice(cfg) -> None:
     >>> try:
     ...     check_client_choice(ServeConfig(kafka_client="confluent", kafka={"api_version": "3.9"}))
     ... except SettingsConflict as exc:
-    ...     print(str(exc)[:95])
-    river-pa serve: Kafka client settings ['api_version'] (from [kafka], --kafka or RIVER_PA_KAFKA_*)
+    ...     print("['api_version']" in str(exc), "not taken with --kafka-client confluent" in str(exc))
+    True True
     """
     if cfg.kafka_client not in CLIENTS:
         raise SystemExit(f"river-pa serve: kafka_client must be kafka-python or confluent, got "
