@@ -17,8 +17,10 @@ the loop's thread (librdkafka serves them there), never between two of its calls
 from __future__ import annotations
 
 import logging
+import time
 
 import confluent_kafka as ck
+from kafka.errors import UnknownTopicOrPartitionError
 
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka.client import TopicPartition
@@ -50,6 +52,20 @@ class Record:
 
 def _ck(tp, offset: int = ck.OFFSET_INVALID) -> ck.TopicPartition:
     return ck.TopicPartition(tp.topic, tp.partition, offset)
+
+
+def _known(call, *args, **kwargs):
+    """`call(*args, **kwargs)`, again while it raises UnknownTopicOrPartitionError, up to
+    CALL_TIMEOUT_S: librdkafka learns a topic created just before from its next metadata
+    (the state topic a new node creates, then reads: a start failed there)."""
+    deadline = time.monotonic() + CALL_TIMEOUT_S
+    while True:
+        try:
+            return call(*args, **kwargs)
+        except UnknownTopicOrPartitionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def _offset(value: int) -> int | None:
@@ -179,8 +195,8 @@ class ConfluentConsumer:
         raising(self._consumer.assign, [_ck(tp, o) for tp, o in positions.items()])
 
     def _watermarks(self, partition) -> tuple[int, int]:
-        return raising(self._consumer.get_watermark_offsets, _ck(partition),
-                       timeout=CALL_TIMEOUT_S, cached=False)
+        return _known(raising, self._consumer.get_watermark_offsets, _ck(partition),
+                      timeout=CALL_TIMEOUT_S, cached=False)
 
     def seek_to_beginning(self, *partitions) -> None:
         for tp in partitions or tuple(self._assigned):
@@ -212,11 +228,15 @@ class ConfluentConsumer:
         """The broker's end offset of each partition (the last stable offset when reading
         committed records only), in one request per leader."""
         asked = [_ck(tp, ck.OFFSET_END) for tp in partitions]  # as a time: the latest
+        answers = _known(self._offsets_for_times, asked)
+        return {self._tp(a.topic, a.partition): a.offset for a in answers}
+
+    def _offsets_for_times(self, asked: list) -> list:
         answers = raising(self._consumer.offsets_for_times, asked, timeout=CALL_TIMEOUT_S)
         for answer in answers:
             if answer.error is not None:
                 raise translate(answer.error)
-        return {self._tp(a.topic, a.partition): a.offset for a in answers}
+        return answers
 
     def group_metadata(self):
         return raising(self._consumer.consumer_group_metadata)
