@@ -39,6 +39,11 @@ class ConfluentProducer:
             **settings, "delivery.report.only.error": True, "on_delivery": self._delivered,
             "error_cb": self._on_error})
 
+    @property
+    def produce_or_raise(self):
+        """librdkafka's `produce` itself (BufferError when its queue is full, KafkaException)."""
+        return self._producer.produce
+
     def _delivered(self, error, message) -> None:
         self.on_failure(message.topic(), translate(error))
 
@@ -140,11 +145,15 @@ class ConfluentOutputs(Outputs):
 
     def _listen(self, producer: ConfluentProducer) -> None:
         producer.on_failure = lambda topic, exc: self._on_error(producer, topic, exc)
+        self._produce = producer.produce_or_raise  # the per-record path: one call
 
     def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers=None):
         """Send one record, or raise MessageSizeTooLargeError when it is over `limit(topic)`."""
         self._check_size(topic, value, key, headers)
-        self.producer.send(topic, value, key, headers)
+        try:
+            self._produce(topic, value, key, headers=headers)
+        except (BufferError, ck.KafkaException):  # not queued: the producer waits, translates
+            self.producer.send(topic, value, key, headers)
 
     def replace(self, producer: ConfluentProducer, limits: dict[str, int]) -> None:
         super().replace(producer, limits)
