@@ -90,6 +90,8 @@ class ConfluentProducer:
                     [_ck(tp, meta.offset) for tp, meta in offsets.items()], group, timeout_s)
         else:
             raising(getattr(self._producer, call), timeout_s)
+        if call == "abort_transaction":  # the reports of the records it purged, now: the
+            self._producer.poll(0)       # outputs forget them next (`forget_aborted`)
 
     def close(self, timeout: float | None = None) -> None:
         """Send what is queued for up to `timeout` s; what is left then is dropped."""
