@@ -94,10 +94,6 @@ def check_client_choice(cfg) -> None:
                          f"{cfg.kafka_client!r:.60}")
     if cfg.kafka_client == "kafka-python":
         return
-    if cfg.role == "learn":
-        raise SettingsConflict(
-            "river-pa serve: --kafka-client confluent does not run --role learn yet: run the "
-            "learner with --kafka-client kafka-python (the predictors can run on confluent)")
     unmapped = sorted(set(cfg.kafka) - set(LIBRDKAFKA_NAMES) - DAEMON_OWN)
     if unmapped:
         raise SettingsConflict(
