@@ -146,7 +146,7 @@ _FLAGS_HELP = {
                         "active learner fences the old one)",
     "kafka_client": "the Kafka client library of the data path: kafka-python, or confluent "
                     "(confluent-kafka, librdkafka: pip install \"river-pa[confluent]\"; "
-                    "--role predict and both; the admin calls stay on kafka-python)",
+                    "the admin calls and the learner's lease stay on kafka-python)",
     "kafka": "JSON object of extra client settings, kafka-python's names under both clients "
              "(SASL/SSL, ...)",
 }

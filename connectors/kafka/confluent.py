@@ -6,8 +6,9 @@ translated (kafka/confluent_errors.py), so the loop is the same under both clien
 
 The control plane stays on kafka-python under both clients in this step (low traffic): the
 admin client (topic limits, topic creation, group size: kafka/admin.py, kafka/outputs.py) and
-the learner's lease group with its custom assignor (kafka/assignor.py), which is why
-`--role learn` is refused with this client (kafka/confluent_settings.py).
+the learner's lease group with its custom assignor (kafka/assignor.py, roles/lease.py): a
+learner's data path (its self-assigned consumer, offsets client, producer) runs here, its
+lease on kafka-python.
 
 Partitions are kafka-python's `TopicPartition` (hashable (topic, partition) pairs) on the
 loop's side; librdkafka's are made at each call. A rebalance's callbacks run inside `poll` on

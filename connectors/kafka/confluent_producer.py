@@ -5,6 +5,7 @@ kafka-python's), its failures reported to the outputs from delivery reports of f
 
 from __future__ import annotations
 
+import logging
 import time
 
 import confluent_kafka as ck
@@ -16,6 +17,8 @@ from river_pa.connectors.kafka.confluent_errors import (
 )
 from river_pa.connectors.kafka.errors import FENCED, ClientTimeout
 from river_pa.connectors.kafka.outputs import Outputs
+
+log = logging.getLogger("river_pa.serve")
 
 __all__ = ["ConfluentOutputs", "ConfluentProducer", "close_producer", "fenced", "make_producer",
            "transact"]
@@ -94,11 +97,15 @@ class ConfluentProducer:
             self._producer.poll(0)       # outputs forget them next (`forget_aborted`)
 
     def close(self, timeout: float | None = None) -> None:
-        """Send what is queued for up to `timeout` s; what is left then is dropped."""
-        if self._producer.flush(-1 if timeout is None else timeout):
+        """Send what is queued for up to `timeout` s; what is left then is dropped, also after
+        a fatal error (fenced: nothing more can be sent)."""
+        try:
+            if self._producer.flush(-1 if timeout is None else timeout):
+                self._producer.purge()
+                self._producer.flush(0)
+        except ck.KafkaException as exc:
+            log.info("the producer is closed without its last sends (%s)", translate(exc))
             self._producer.purge()
-            self._producer.flush(0)
-
 
 
 def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> ConfluentProducer:

@@ -80,7 +80,7 @@ def librdkafka_settings(settings: dict, consumer: bool) -> dict:
 def check_client_choice(cfg) -> None:
     """Refuse a `cfg.kafka_client` that is not one of `CLIENTS` (SystemExit), and with
     "confluent": confluent-kafka not installed, a `[kafka]` setting librdkafka has no name
-    for, or serve settings this client does not run yet (SettingsConflict, status 2).
+    for (SettingsConflict, status 2).
 
     >>> from river_pa.connectors.config import ServeConfig
     >>> try:

@@ -47,11 +47,10 @@ def test_an_unknown_client_is_refused_naming_it(capsys, monkeypatch):
         "river-pa serve: kafka_client must be kafka-python or confluent, got 'librdkafka'"]
 
 
-def test_the_learner_on_confluent_is_refused_with_status_2(capsys):
-    assert cli.main(["serve", "--kafka-client", "confluent", "--role", "learn", *NO_BROKER]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == [
-        "river-pa serve: --kafka-client confluent does not run --role learn yet: run the "
-        "learner with --kafka-client kafka-python (the predictors can run on confluent)"]
+def test_every_role_takes_the_confluent_client():
+    for role in ("both", "learn", "predict"):
+        cfg = load_config(["--kafka-client", "confluent", "--role", role], environ={})
+        assert (cfg.role, cfg.kafka_client) == (role, "confluent")
 
 
 def test_a_kafka_python_setting_librdkafka_has_no_name_for_is_refused_naming_it(capsys):

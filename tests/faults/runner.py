@@ -6,7 +6,7 @@ before the daemons start, or paced while the faults fire), starts learners `la` 
 progress stalls, `STALL_S` after the previous one: the stall is itself what the checker
 reports), waits for every fault to end, heals (every broker up, every daemon running), then
 hands over to the checker. The pytest module and the soak both call it. `client` is the
-predictors' `--kafka-client` (the learners run on kafka-python under both clients).
+daemons' `--kafka-client`.
 
 """
 
@@ -44,7 +44,7 @@ class Result:
 
     schedule: Schedule
     exactly_once: bool
-    client: str = "kafka-python"  # the predictors' --kafka-client
+    client: str = "kafka-python"  # the daemons' --kafka-client
     fired: Counter = field(default_factory=Counter)  # faults carried out, by kind
     skipped: int = 0  # faults whose target was busy or missing when they came due
     log: list[str] = field(default_factory=list)  # one line per thing done, with its time
@@ -207,8 +207,8 @@ class Run:
 
 def run_schedule(schedule: Schedule, exactly_once: bool, bootstrap: str, workdir: Path,
                  elec2_path, n_events: int = N_EVENTS, client: str = "kafka-python") -> Result:
-    """Run `schedule` (the predictors on `client`) and check the invariants; the result holds
-    the violations found."""
+    """Run `schedule` (the daemons on `client`) and check the invariants; the result holds the
+    violations found."""
     run = Run(schedule, exactly_once, bootstrap, Path(workdir), elec2_path, n_events, client)
     try:
         try:

@@ -40,7 +40,7 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--exactly-once", choices=("on", "off", "both"), default="both")
     parser.add_argument("--events", type=int, default=N_EVENTS, help="events in the stream")
     parser.add_argument("--client", choices=CLIENTS, default=CLIENTS[0],
-                        help="the predictors' --kafka-client (the learners run on kafka-python)")
+                        help="the daemons' --kafka-client (default kafka-python)")
     args = parser.parse_args(argv)
     args.kinds = tuple(k for k in args.kinds.split(",") if k)
     try:  # an unknown kind: one line, before any broker starts

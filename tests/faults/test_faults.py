@@ -32,10 +32,9 @@ def test_invariants_hold_under_a_random_fault_schedule(cluster_bootstrap, elec2_
 
 
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
-def test_invariants_hold_with_the_predictors_on_confluent_kafka(cluster_bootstrap, elec2_path,
-                                                                 tmp_path, exactly_once):
-    """The first seed again, its predictors on --kafka-client confluent (the learners on
-    kafka-python: the lease stays on it)."""
+def test_invariants_hold_with_the_daemons_on_confluent_kafka(cluster_bootstrap, elec2_path,
+                                                              tmp_path, exactly_once):
+    """The first seed again, its daemons on --kafka-client confluent."""
     schedule = Schedule.from_seed(SEEDS[0], CI_KINDS, LENGTH)
     result = run_schedule(schedule, exactly_once, cluster_bootstrap, tmp_path, elec2_path,
                           N_EVENTS, client="confluent")

@@ -178,7 +178,7 @@ def kafka_client(request) -> str:
 
 class Kafka:
     """Helpers over one broker: topics, producing, reading back, running the daemon (on
-    `client`, except the learner: `--role learn` runs on kafka-python under both clients)."""
+    `client`, its `--kafka-client`)."""
 
     def __init__(self, bootstrap: str, tmp_path: Path, replication: int = 1,
                  client: str = CLIENTS[0]):
@@ -299,8 +299,7 @@ class Kafka:
         """Start `river-pa serve` (python -m river_pa.connectors.cli) in a subprocess."""
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         log = open(self.tmp_path / f"{name}.log", "ab")
-        learner = any(a == "learn" and b == "--role" for b, a in zip(args, args[1:]))
-        client = () if learner or self.client == CLIENTS[0] else ("--kafka-client", self.client)
+        client = () if self.client == CLIENTS[0] else ("--kafka-client", self.client)
         proc = subprocess.Popen(
             [sys.executable, "-m", "river_pa.connectors.cli", "--bootstrap-servers", self.bootstrap,
              "--client-id", name, "--report-seconds", "0.5", "--session-timeout-ms", "2000",
