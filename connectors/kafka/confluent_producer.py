@@ -113,7 +113,8 @@ def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> Con
     topic's limit (`limits`); transactional with `exactly_once`."""
     max_block_ms = cfg.kafka.get("max_block_ms", PRODUCER_MAX_BLOCK_MS)
     settings = {"acks": "all", "enable.idempotence": True, "linger.ms": 20,
-                "batch.size": 262_144, "message.max.bytes": max(1_048_576, 2 * cfg.max_record_bytes),
+                "batch.size": 262_144,
+                "message.max.bytes": max(1_048_576, 2 * cfg.max_record_bytes),
                 **client_settings(cfg, consumer=False)}
     settings["batch.size"] = min([settings["batch.size"], *(limits or {}).values()])
     if cfg.exactly_once:

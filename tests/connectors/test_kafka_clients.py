@@ -108,7 +108,8 @@ def _value(name: str, value):
 @pytest.mark.parametrize("code,name", [
     (KafkaError._TRANSPORT, errors.BrokerAway), (KafkaError._ALL_BROKERS_DOWN, errors.BrokerAway),
     (KafkaError._TIMED_OUT, errors.ClientTimeout), (KafkaError._STATE, errors.IllegalState),
-    (KafkaError._FENCED, errors.ProducerFenced), (KafkaError.PRODUCER_FENCED, errors.ProducerFenced),
+    (KafkaError._FENCED, errors.ProducerFenced),
+    (KafkaError.PRODUCER_FENCED, errors.ProducerFenced),
     (KafkaError.INVALID_PRODUCER_EPOCH, kafka_errors.InvalidProducerEpochError),
     (KafkaError.MSG_SIZE_TOO_LARGE, errors.RecordTooLarge),
     (KafkaError._PURGE_QUEUE, kafka_errors.TransactionAbortedError),
