@@ -21,7 +21,7 @@ import logging
 import time
 
 import confluent_kafka as ck
-from kafka.errors import UnknownTopicOrPartitionError
+from kafka.errors import AuthorizationError, UnknownTopicOrPartitionError
 
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka.client import TopicPartition
@@ -115,7 +115,7 @@ class ConfluentConsumer:
         """A fatal error or an authorization refused ends the poll (as kafka-python's does);
         others (a subscribed topic that does not exist yet, ...) are logged."""
         translated = translate(error)
-        if error.fatal() or "Authorization" in type(translated).__name__:
+        if error.fatal() or isinstance(translated, AuthorizationError):
             raise translated
         log.warning("Kafka consumer: %s", error.str())
 
