@@ -26,7 +26,7 @@ from kafka.errors import AuthorizationError, UnknownTopicOrPartitionError
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka.client import TopicPartition
 from river_pa.connectors.kafka.confluent_errors import (
-    client_settings, outage_over, raising, translate,
+    client_settings, outage_over, raise_login_failure, raising, translate,
 )
 from river_pa.connectors.kafka.confluent_producer import (
     ConfluentOutputs, ConfluentProducer, close_producer, fenced, make_producer, transact,
@@ -93,6 +93,8 @@ class ConfluentConsumer:
     def poll(self, timeout_ms: int = 0) -> dict:
         """Up to `max_records` records by partition, waiting up to `timeout_ms` for a first."""
         messages = raising(self._consumer.consume, self._max, timeout_ms / 1000)
+        if not messages:
+            raise_login_failure()
         out: dict = {}
         for m in messages:
             if m.error() is not None:

@@ -16,9 +16,12 @@ from kafka import errors as kafka_errors
 from river_pa.connectors.kafka.client import CLIENT_DEFAULTS
 from river_pa.connectors.kafka.confluent_settings import librdkafka_settings
 
-__all__ = ["LOCAL", "client_settings", "on_client_error", "outage_over", "raising", "translate"]
+__all__ = ["LOCAL", "client_settings", "on_client_error", "outage_over", "raise_login_failure",
+           "raising", "translate"]
 
 log = logging.getLogger("river_pa.serve")
+# librdkafka's own log lines, through Python's logging (served by its calls) instead of stderr
+LIBRDKAFKA_LOG = logging.getLogger("river_pa.librdkafka")
 
 LOCAL = {
     KafkaError._TRANSPORT: kafka_errors.KafkaConnectionError,  # no broker answered
@@ -67,6 +70,7 @@ def raising(call, *args, **kwargs):
 
 
 _OUTAGE = {"on": False}  # no broker answers (one warning per outage)
+_LOGIN: list = []  # a failed SASL/SSL login librdkafka reported (it retries for ever)
 
 
 def on_client_error(error: KafkaError) -> None:
@@ -76,8 +80,17 @@ def on_client_error(error: KafkaError) -> None:
         if not _OUTAGE["on"]:
             log.warning("no broker answers (%s): polling on until one does", error.str())
         _OUTAGE["on"] = True
+    elif error.code() == KafkaError._AUTHENTICATION:
+        _LOGIN.append(error)
     elif error.code() != KafkaError._TRANSPORT:
         log.warning("Kafka client: %s", error.str())
+
+
+def raise_login_failure() -> None:
+    """Raise the failed login librdkafka reported, as kafka-python's failed bootstrap (its
+    `explain` then says "authentication failed at ..."): librdkafka would retry for ever."""
+    if _LOGIN:
+        raise kafka_errors.KafkaTimeoutError(f"bootstrap failed: {_LOGIN[-1].str()}")
 
 
 def outage_over() -> None:
@@ -91,4 +104,5 @@ def client_settings(cfg, consumer: bool) -> dict:
     kafka/client.py and the user's `[kafka]` settings translated (confluent_settings.py)."""
     return {"bootstrap.servers": cfg.bootstrap_servers, "client.id": cfg.client_id,
             "reconnect.backoff.max.ms": CLIENT_DEFAULTS["reconnect_backoff_max_ms"],
-            "error_cb": on_client_error, **librdkafka_settings(cfg.kafka, consumer)}
+            "error_cb": on_client_error, "logger": LIBRDKAFKA_LOG,
+            **librdkafka_settings(cfg.kafka, consumer)}
