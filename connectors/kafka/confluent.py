@@ -21,10 +21,10 @@ import logging
 import time
 
 import confluent_kafka as ck
-from kafka.errors import AuthorizationError, UnknownTopicOrPartitionError
+from kafka.errors import AuthorizationError, KafkaTimeoutError, UnknownTopicOrPartitionError
 
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.kafka.client import TopicPartition
+from river_pa.connectors.kafka.client import CLIENT_DEFAULTS, TopicPartition
 from river_pa.connectors.kafka.confluent_errors import (
     client_settings, outage_over, raise_login_failure, raising, translate,
 )
@@ -76,13 +76,26 @@ def _offset(value: int) -> int | None:
 class ConfluentConsumer:
     """A librdkafka consumer presenting kafka/protocols.py `Consumer`."""
 
-    def __init__(self, settings: dict, max_records: int = 500, auto_offset_reset="earliest"):
+    def __init__(self, settings: dict, max_records: int = 500, auto_offset_reset="earliest",
+                 bootstrap_s: float = CLIENT_DEFAULTS["bootstrap_timeout_ms"] / 1000):
         self.config = settings
         self._consumer = raising(ck.Consumer, settings)
+        self._bootstrap(bootstrap_s)
         self._max, self._reset = max_records, auto_offset_reset
         self._assigned: set = set()
         self._tps: dict = {}  # (topic, partition) -> TopicPartition, made once
         self._sought: dict = {}  # partition -> offset sought, until a record of it comes
+
+    def _bootstrap(self, timeout_s: float) -> None:
+        """Ask the cluster's metadata once, as kafka-python's bootstrap does: KafkaTimeoutError
+        ("bootstrap ...", which `diagnostics.explain` tells apart: a wrong SASL login, a
+        listener of another protocol) when no broker answers within bootstrap_timeout_ms;
+        librdkafka alone retried for ever."""
+        try:
+            self._consumer.list_topics(timeout=timeout_s)
+        except ck.KafkaException as exc:
+            raise KafkaTimeoutError(f"bootstrap: no broker answered within {timeout_s:g} s "
+                                    f"({exc.args[0].str()})") from exc
 
     def _tp(self, topic: str, partition: int) -> TopicPartition:
         tp = self._tps.get((topic, partition))
@@ -261,7 +274,7 @@ def make_consumer(cfg: ServeConfig) -> ConfluentConsumer:
         "heartbeat.interval.ms": max(cfg.session_timeout_ms // 4, 100),
         "partition.assignment.strategy": "range,roundrobin",
         "isolation.level": "read_committed" if cfg.exactly_once else "read_uncommitted",
-    }, cfg.max_poll_records, cfg.auto_offset_reset)
+    }, cfg.max_poll_records, cfg.auto_offset_reset, _bootstrap_s(cfg))
 
 
 def make_offsets_client(cfg: ServeConfig) -> ConfluentConsumer:
@@ -272,7 +285,12 @@ def make_offsets_client(cfg: ServeConfig) -> ConfluentConsumer:
         "group.id": f"{cfg.group_id}-offsets", "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "isolation.level": "read_committed" if cfg.exactly_once else "read_uncommitted",
-    }, 500, "earliest")
+    }, 500, "earliest", _bootstrap_s(cfg))
+
+
+def _bootstrap_s(cfg: ServeConfig) -> float:
+    """`[kafka]` bootstrap_timeout_ms (kafka-python's name; 10 s by default), in seconds."""
+    return cfg.kafka.get("bootstrap_timeout_ms", CLIENT_DEFAULTS["bootstrap_timeout_ms"]) / 1000
 
 
 def poll(consumer: ConfluentConsumer, timeout_ms: int) -> dict:

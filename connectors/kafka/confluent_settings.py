@@ -7,8 +7,9 @@ client runs it). With `--kafka-client confluent` each name of `LIBRDKAFKA_NAMES`
 librdkafka property it names (`sasl_plain_username` -> `sasl.username`, `ssl_cafile` ->
 `ssl.ca.location`, ...), given to the consumers, the producer or both (`CONSUMER_ONLY`,
 `PRODUCER_ONLY`); a kafka-python setting with no librdkafka counterpart (`api_version`,
-`ssl_context`, `bootstrap_timeout_ms`, ...) is refused naming it. `max_block_ms` is the
-daemon's own bound on a flush and on each transactional call under both clients.
+`ssl_context`, ...) is refused naming it. `max_block_ms` is the daemon's own bound on a flush
+and on each transactional call, `bootstrap_timeout_ms` on the first metadata request of each
+consumer, under both clients.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ CONSUMER_ONLY = frozenset({"max_poll_interval_ms", "heartbeat_interval_ms", "fet
 PRODUCER_ONLY = frozenset({"linger_ms", "batch_size", "compression_type", "acks", "retries",
                            "delivery_timeout_ms", "max_in_flight_requests_per_connection",
                            "transaction_timeout_ms", "max_request_size"})
-DAEMON_OWN = frozenset({"max_block_ms"})  # read by the daemon, given to no client
+DAEMON_OWN = frozenset({"max_block_ms", "bootstrap_timeout_ms"})  # the daemon's own bounds
 
 
 def _value(name: str, value):
