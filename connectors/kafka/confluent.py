@@ -264,8 +264,8 @@ class ConfluentConsumer:
 def make_consumer(cfg: ServeConfig) -> ConfluentConsumer:
     """The main consumer: a member of `cfg.group_id`, no auto-commit, raw bytes; its
     assignment strategies (range, roundrobin) are kafka-python's, so a group can mix both."""
-    log.info("Kafka client: confluent-kafka %s (librdkafka %s) for the data path, kafka-python "
-             "for the admin calls", ck.version(), ck.libversion()[0])
+    log.debug("Kafka client: confluent-kafka %s (librdkafka %s) for the data path, kafka-python "
+              "for the admin calls", ck.version(), ck.libversion()[0])
     return ConfluentConsumer({
         **client_settings(cfg, consumer=True), "group.id": cfg.group_id,
         "enable.auto.commit": False, "enable.auto.offset.store": False,
