@@ -1,6 +1,10 @@
 """Benchmark the roles of `river-pa serve` against bare kafka-python clients, in one run.
 
     PYTHONPATH=. python benchmarks/bench_kafka.py [--events 20000] [--repeats 3] [--log-dir DIR]
+    PYTHONPATH=. python benchmarks/bench_kafka.py --clients   # the two Kafka clients compared
+
+With `--clients` the predictor on kafka-python and on confluent-kafka and bare relays of both
+clients are compared in CPU time instead (benchmarks/bench_kafka_clients.py says how).
 
 Each repeat fills a 6-partition events topic with Elec2 events and a 6-partition labels topic
 with their labels (DELAY events late), then measures, interleaved so a noisy moment hits all:
@@ -345,12 +349,23 @@ def main() -> int:
                         "(default: a new temporary folder)")
     parser.add_argument("--stall-seconds", type=float, default=STALL_S,
                         help="stop with the daemon's log after this long without progress")
+    parser.add_argument("--clients", action="store_true", help="compare the Kafka clients "
+                        "(benchmarks/bench_kafka_clients.py) instead")
     args = parser.parse_args()
     globals()["STALL_S"] = args.stall_seconds
     logs = args.log_dir or Path(tempfile.mkdtemp(prefix="bench_kafka-"))
     logs.mkdir(parents=True, exist_ok=True)
     print(f"daemon logs in {logs}")
     try:
+        if args.clients:
+            sys.path.insert(0, str(Path(__file__).parent))
+            import bench_kafka_clients
+
+            bench_kafka_clients.bk.STALL_S = args.stall_seconds
+            try:  # its helpers are those of a second copy of this module
+                return bench_kafka_clients.run(args, logs)
+            except bench_kafka_clients.bk.Stalled as exc:
+                raise Stalled(str(exc)) from exc
         return run(args, logs)
     except Stalled as exc:
         print(f"bench_kafka: {exc}", file=sys.stderr)

@@ -68,6 +68,9 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")
+    from river_pa.connectors.kafka.confluent_settings import check_client_choice
+
+    check_client_choice(cfg)
     return cfg
 
 

@@ -2,7 +2,8 @@
 
 Every setting is a field of `ServeConfig`. In the TOML file a field is a top-level key; the
 table `[kafka]` passes settings straight to the kafka-python clients (security_protocol,
-sasl_mechanism, sasl_plain_username, ssl_cafile, ...). In the environment a field is
+sasl_mechanism, sasl_plain_username, ssl_cafile, ...), translated to librdkafka's names with
+`kafka_client = "confluent"` (connectors/kafka/confluent_settings.py). In the environment a field is
 `RIVER_PA_<FIELD>` (upper case), and `RIVER_PA_KAFKA_<SETTING>` adds a client setting.
 
 """
@@ -71,6 +72,7 @@ class ServeConfig:
     session_timeout_ms: int = 10_000
     exactly_once: bool = False
     transactional_id: str | None = None
+    kafka_client: str = "kafka-python"
     kafka: dict = field(default_factory=dict)
 
 
@@ -142,7 +144,11 @@ _FLAGS_HELP = {
                         "(default: '<group_id>-<client_id>'; with --role learn "
                         "'<group_id>.learner', one for every learner of the group, so a new "
                         "active learner fences the old one)",
-    "kafka": "JSON object of extra kafka-python client settings (SASL/SSL, ...)",
+    "kafka_client": "the Kafka client library of the data path: kafka-python, or confluent "
+                    "(confluent-kafka, librdkafka: pip install \"river-pa[confluent]\"; "
+                    "the admin calls and the learner's lease stay on kafka-python)",
+    "kafka": "JSON object of extra client settings, kafka-python's names under both clients "
+             "(SASL/SSL, ...)",
 }
 
 
@@ -179,7 +185,8 @@ def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None 
 
 
 # flags of a few values: a bad one is argparse's error (status 2) like any bad flag
-_CHOICES = {"role": ("both", "learn", "predict"), "auto_offset_reset": ("earliest", "latest")}
+_CHOICES = {"role": ("both", "learn", "predict"), "auto_offset_reset": ("earliest", "latest"),
+            "kafka_client": ("kafka-python", "confluent")}
 
 
 def build_parser() -> argparse.ArgumentParser:

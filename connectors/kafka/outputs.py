@@ -88,6 +88,12 @@ class Outputs:
 
     def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers=None):
         """Send one record, or raise MessageSizeTooLargeError when it is over `limit(topic)`."""
+        self._check_size(topic, value, key, headers)
+        future = self.producer.send(topic, key=key, value=value, headers=headers)
+        future.add_errback(self._on_error, self.producer, topic)
+
+    def _check_size(self, topic: str, value: bytes | None, key: bytes | None, headers) -> None:
+        """Raise MessageSizeTooLargeError when the record is over `limit(topic)`."""
         limit = self.limit(topic)
         # the exact estimate (about 1 us) only near the limit: a one-record batch without
         # headers is its key and value plus at most RECORD_SLACK bytes
@@ -96,8 +102,6 @@ class Outputs:
             if size > limit:
                 raise kafka_errors.MessageSizeTooLargeError(
                     f"{size} bytes, topic {topic} takes at most {limit}")
-        future = self.producer.send(topic, key=key, value=value, headers=headers)
-        future.add_errback(self._on_error, self.producer, topic)
 
     def _on_error(self, producer, topic, exc) -> None:
         if producer is self.producer:  # not a replaced one's (its transaction was abandoned)
@@ -140,6 +144,15 @@ class Outputs:
         transaction coordinator's broker stopped (see `transact`), and they then waited for
         ever (a predictor froze in a rolling restart of a 3-broker cluster). A producer that
         is not transactional fails its records after delivery_timeout_ms by itself."""
+        self._flush()
+        too_large = [f for f in self.failed if isinstance(f[1], TOO_LARGE)]
+        if too_large or self.failed:
+            topic, exc = (too_large or self.failed)[0]
+            error = OutputTooLarge if too_large else OutputError
+            raise error(f"cannot write to topic {topic!r}: {type(exc).__name__}: {exc}") from exc
+
+    def _flush(self) -> None:
+        """Flush the producer (see `check`)."""
         config = self.producer.config
         timeout_ms = config["max_block_ms"] if config["transactional_id"] else None
         try:
@@ -149,10 +162,5 @@ class Outputs:
                 f"records not sent after {timeout_ms} ms (max_block_ms)") from exc
         except kafka_errors.UnknownError as exc:  # see TOO_LARGE
             raise OutputTooLarge(f"a batch was refused as too large: {exc}") from exc
-        too_large = [f for f in self.failed if isinstance(f[1], TOO_LARGE)]
-        if too_large or self.failed:
-            topic, exc = (too_large or self.failed)[0]
-            error = OutputTooLarge if too_large else OutputError
-            raise error(f"cannot write to topic {topic!r}: {type(exc).__name__}: {exc}") from exc
 
 

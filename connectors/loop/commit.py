@@ -11,9 +11,7 @@ from pathlib import Path
 
 from river_pa.connectors.errors import OutputTooLarge
 from river_pa.connectors.kafka import errors
-from river_pa.connectors.kafka.client import (
-    close_producer, make_producer, offsets_to_commit, tp_key, transact,
-)
+from river_pa.connectors.kafka.client import offsets_to_commit, tp_key
 from river_pa.connectors.kafka.diagnostics import quiet_bootstrap
 from river_pa.connectors.kafka.outputs import topic_limits
 from river_pa.connectors.state import checkpoint
@@ -44,11 +42,11 @@ class Commits:
         """
         offsets = offsets_to_commit(self._commit_positions(), self.consumer.assignment())
         if self.cfg.exactly_once:
-            transact(self.producer, "send_offsets_to_transaction", offsets, group)
+            self.client.transact(self.producer, "send_offsets_to_transaction", offsets, group)
         self.outputs.check()  # raises before the checkpoint and the commit if a send failed
         self._persist()
         if self.cfg.exactly_once:
-            transact(self.producer, "commit_transaction")
+            self.client.transact(self.producer, "commit_transaction")
             if reopen:
                 self.producer.begin_transaction()
         elif offsets:
@@ -121,7 +119,7 @@ class Commits:
             self._replace_producer(why)                          # would the abort), or limits
         elif self.cfg.exactly_once:
             try:
-                transact(self.producer, "abort_transaction")
+                self.client.transact(self.producer, "abort_transaction")
                 self.outputs.forget_aborted()
             except errors.ClientTimeout as exc:
                 self._replace_producer(exc)
@@ -149,11 +147,11 @@ class Commits:
         old = self.producer
         limits = topic_limits(self.cfg, self.output_topics)
         with quiet_bootstrap():
-            self.producer = make_producer(self.cfg, limits)
+            self.producer = self.client.make_producer(self.cfg, limits)
         self.outputs.replace(self.producer, limits)
         if self.cfg.exactly_once:
             self.producer.init_transactions()  # bounded by max_block_ms: errors.ClientTimeout
-        threading.Thread(target=close_producer, args=(old,), name="river-pa-old-producer",
+        threading.Thread(target=self.client.close_producer, args=(old,), name="river-pa-old-producer",
                          daemon=True).start()
 
     def _final_checkpoint(self) -> None:
@@ -165,4 +163,4 @@ class Commits:
             self._checkpoint_or_rollback()
         if self.cfg.exactly_once:
             # the empty one begun after the last commit
-            transact(self.producer, "abort_transaction")
+            self.client.transact(self.producer, "abort_transaction")

@@ -21,12 +21,10 @@ from functools import partial
 
 from river_pa.connectors.codec import encode_json
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.kafka import errors
-from river_pa.connectors.kafka.client import (
-    RebalanceQueue, TopicPartition, close_producer, make_consumer, make_offsets_client, make_producer, poll,
-)
+from river_pa.connectors.kafka import adapter, errors
+from river_pa.connectors.kafka.client import RebalanceQueue, TopicPartition
 from river_pa.connectors.kafka.diagnostics import quiet_bootstrap, unreachable
-from river_pa.connectors.kafka.outputs import Outputs, topic_limits
+from river_pa.connectors.kafka.outputs import topic_limits
 from river_pa.connectors.loop.commit import Commits
 from river_pa.connectors.loop.ordering import EventTimeOrder
 from river_pa.connectors.loop.policy import Policy
@@ -71,6 +69,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
 
     def __init__(self, cfg: ServeConfig, model):
         self.cfg = cfg
+        self.client = adapter(cfg.kafka_client)  # the data path's client library
         self.key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
         self.slot = ModelSlot(model)
         self._reset_state()
@@ -104,13 +103,13 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         self.output_topics = [t for t in (cfg.predictions_topic, cfg.dead_letter_topic,
                                           cfg.metrics_topic) if t]
         with quiet_bootstrap():  # a broker that refuses us is one line, not the client's log
-            self.consumer = make_consumer(cfg)
+            self.consumer = self.client.make_consumer(cfg)
             limits = topic_limits(cfg, self.output_topics)
-            self.producer = make_producer(cfg, limits)
+            self.producer = self.client.make_producer(cfg, limits)
             # end offsets, for the merge (`_log_end`): two topics, or the learner's partitions
             merges = cfg.labels_topic or self.policy.whole_stream
-            self.offsets_client = make_offsets_client(cfg) if merges else None
-        self.outputs = Outputs(self.producer, cfg.dead_letter_topic, limits)
+            self.offsets_client = self.client.make_offsets_client(cfg) if merges else None
+        self.outputs = self.client.outputs(self.producer, cfg.dead_letter_topic, limits)
         if cfg.exactly_once:  # first: fences a killed predecessor and aborts its transaction
             self.producer.init_transactions()
             self.producer.begin_transaction()
@@ -140,7 +139,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         An error closing one is logged: it must not replace the error that ended the run (a
         lost lease would become an exit 1), and after a clean stop the final checkpoint is
         already written."""
-        closes = [partial(close_producer, self.producer, None if flush else 0),
+        closes = [partial(self.client.close_producer, self.producer, None if flush else 0),
                   partial(self.consumer.close, autocommit=False)]
         if self.offsets_client is not None:
             closes.append(self.offsets_client.close)
@@ -163,7 +162,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
     def _step(self) -> None:
         """Poll (without waiting while ready records remain), then process one bounded batch."""
         timeout = 0 if self.backlog else self.cfg.poll_timeout_ms
-        polled = poll(self.consumer, timeout)
+        polled = self.client.poll(self.consumer, timeout)
         self.log_ends.clear()
         revoked, reassigned = self.rebalances.take()
         if revoked and self.cfg.exactly_once and self.since_checkpoint:

@@ -10,7 +10,7 @@ import time
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.errors import LeaseLost, OutputError
 from river_pa.connectors.kafka import errors
-from river_pa.connectors.kafka.client import TopicPartition, close_producer, fenced
+from river_pa.connectors.kafka.client import TopicPartition
 from river_pa.connectors.loop.daemon import Daemon, watch_stop
 from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.models.slot import MODEL_FIELDS
@@ -95,7 +95,7 @@ class Learner(Daemon):
         producer's unsent records (e.g. a model snapshot) are dropped first, so nothing more
         reaches the broker."""
         if not self.lease.confirm():
-            close_producer(self.producer, 0)  # unsent records are dropped
+            self.client.close_producer(self.producer, 0)  # unsent records are dropped
             raise LeaseLost(f"the lease {self.lease.topic} of group {self.lease.group} is lost")
 
 
@@ -106,7 +106,8 @@ def _taken_over(cfg: ServeConfig, term: Learner, exc: BaseException) -> bool:
     # producer's init_transactions ended our transaction under us
     if isinstance(exc, LeaseLost) or (cfg.exactly_once and isinstance(exc, errors.IllegalState)):
         return True
-    return fenced(exc, getattr(term, "producer", None) if cfg.exactly_once else None, FENCE_WAIT_S)
+    producer = getattr(term, "producer", None) if cfg.exactly_once else None
+    return term.client.fenced(exc, producer, FENCE_WAIT_S)
 
 
 def run_learner(cfg: ServeConfig, model, observers=()) -> int:

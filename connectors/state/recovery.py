@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from river_pa.connectors.kafka.admin import ensure_topic
-from river_pa.connectors.kafka.client import TopicPartition, make_offsets_client
+from river_pa.connectors.kafka.client import TopicPartition
 from river_pa.connectors.observe.reporting import Stats, serve_metrics
 from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.connectors.state.pending import PendingStore
@@ -153,7 +153,7 @@ class Recovery:
         """A reader of snapshot `name` that has read `topic` to its end (the topic is created,
         compacted, replicated up to 3 times, if it is missing); the caller closes it."""
         ensure_topic(self.cfg, topic)
-        reader = snapshots.Reader(make_offsets_client(self.cfg), topic, name,
+        reader = snapshots.Reader(self.client.make_offsets_client(self.cfg), topic, name,
                                   self._invalid_snapshot)
         reader.read_to_end(120)
         return reader

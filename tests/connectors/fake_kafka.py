@@ -199,11 +199,15 @@ def cluster() -> Cluster:
 def fake_clients(cluster, monkeypatch) -> Cluster:
     """Daemons started in this test connect to `cluster` (the factories of loop/daemon.py
     replaced); returns the cluster."""
+    import dataclasses
+
+    from river_pa.connectors.kafka import adapter
     from river_pa.connectors.loop import daemon
 
-    monkeypatch.setattr(daemon, "make_consumer",
-                        lambda cfg: FakeConsumer(cluster, cfg.max_poll_records))
-    monkeypatch.setattr(daemon, "make_offsets_client", lambda cfg: FakeConsumer(cluster))
-    monkeypatch.setattr(daemon, "make_producer", lambda cfg, limits=None: FakeProducer(cluster))
+    fake = dataclasses.replace(
+        adapter(), make_consumer=lambda cfg: FakeConsumer(cluster, cfg.max_poll_records),
+        make_offsets_client=lambda cfg: FakeConsumer(cluster),
+        make_producer=lambda cfg, limits=None: FakeProducer(cluster))
+    monkeypatch.setattr(daemon, "adapter", lambda name: fake)
     monkeypatch.setattr(daemon, "topic_limits", lambda cfg, topics: {})
     return cluster

@@ -72,7 +72,8 @@ def message(run, violations: list[str]) -> str:
                       f"daemons' logs and reports: {run.kafka.tmp_path}",
                       f"reproduce: python -m tests.faults.soak --seed {schedule.seed} "
                       f"--exactly-once {mode} --kinds {','.join(schedule.kinds)} "
-                      f"--length {len(schedule.faults)} --events {run.stream.n_events}"])
+                      f"--length {len(schedule.faults)} --events {run.stream.n_events} "
+                      f"--client {run.result.client}"])
 
 
 # ---- (d) progress after the heal, exits -------------------------------------------------

@@ -5,7 +5,8 @@ before the daemons start, or paced while the faults fire), starts learners `la` 
 `lb` (standby) and predictors `p1`, `p2`, fires each fault when progress reaches it (or, if
 progress stalls, `STALL_S` after the previous one: the stall is itself what the checker
 reports), waits for every fault to end, heals (every broker up, every daemon running), then
-hands over to the checker. The pytest module and the soak both call it.
+hands over to the checker. The pytest module and the soak both call it. `client` is the
+daemons' `--kafka-client`.
 
 """
 
@@ -43,6 +44,7 @@ class Result:
 
     schedule: Schedule
     exactly_once: bool
+    client: str = "kafka-python"  # the daemons' --kafka-client
     fired: Counter = field(default_factory=Counter)  # faults carried out, by kind
     skipped: int = 0  # faults whose target was busy or missing when they came due
     log: list[str] = field(default_factory=list)  # one line per thing done, with its time
@@ -56,11 +58,11 @@ class Run:
     """The state of one run, shared by the loop, the actions and the checker."""
 
     def __init__(self, schedule: Schedule, exactly_once: bool, bootstrap: str, workdir: Path,
-                 elec2_path, n_events: int):
+                 elec2_path, n_events: int, client: str = "kafka-python"):
         self.schedule, self.exactly_once = schedule, exactly_once
         broker_script("cluster-start")  # every node up, whatever an interrupted run left
         self.cluster = Cluster(bootstrap)
-        self.kafka = Kafka(bootstrap, workdir, replication=3)
+        self.kafka = Kafka(bootstrap, workdir, replication=3, client=client)
         self.topics = tuple(self.kafka.topics("events", "labels", "preds", partitions=3))
         self.stream = Stream(elec2_path, n_events)
         self.key = secrets.token_hex(32) if schedule.signed else None
@@ -69,7 +71,7 @@ class Run:
         extra = (("--exactly-once",) if exactly_once else ()) + (
             ("--checkpoint-key", self.key) if self.key else ())
         self.fleet = Fleet(self.kafka, self.topics, extra)
-        self.result = Result(schedule, exactly_once)
+        self.result = Result(schedule, exactly_once, client)
         self.started = time.monotonic()
         self.timers: list[tuple[float, object, str]] = []
         self.threads: list[tuple[threading.Thread, str]] = []
@@ -204,9 +206,10 @@ class Run:
 
 
 def run_schedule(schedule: Schedule, exactly_once: bool, bootstrap: str, workdir: Path,
-                 elec2_path, n_events: int = N_EVENTS) -> Result:
-    """Run `schedule` and check the invariants; the result holds the violations found."""
-    run = Run(schedule, exactly_once, bootstrap, Path(workdir), elec2_path, n_events)
+                 elec2_path, n_events: int = N_EVENTS, client: str = "kafka-python") -> Result:
+    """Run `schedule` (the daemons on `client`) and check the invariants; the result holds the
+    violations found."""
+    run = Run(schedule, exactly_once, bootstrap, Path(workdir), elec2_path, n_events, client)
     try:
         try:
             run.start()

@@ -2,6 +2,7 @@
 
     python -m tests.faults.soak --seeds 50 [--first N] [--kinds kill,term,...]
                                 [--length 4] [--exactly-once on|off|both]
+                                [--client kafka-python|confluent]
     python -m tests.faults.soak --seed 17 --exactly-once on     # one seed, to reproduce
 
 Starts the 3-broker cluster of scripts/kafka.sh when it is not up (stopped again at the end),
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from tests.faults.runner import N_EVENTS, run_schedule
 from tests.faults.schedule import KINDS, Schedule
-from tests.kafka.conftest import ELEC2, SCRIPT, broker_script
+from tests.kafka.conftest import CLIENTS, ELEC2, SCRIPT, broker_script
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -38,6 +39,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--length", type=int, default=4, help="faults per schedule (default 4)")
     parser.add_argument("--exactly-once", choices=("on", "off", "both"), default="both")
     parser.add_argument("--events", type=int, default=N_EVENTS, help="events in the stream")
+    parser.add_argument("--client", choices=CLIENTS, default=CLIENTS[0],
+                        help="the daemons' --kafka-client (default kafka-python)")
     args = parser.parse_args(argv)
     args.kinds = tuple(k for k in args.kinds.split(",") if k)
     try:  # an unknown kind: one line, before any broker starts
@@ -87,10 +90,12 @@ def main(argv=None) -> int:
 def run_one(schedule: Schedule, exactly_once: bool, bootstrap: str, args):
     """Run one schedule, print its line (and its violations in full) as soon as it ends."""
     work = Path(tempfile.mkdtemp(prefix=f"river-pa-faults-seed{schedule.seed}-"))
-    result = run_schedule(schedule, exactly_once, bootstrap, work, ELEC2, args.events)
+    result = run_schedule(schedule, exactly_once, bootstrap, work, ELEC2, args.events,
+                          args.client)
     if not result.violations:  # kept otherwise: the daemons' logs and reports
         shutil.rmtree(work)
-    print(f"seed {schedule.seed} exactly-once {'on' if exactly_once else 'off'}: "
+    print(f"seed {schedule.seed} exactly-once {'on' if exactly_once else 'off'} client "
+          f"{args.client}: "
           f"{sum(result.fired.values())} faults {dict(result.fired)} ({result.skipped} skipped), "
           f"{len(result.violations)} violations, {result.stalls} watchdog exits, "
           f"{result.seconds:.0f} s", flush=True)

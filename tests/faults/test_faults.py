@@ -31,6 +31,17 @@ def test_invariants_hold_under_a_random_fault_schedule(cluster_bootstrap, elec2_
     assert not result.violations, result.message
 
 
+@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+def test_invariants_hold_with_the_daemons_on_confluent_kafka(cluster_bootstrap, elec2_path,
+                                                              tmp_path, exactly_once):
+    """The first seed again, its daemons on --kafka-client confluent."""
+    schedule = Schedule.from_seed(SEEDS[0], CI_KINDS, LENGTH)
+    result = run_schedule(schedule, exactly_once, cluster_bootstrap, tmp_path, elec2_path,
+                          N_EVENTS, client="confluent")
+    assert sum(result.fired.values()) > 0, "\n".join(result.log)
+    assert not result.violations, result.message
+
+
 def test_a_schedule_is_a_function_of_its_seed():
     one = Schedule.from_seed(7, ("kill", "broker"), 5)
     assert one == Schedule.from_seed(7, ("kill", "broker"), 5)

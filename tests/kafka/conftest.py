@@ -158,13 +158,34 @@ def owns_partitions(member: dict) -> bool:
     return any(a["partitions"] for a in assignment.get("assigned_partitions", ()))
 
 
-class Kafka:
-    """Helpers over one broker: topics, producing, reading back, running the daemon."""
+CLIENTS = ("kafka-python", "confluent")  # --kafka-client
 
-    def __init__(self, bootstrap: str, tmp_path: Path, replication: int = 1):
+
+def pytest_generate_tests(metafunc):
+    """A test marked `both_clients` runs once per client of `CLIENTS` (its daemons'
+    `--kafka-client`); the others run on kafka-python, the default (the list of the marked
+    ones, the subset CI runs on confluent-kafka too, is in README's "Kafka clients")."""
+    if metafunc.definition.get_closest_marker("both_clients") \
+            and "kafka_client" in metafunc.fixturenames:
+        metafunc.parametrize("kafka_client", CLIENTS, indirect=True)
+
+
+@pytest.fixture
+def kafka_client(request) -> str:
+    """The `--kafka-client` of the daemons this test starts (see `pytest_generate_tests`)."""
+    return getattr(request, "param", CLIENTS[0])
+
+
+class Kafka:
+    """Helpers over one broker: topics, producing, reading back, running the daemon (on
+    `client`, its `--kafka-client`)."""
+
+    def __init__(self, bootstrap: str, tmp_path: Path, replication: int = 1,
+                 client: str = CLIENTS[0]):
         self.bootstrap = bootstrap
         self.tmp_path = tmp_path
         self.replication = replication
+        self.client = client
         self.prefix = f"t{uuid.uuid4().hex[:10]}"
         self.daemons: dict[subprocess.Popen, str] = {}
 
@@ -278,10 +299,11 @@ class Kafka:
         """Start `river-pa serve` (python -m river_pa.connectors.cli) in a subprocess."""
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         log = open(self.tmp_path / f"{name}.log", "ab")
+        client = () if self.client == CLIENTS[0] else ("--kafka-client", self.client)
         proc = subprocess.Popen(
             [sys.executable, "-m", "river_pa.connectors.cli", "--bootstrap-servers", self.bootstrap,
              "--client-id", name, "--report-seconds", "0.5", "--session-timeout-ms", "2000",
-             *args],
+             *client, *args],
             cwd=self.tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
         self.daemons[proc] = name
         return proc
@@ -352,17 +374,17 @@ def restart_broker(private_bootstrap):
 
 
 @pytest.fixture
-def private(private_bootstrap, tmp_path):
+def private(private_bootstrap, tmp_path, kafka_client):
     """A `Kafka` helper on the private broker (`private_bootstrap`)."""
-    helper = Kafka(private_bootstrap, tmp_path)
+    helper = Kafka(private_bootstrap, tmp_path, client=kafka_client)
     yield helper
     helper.close()
 
 
 @pytest.fixture
-def kafka(bootstrap, tmp_path):
+def kafka(bootstrap, tmp_path, kafka_client):
     """A `Kafka` helper with unique topic names for this test."""
-    helper = Kafka(bootstrap, tmp_path)
+    helper = Kafka(bootstrap, tmp_path, client=kafka_client)
     yield helper
     helper.close()
 
@@ -378,9 +400,9 @@ def cluster_node(cluster_bootstrap):
 
 
 @pytest.fixture
-def cluster(cluster_bootstrap, tmp_path):
+def cluster(cluster_bootstrap, tmp_path, kafka_client):
     """A `Kafka` helper on the 3-broker cluster (topics replicated 3 times)."""
-    helper = Kafka(cluster_bootstrap, tmp_path, replication=3)
+    helper = Kafka(cluster_bootstrap, tmp_path, replication=3, client=kafka_client)
     yield helper
     helper.close()
 

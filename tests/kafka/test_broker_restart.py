@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from river_pa.connectors.replay import elec2, records, send_all
 
 from river import evaluate, metrics
@@ -13,6 +15,7 @@ N_EVENTS = 3_000
 DELAY = 100
 
 
+@pytest.mark.both_clients
 def test_broker_restart_mid_stream(private, elec2_path, restart_broker):
     kafka = private  # a broker of its own: stopping the shared one would fail other workers'
     rows = elec2(str(elec2_path), N_EVENTS)

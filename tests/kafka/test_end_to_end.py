@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from river import evaluate, metrics
 
 from river_pa.connectors.replay import elec2, records, send_all
@@ -29,6 +30,7 @@ def river_pa_evaluate(delay: int) -> float:
     return result.values["Accuracy"]
 
 
+@pytest.mark.both_clients
 def test_elec2_delayed_labels_matches_progressive_validation(kafka, elec2_path):
     rows = elec2(str(elec2_path), N_EVENTS)
     events, labels, preds = kafka.topics("events", "labels", "predictions")

@@ -95,6 +95,7 @@ def mid_stream(kafka, elec2_path, exactly_once):
     return rows, events, clean, group, a, b
 
 
+@pytest.mark.both_clients
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_once):
     rows, events, clean, group, a, b = mid_stream(kafka, elec2_path, exactly_once)
@@ -120,6 +121,7 @@ def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_o
     assert configs["topic"][f"{events}.state"]["cleanup.policy"]["value"] == "compact"
 
 
+@pytest.mark.both_clients
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_a_zombie_learner_steps_down_and_writes_nothing(kafka, elec2_path, exactly_once):
     rows, events, clean, group, a, b = mid_stream(kafka, elec2_path, exactly_once)
@@ -142,6 +144,7 @@ def test_a_zombie_learner_steps_down_and_writes_nothing(kafka, elec2_path, exact
     assert kafka.stop(a) == 0
 
 
+@pytest.mark.both_clients
 def test_partitions_added_later_are_learned_from(kafka, elec2_path):
     rows = elec2(str(elec2_path), N_EVENTS)
     stream = list(records(rows, DELAY))
@@ -168,6 +171,7 @@ def test_partitions_added_later_are_learned_from(kafka, elec2_path):
     assert counts.get(2, 0) > 0  # the new partition held events
 
 
+@pytest.mark.both_clients
 def test_a_fenced_learner_steps_down_and_is_elected_again(kafka, elec2_path):
     # Another producer takes the learners' transactional id mid-stream (what a new active
     # learner does): the learner's open transaction is aborted and its next write refused.

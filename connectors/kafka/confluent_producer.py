@@ -1,0 +1,178 @@
+"""The confluent-kafka (librdkafka) producer of the data path: idempotent, transactional with
+exactly-once (each transactional call bounded by max_block_ms, as `client.transact` bounds
+kafka-python's), its failures reported to the outputs from delivery reports of failures only
+(no per-record future or callback), fencing read from its errors (see kafka/confluent.py)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import confluent_kafka as ck
+
+from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.kafka.client import PRODUCER_MAX_BLOCK_MS
+from river_pa.connectors.kafka.confluent_errors import (
+    client_settings, on_client_error, raising, translate,
+)
+from river_pa.connectors.kafka.errors import FENCED, ClientTimeout
+from river_pa.connectors.kafka.outputs import Outputs
+
+log = logging.getLogger("river_pa.serve")
+
+__all__ = ["ConfluentOutputs", "ConfluentProducer", "close_producer", "fenced", "make_producer",
+           "transact"]
+
+
+def _ck(tp, offset: int) -> ck.TopicPartition:
+    return ck.TopicPartition(tp.topic, tp.partition, offset)
+
+
+class ConfluentProducer:
+    """A librdkafka producer presenting kafka/protocols.py `Producer`. Delivery reports come
+    for failures only (`delivery.report.only.error`): no per-record future or callback; each
+    failure goes to `on_failure(topic, error)` (set by the outputs) from `flush`."""
+
+    def __init__(self, settings: dict, max_block_ms: int, max_request_size: int):
+        self.config = {"max_block_ms": max_block_ms, "max_request_size": max_request_size,
+                       "transactional_id": settings.get("transactional.id")}
+        self.on_failure = lambda topic, error: None
+        self.fatal: BaseException | None = None
+        self._producer = raising(ck.Producer, {
+            **settings, "delivery.report.only.error": True, "on_delivery": self._delivered,
+            "error_cb": self._on_error})
+
+    @property
+    def produce_or_raise(self):
+        """librdkafka's `produce` itself (BufferError when its queue is full, KafkaException)."""
+        return self._producer.produce
+
+    def _delivered(self, error, message) -> None:
+        self.on_failure(message.topic(), translate(error))
+
+    def _on_error(self, error: ck.KafkaError) -> None:
+        if error.fatal():
+            self.fatal = translate(error)
+        on_client_error(error)
+
+    def send(self, topic: str, value: bytes | None = None, key: bytes | None = None,
+             headers: list | None = None) -> None:
+        """Queue one record; a full queue is drained for up to max_block_ms (KafkaTimeoutError
+        after that)."""
+        deadline = None
+        while True:
+            try:
+                return self._producer.produce(topic, value, key, headers=headers)
+            except BufferError:
+                deadline = deadline or time.monotonic() + self.config["max_block_ms"] / 1000
+                if time.monotonic() > deadline:
+                    raise ClientTimeout(f"the producer's queue stayed full for "
+                                        f"{self.config['max_block_ms']} ms (max_block_ms)")
+                self._producer.poll(0.05)
+            except ck.KafkaException as exc:
+                raise translate(exc) from exc
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send every queued record, waiting up to `timeout` s (None: for ever)."""
+        left = raising(self._producer.flush, -1 if timeout is None else timeout)
+        if left:
+            raise ClientTimeout(f"{left} records not sent after {timeout} s")
+
+    def init_transactions(self) -> None:
+        raising(self._producer.init_transactions, self.config["max_block_ms"] / 1000)
+
+    def begin_transaction(self) -> None:
+        raising(self._producer.begin_transaction)
+
+    def transact(self, call: str, *args) -> None:
+        """The transactional `call`, bounded by max_block_ms (see `transact`)."""
+        timeout_s = self.config["max_block_ms"] / 1000
+        if call == "send_offsets_to_transaction":
+            offsets, group = args
+            raising(self._producer.send_offsets_to_transaction,
+                    [_ck(tp, meta.offset) for tp, meta in offsets.items()], group, timeout_s)
+        else:
+            raising(getattr(self._producer, call), timeout_s)
+        if call == "abort_transaction":  # the reports of the records it purged, now: the
+            self._producer.poll(0)       # outputs forget them next (`forget_aborted`)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is queued for up to `timeout` s; what is left then is dropped, also after
+        a fatal error (fenced: nothing more can be sent)."""
+        try:
+            if self._producer.flush(-1 if timeout is None else timeout):
+                self._producer.purge()
+                self._producer.flush(0)
+        except ck.KafkaException as exc:
+            log.info("the producer is closed without its last sends (%s)", translate(exc))
+            self._producer.purge()
+
+
+def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> ConfluentProducer:
+    """An idempotent producer batching for throughput, its batches within the smallest output
+    topic's limit (`limits`); transactional with `exactly_once`."""
+    max_block_ms = cfg.kafka.get("max_block_ms", PRODUCER_MAX_BLOCK_MS)
+    settings = {"acks": "all", "enable.idempotence": True, "linger.ms": 20,
+                "batch.size": 262_144,
+                "message.max.bytes": max(1_048_576, 2 * cfg.max_record_bytes),
+                **client_settings(cfg, consumer=False)}
+    settings["batch.size"] = min([settings["batch.size"], *(limits or {}).values()])
+    if cfg.exactly_once:
+        settings["transactional.id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
+    return ConfluentProducer(settings, max_block_ms, settings["message.max.bytes"])
+
+
+def transact(producer: ConfluentProducer, call: str, *args) -> None:
+    """Run the transactional `call` ("send_offsets_to_transaction", "commit_transaction" or
+    "abort_transaction") of `producer`, waiting at most its max_block_ms (KafkaTimeoutError)."""
+    producer.transact(call, *args)
+
+
+def fenced(exc: BaseException, producer: ConfluentProducer | None, wait_s: float) -> bool:
+    """True when `exc` (or what caused it) is a fencing error, or `producer` met one (a fatal
+    error reported outside any call)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, FENCED):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return producer is not None and isinstance(producer.fatal, FENCED)
+
+
+def close_producer(producer: ConfluentProducer, timeout_s: float | None = None) -> None:
+    """Close `producer` after its last sends, waiting up to `timeout_s` (its max_block_ms)."""
+    producer.close(producer.config["max_block_ms"] / 1000 if timeout_s is None else timeout_s)
+
+
+class ConfluentOutputs(Outputs):
+    """The outputs over a `ConfluentProducer`: a send is one `produce` call (no future); the
+    failures come from its delivery reports, served by `check`'s flush."""
+
+    def __init__(self, producer: ConfluentProducer, dead_letter_topic: str, limits: dict):
+        super().__init__(producer, dead_letter_topic, limits)
+        self._listen(producer)
+
+    def _listen(self, producer: ConfluentProducer) -> None:
+        producer.on_failure = lambda topic, exc: self._on_error(producer, topic, exc)
+        self._produce = producer.produce_or_raise  # the per-record path: one call
+
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers=None):
+        """Send one record, or raise MessageSizeTooLargeError when it is over `limit(topic)`."""
+        self._check_size(topic, value, key, headers)
+        try:
+            self._produce(topic, value, key, headers=headers)
+        except (BufferError, ck.KafkaException):  # not queued: the producer waits, translates
+            self.producer.send(topic, value, key, headers)
+
+    def replace(self, producer: ConfluentProducer, limits: dict[str, int]) -> None:
+        super().replace(producer, limits)
+        self._listen(producer)
+
+    def _flush(self) -> None:
+        timeout_ms = self.producer.config["max_block_ms"] if self.producer.config[
+            "transactional_id"] else None  # else librdkafka's message.timeout.ms bounds it
+        try:
+            self.producer.flush(None if timeout_ms is None else timeout_ms / 1000)
+        except ClientTimeout as exc:
+            raise ClientTimeout(f"records not sent after {timeout_ms} ms (max_block_ms)") from exc
