@@ -31,12 +31,13 @@ def test_invariants_hold_under_a_random_fault_schedule(cluster_bootstrap, elec2_
     assert not result.violations, result.message
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_invariants_hold_with_the_daemons_on_confluent_kafka(cluster_bootstrap, elec2_path,
-                                                              tmp_path, exactly_once):
-    """The first seed again, its daemons on --kafka-client confluent."""
+                                                              tmp_path):
+    """The first seed again, its daemons on --kafka-client confluent, exactly once (its
+    transactions are the adapter's own code; `python -m tests.faults.soak --client confluent`
+    runs both modes)."""
     schedule = Schedule.from_seed(SEEDS[0], CI_KINDS, LENGTH)
-    result = run_schedule(schedule, exactly_once, cluster_bootstrap, tmp_path, elec2_path,
+    result = run_schedule(schedule, True, cluster_bootstrap, tmp_path, elec2_path,
                           N_EVENTS, client="confluent")
     assert sum(result.fired.values()) > 0, "\n".join(result.log)
     assert not result.violations, result.message

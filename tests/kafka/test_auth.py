@@ -22,8 +22,6 @@ from kafka.structs import TopicPartition
 
 from tests.kafka.conftest import SCRIPT
 
-pytestmark = pytest.mark.both_clients
-
 USERS = {"admin": secrets.token_hex(8), "alice": secrets.token_hex(8)}
 SASL = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN"}
 

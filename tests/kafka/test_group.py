@@ -19,7 +19,6 @@ from river_pa.connectors.replay import elec2, records, send_all
 N_EVENTS = 4_000
 
 
-@pytest.mark.both_clients
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_two_daemons_share_partitions_and_survivor_takes_over(kafka, elec2_path, exactly_once):
     events, preds = kafka.topics("events", "preds", partitions=4)
@@ -127,7 +126,6 @@ def wait_committed(kafka, group: str, topic: str, partitions: int, predicate,
         time.sleep(0.2)
 
 
-@pytest.mark.both_clients
 def test_a_member_keeping_partitions_loses_none_of_their_buffered_records(kafka, elec2_path):
     # Labels 100 events late on their own topic: the event-time merge holds fetched events
     # back until their labels come. At each rebalance d1 dropped them for every partition,
@@ -163,7 +161,6 @@ def all_ids(n: int) -> set[str]:
     return {f"e{i}" for i in range(n)}
 
 
-@pytest.mark.both_clients
 def test_committed_offsets_never_move_backwards(kafka, elec2_path):
     # d1 serves partitions 0-3; d2 joins and serves 2-3 further, then leaves. d1 got 2-3 back
     # with the offsets it remembered from before, and committed them at its next checkpoint:
@@ -211,7 +208,6 @@ class Greedy(RangePartitionAssignor):
             cls.version, everything if m.member_id == greedy else [], b"") for m in members}
 
 
-@pytest.mark.both_clients
 def test_a_member_left_without_partitions_says_so_and_rejoins(kafka, elec2_path):
     # The group leader is a consumer whose assignor keeps all 4 partitions for itself: the
     # daemon sat with nothing, without a word, for as long as that lasted.

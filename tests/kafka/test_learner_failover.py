@@ -95,7 +95,6 @@ def mid_stream(kafka, elec2_path, exactly_once):
     return rows, events, clean, group, a, b
 
 
-@pytest.mark.both_clients
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_once):
     rows, events, clean, group, a, b = mid_stream(kafka, elec2_path, exactly_once)
@@ -121,7 +120,6 @@ def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_o
     assert configs["topic"][f"{events}.state"]["cleanup.policy"]["value"] == "compact"
 
 
-@pytest.mark.both_clients
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_a_zombie_learner_steps_down_and_writes_nothing(kafka, elec2_path, exactly_once):
     rows, events, clean, group, a, b = mid_stream(kafka, elec2_path, exactly_once)
@@ -144,7 +142,6 @@ def test_a_zombie_learner_steps_down_and_writes_nothing(kafka, elec2_path, exact
     assert kafka.stop(a) == 0
 
 
-@pytest.mark.both_clients
 def test_partitions_added_later_are_learned_from(kafka, elec2_path):
     rows = elec2(str(elec2_path), N_EVENTS)
     stream = list(records(rows, DELAY))

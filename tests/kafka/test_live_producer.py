@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 from river_pa.connectors.replay import elec2, records, send_all
 
 N_EVENTS = 5_000
 DELAY = 100
 
 
-@pytest.mark.both_clients
 def test_labels_produced_live_never_overtake_their_events(kafka, elec2_path):
     # The daemon is caught up on empty topics when the producer starts. The events partition
     # counted as read up to the high watermark of its last fetch, which lagged far behind while

@@ -152,7 +152,6 @@ def rollbacks(kafka) -> int:
     return kafka.log().count("rolling back")
 
 
-@pytest.mark.both_clients
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_a_predictions_topic_that_takes_one_prediction_but_not_a_batch(kafka, exactly_once):
     # max.message.bytes 600 fits one prediction (about 300 bytes as a batch of one) but not a

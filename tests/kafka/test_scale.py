@@ -106,7 +106,6 @@ def chunks_of(stream: list, n: int) -> list[list]:
     return [stream[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
-@pytest.mark.both_clients
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_predictors_join_leave_are_killed_and_come_back_while_events_flow(kafka, elec2_path,
                                                                           exactly_once):

@@ -27,7 +27,6 @@ def serve_until(kafka, topics, name, predicate, *extra):
     return report
 
 
-@pytest.mark.both_clients
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
 def test_a_new_node_restores_the_state_from_kafka(kafka, elec2_path, exactly_once):
     # Between the two runs of "node" every local file is deleted. Without the state topic it
