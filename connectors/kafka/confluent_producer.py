@@ -50,6 +50,10 @@ class ConfluentProducer:
     def _delivered(self, error, message) -> None:
         self.on_failure(message.topic(), translate(error))
 
+    def serve_events(self) -> None:
+        """Serve librdkafka's queued callbacks (error_cb among them), waiting up to 0.1 s."""
+        self._producer.poll(0.1)
+
     def _on_error(self, error: ck.KafkaError) -> None:
         if error.fatal():
             self.fatal = translate(error)
@@ -104,7 +108,10 @@ class ConfluentProducer:
                 self._producer.purge()
                 self._producer.flush(0)
         except ck.KafkaException as exc:
-            log.info("the producer is closed without its last sends (%s)", translate(exc))
+            error = translate(exc)
+            if isinstance(error, FENCED):  # a flush may raise the fatal error error_cb never
+                self.fatal = self.fatal or error  # got: `fenced` reads it here (ci21)
+            log.info("the producer is closed without its last sends (%s)", error)
             self._producer.purge()
 
 
@@ -137,7 +144,15 @@ def fenced(exc: BaseException, producer: ConfluentProducer | None, wait_s: float
         if isinstance(exc, FENCED):
             return True
         exc = exc.__cause__ or exc.__context__
-    return producer is not None and isinstance(producer.fatal, FENCED)
+    if producer is None:
+        return False
+    # librdkafka tells error_cb the cause of a fatal error (_FENCED) only when polled: a
+    # produce that failed with "Fatal error" came first (a fenced learner exited 1, ci21).
+    # The report is queued by then; a second at most is spent serving it.
+    deadline = time.monotonic() + min(wait_s, 1.0)
+    while producer.fatal is None and time.monotonic() < deadline:
+        producer.serve_events()
+    return isinstance(producer.fatal, FENCED)
 
 
 def close_producer(producer: ConfluentProducer, timeout_s: float | None = None) -> None:

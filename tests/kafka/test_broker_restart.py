@@ -15,7 +15,6 @@ N_EVENTS = 3_000
 DELAY = 100
 
 
-@pytest.mark.both_clients
 def test_broker_restart_mid_stream(private, elec2_path, restart_broker):
     kafka = private  # a broker of its own: stopping the shared one would fail other workers'
     rows = elec2(str(elec2_path), N_EVENTS)

@@ -78,7 +78,6 @@ def values_by_half(values: list[dict], half: int) -> tuple[list, list]:
             [v for v in values if index[v["id"]] >= half])
 
 
-@pytest.mark.both_clients
 def test_exactly_once_survives_a_member_joining_mid_transaction(kafka, elec2_path):
     """A second daemon joins while the first holds an open transaction: the first aborts and
     rolls back, the new owner serves those records again, and read-committed consumers

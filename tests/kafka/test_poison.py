@@ -36,7 +36,6 @@ BAD_LABELS = {
 MAX_BYTES = 2_000
 
 
-@pytest.mark.both_clients
 def test_every_bad_record_is_dead_lettered_and_good_ones_served(kafka, elec2_path):
     events, labels, preds = kafka.topics("events", "labels", "preds")
     dlq = f"{events}-dlq"  # the name serve_stream gives the daemon
