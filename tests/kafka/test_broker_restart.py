@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from river_pa.connectors.replay import elec2, records, send_all
 
 from river import evaluate, metrics
