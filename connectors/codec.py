@@ -62,7 +62,7 @@ class Event:
     """A validated event: features, an optional label and an optional epoch-ms timestamp."""
 
     id: str
-    x: dict[str, float]
+    x: dict  # numbers, strings, booleans, None, flat lists: the model decides
     y: Any = None
     ts: int | None = None
 
@@ -204,15 +204,15 @@ def _record_id(obj: dict) -> str:
     return str(rid)
 
 
-def _features(obj: dict) -> dict[str, float]:
+def _features(obj: dict) -> dict:
     if "x" not in obj:
         raise BadRecord("missing_x")
     x = obj["x"]
     if not isinstance(x, dict):
         raise BadRecord("bad_x", f"x is a {type(x).__name__}, not an object")
     for key, value in x.items():
-        kind = type(value)  # exact types first: half the cost of the checks below per feature
-        # exact types first (a bool is its own type): half the cost of the checks below
+        kind = type(value)  # exact types first (a bool is its own type): half the cost of the
+        # checks below per feature
         if (kind is float or kind is int) and -MAX_INPUT < value < MAX_INPUT or kind is str:
             continue
         try:  # the model decides what it takes of the rest (evaluate's verdict, the same policy)

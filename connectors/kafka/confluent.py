@@ -29,7 +29,7 @@ from river_pa.connectors.kafka.confluent_errors import (
     client_settings, outage_over, raise_login_failure, raising, translate,
 )
 from river_pa.connectors.kafka.confluent_producer import (
-    ConfluentOutputs, ConfluentProducer, close_producer, fenced, make_producer, transact,
+    ConfluentOutputs, ConfluentProducer, _ck, close_producer, fenced, make_producer, transact,
 )
 
 log = logging.getLogger("river_pa.serve")
@@ -49,10 +49,6 @@ class Record:
     def __init__(self, topic, partition, offset, timestamp, key, value, headers):
         self.topic, self.partition, self.offset = topic, partition, offset
         self.timestamp, self.key, self.value, self.headers = timestamp, key, value, headers
-
-
-def _ck(tp, offset: int = ck.OFFSET_INVALID) -> ck.TopicPartition:
-    return ck.TopicPartition(tp.topic, tp.partition, offset)
 
 
 def _known(call, *args, **kwargs):

@@ -24,7 +24,8 @@ __all__ = ["ConfluentOutputs", "ConfluentProducer", "close_producer", "fenced", 
            "transact"]
 
 
-def _ck(tp, offset: int) -> ck.TopicPartition:
+def _ck(tp, offset: int = ck.OFFSET_INVALID) -> ck.TopicPartition:
+    """librdkafka's partition for the loop's `tp` (kafka-python's TopicPartition)."""
     return ck.TopicPartition(tp.topic, tp.partition, offset)
 
 
