@@ -60,15 +60,19 @@ def _estimator(name: str):
         raise _refused(name, "not 'module:attribute' (an absolute dotted module name, no "
                              "relative import, and one attribute name)")
     try:
-        obj = getattr(_import(module), attr)
+        found = _import(module)
     except ModuleNotFoundError as exc:
         where = f" (looked in the current folder {os.getcwd()} first, then sys.path)" \
             if module.split(".")[0] == exc.name else ""
         raise _refused(name, f"{exc}{where}") from None
-    except (ImportError, AttributeError) as exc:
+    except ImportError as exc:
         raise _refused(name, str(exc)) from None
     except (Exception, SystemExit) as exc:  # its top-level code raised (or exited)
         raise _refused(name, f"importing {module} raised {type(exc).__name__}: {exc}") from None
+    if not hasattr(found, attr):  # say which file: a module of that name may shadow the user's
+        where = getattr(found, "__file__", None) or "no file"
+        raise _refused(name, f"module {module!r} ({where}) has no attribute {attr!r}")
+    obj = getattr(found, attr)
     if isinstance(obj, base.Estimator) or (inspect.isclass(obj) and issubclass(obj, base.Estimator)):
         return obj
     raise _refused(name, f"a {type(obj).__name__}, not a River estimator class or instance "

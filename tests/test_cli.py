@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import json
 import os
+import string
 import subprocess
 import sys
 
@@ -127,7 +128,7 @@ MODEL_MODULES = {  # modules on the path of the tests below
     (".evil:x", "not 'module:attribute' (an absolute dotted module name, no relative import"),
     ("river.linear_model:", "not 'module:attribute'"),
     ("no_such_module_here:Model", "No module named 'no_such_module_here'"),
-    ("river.linear_model:Nope", "module 'river.linear_model' has no attribute 'Nope'"),
+    ("river.linear_model:Nope", "module 'river.linear_model' (/"),
     ("os:sep", "a str, not a River estimator class or instance"),
     ("Nope", "unknown model; choose one of CoordinateScaleInvariantClassifier,"),
     ("raises_on_import:Model", "importing raises_on_import raised RuntimeError: boom"),
@@ -144,6 +145,18 @@ def test_a_model_spec_that_names_no_estimator_is_one_line_with_status_2(tmp_path
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     assert done.stderr.startswith(f"river-pa serve: --model {spec!r}: {why}"), done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_module_shadowed_by_one_already_imported_is_named_by_its_file(tmp_path):
+    """`string.py` in the current folder loses to the standard library's `string`, imported at
+    start-up: the message gives the file that was found, so the user sees the clash."""
+    (tmp_path / "string.py").write_text("from river_pa import PAClassifier\nmodel = PAClassifier()\n")
+    done = subprocess.run([sys.executable, "-m", "river_pa", "serve", "--model", "string:model",
+                           "--bootstrap-servers", "127.0.0.1:1"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"river-pa serve: --model 'string:model': module 'string' "
+                           f"({string.__file__}) has no attribute 'model'\n")
 
 
 @pytest.mark.parametrize("spec", ["river..linear_model:X", ":LinearRegression", "river:",

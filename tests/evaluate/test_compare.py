@@ -99,17 +99,17 @@ def test_a_run_shorter_than_every_counts_the_time_of_its_last_step(tmp_path):
 
 def test_a_rejected_event_names_the_model(tmp_path, capsys, monkeypatch):
     """The second model, a pipeline that selects `b`, refuses the line without it."""
-    (tmp_path / "pipes.py").write_text("from river import compose\nfrom river_pa import "
+    (tmp_path / "sel_pipeline.py").write_text("from river import compose\nfrom river_pa import "
                                        "PAClassifier\nsel = compose.Select('a', 'b') | "
                                        "PAClassifier()\n")
-    monkeypatch.chdir(tmp_path)  # where --model pipes:sel is found
+    monkeypatch.chdir(tmp_path)  # where --model sel_pipeline:sel is found
     data = tmp_path / "bad.jsonl"
     data.write_text('{"x": {"a": 1.0, "b": 0.5}, "y": true}\n{"x": {"a": 2.0, "b": 1}, '
                     '"y": false}\n{"x": {"a": 1.5}, "y": true}\n')
     assert cli.main(["evaluate", str(data), "--quiet", "--model", "PAClassifier",
-                     "--model", "pipes:sel"]) == 2
+                     "--model", "sel_pipeline:sel"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"river-pa evaluate: {data}:3 (pipes:sel): KeyError: 'b'"
+    assert err == f"river-pa evaluate: {data}:3 (sel_pipeline:sel): KeyError: 'b'"
 
 
 def test_a_rejected_event_is_named_by_the_model_that_refused_it(tmp_path, capsys):

@@ -1,7 +1,8 @@
 """A River pipeline with a categorical feature, served end to end (issue 23): numeric columns
 scaled and a string column one-hot encoded in front of PAClassifier, given by `--model
-pipes:model` (a module in the daemons' folder); a learner with a standby and a predictor, the
-labels late on their own topic, the active learner SIGKILLed mid-stream."""
+hourly_pipeline:model` (a module in the daemons' folder; named so that no other test's module
+of that name is in sys.modules already); a learner with a standby and a predictor, the labels
+late on their own topic, the active learner SIGKILLed mid-stream."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def hourly(rows: list) -> list:
 
 def test_a_categorical_pipeline_is_served_and_learned_exactly_through_a_failover(
         kafka, elec2_path, monkeypatch):
-    (kafka.tmp_path / "pipes.py").write_text(PIPELINE)
+    (kafka.tmp_path / "hourly_pipeline.py").write_text(PIPELINE)
     rows = hourly(elec2(str(elec2_path), N_EVENTS))
     events, labels, preds = kafka.topics("events", "labels", "preds", partitions=2)
     stream, producer = list(records(rows, DELAY)), kafka.producer()
@@ -46,7 +47,7 @@ def test_a_categorical_pipeline_is_served_and_learned_exactly_through_a_failover
                   timestamp_ms=start_ms)
     half = len(stream) // 2
     send_all(producer, stream[:half], events, labels)  # the rest once the learner is gone
-    model = ("--model", "pipes:model")
+    model = ("--model", "hourly_pipeline:model")
     predictor = kafka.serve_stream(events, None, preds, "--role", "predict", *model, name="p")
     group = f"{events}-learn"
     a = learner(kafka, events, labels, "a", group, *model)
@@ -67,8 +68,8 @@ def test_a_categorical_pipeline_is_served_and_learned_exactly_through_a_failover
     # the learner's progressive metric is `river-pa evaluate --delay`'s on the same stream
     path = kafka.tmp_path / "hourly.jsonl"
     path.write_text("".join(json.dumps({"x": x, "y": y}) + "\n" for x, y in rows))
-    monkeypatch.chdir(kafka.tmp_path)  # where --model pipes:model is found
-    expected = river_pa_evaluate(datasets.load(str(path)), make_model("pipes:model"),
+    monkeypatch.chdir(kafka.tmp_path)  # where --model hourly_pipeline:model is found
+    expected = river_pa_evaluate(datasets.load(str(path)), make_model("hourly_pipeline:model"),
                                  ["Accuracy"], delay=DELAY)
     assert report["metrics"] == expected.values
     # every event predicted by the predictor, with a model the learner published
