@@ -21,7 +21,7 @@ import logging
 import time
 
 import confluent_kafka as ck
-from kafka.errors import AuthorizationError, KafkaTimeoutError, UnknownTopicOrPartitionError
+from kafka.errors import AuthorizationError, KafkaError, KafkaTimeoutError
 
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka.client import CLIENT_DEFAULTS, TopicPartition
@@ -52,15 +52,17 @@ class Record:
 
 
 def _known(call, *args, **kwargs):
-    """`call(*args, **kwargs)`, again while it raises UnknownTopicOrPartitionError, up to
-    CALL_TIMEOUT_S: librdkafka learns a topic created just before from its next metadata
-    (the state topic a new node creates, then reads: a start failed there)."""
+    """`call(*args, **kwargs)`, again while it raises a retriable error, up to CALL_TIMEOUT_S,
+    as kafka-python retries its offset requests: librdkafka learns a topic created just before
+    from its next metadata (UnknownTopicOrPartition: the state topic a new node creates, then
+    reads), and a partition's new leader after a broker restart (NotLeaderForPartition: a
+    predictor exited 1 at start in a rolling restart, soak seed 509)."""
     deadline = time.monotonic() + CALL_TIMEOUT_S
     while True:
         try:
             return call(*args, **kwargs)
-        except UnknownTopicOrPartitionError:
-            if time.monotonic() > deadline:
+        except KafkaError as exc:
+            if not exc.retriable or time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
 

@@ -12,6 +12,7 @@ from kafka import errors as kafka_errors
 from river_pa import cli
 from river_pa.connectors.config import load_config
 from river_pa.connectors.kafka import adapter, errors
+from river_pa.connectors.kafka.confluent import _known
 from river_pa.connectors.kafka.confluent_errors import raising, translate
 from river_pa.connectors.kafka.confluent_settings import LIBRDKAFKA_NAMES, librdkafka_settings
 
@@ -134,3 +135,22 @@ def test_a_raising_call_raises_the_translation_chained_to_librdkafkas():
     with pytest.raises(errors.ClientTimeout, match="commit_transaction") as caught:
         raising(refused)
     assert isinstance(caught.value.__cause__, KafkaException)
+
+
+def test_an_offset_request_is_asked_again_while_its_partition_has_no_leader_yet():
+    """Soak seed 509: a predictor's watermark request met NotLeaderForPartition during a broker
+    restart and the predictor exited 1. Retriable errors are asked again (up to
+    CALL_TIMEOUT_S); an error that is not retriable is raised at once."""
+    answers = [KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART, None]
+
+    def watermarks():
+        code = answers.pop(0)
+        if code is not None:
+            raise KafkaException(KafkaError(code, "Failed to get watermark offsets"))
+        return (0, 42)
+
+    assert _known(raising, watermarks) == (0, 42) and answers == []
+    answers[:] = [KafkaError.TOPIC_AUTHORIZATION_FAILED, None]
+    with pytest.raises(kafka_errors.TopicAuthorizationFailedError):
+        _known(raising, watermarks)
+    assert answers == [None]  # asked once
