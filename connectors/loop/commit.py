@@ -155,10 +155,16 @@ class Commits:
                          daemon=True).start()
 
     def _final_checkpoint(self) -> None:
-        """On a requested stop: last report, checkpoint and commit (closing the transaction)."""
-        if self.processed_this_run:
-            if self.policy.publishes and self.stats.counts["learned"] > self.learned_at_publish:
-                self._publish_model()
+        """On a requested stop: last report, checkpoint and commit (closing the transaction).
+
+        Also when this run processed no record but has a model to publish or sent something
+        (`since_checkpoint`): a learner that restored a state newer than the model topic's
+        newest snapshot and was stopped before a checkpoint aborted the transaction holding
+        that snapshot, and the predictors served an older model for ever (soak seed 489).
+        """
+        if self.policy.publishes and self.stats.counts["learned"] > self.learned_at_publish:
+            self._publish_model()
+        if self.processed_this_run or self.since_checkpoint:
             self._report()
             self._checkpoint_or_rollback()
         if self.cfg.exactly_once:

@@ -51,13 +51,20 @@ def uninterrupted(kafka, events, labels, eo) -> dict:
 
 def newest_state(kafka, events, group, exactly_once) -> dict:
     """The state a next learner of `group` would restore from the state topic."""
+    return newest_snapshot(kafka, f"{events}.state", f"{group}.learner", exactly_once)
+
+
+def newest_snapshot(kafka, topic, name, exactly_once) -> dict:
+    """The newest snapshot `name` of `topic` (as a restart or a new predictor reads it)."""
     reader = KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=None,
                            enable_auto_commit=False, max_partition_fetch_bytes=4 * 2**20,
                            isolation_level="read_committed" if exactly_once else "read_uncommitted")
     try:
-        _, payload = snapshots.restore(reader, f"{events}.state", f"{group}.learner")
+        found = snapshots.restore(reader, topic, name)
     finally:
         reader.close()
+    assert found is not None, f"no snapshot {name!r} in {topic}"
+    _, payload = found
     path = kafka.tmp_path / "restored.ckpt"
     path.write_bytes(payload)
     meta = checkpoint.read_header(path)

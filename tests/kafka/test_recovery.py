@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import signal
 import time
 from collections import Counter
 
@@ -14,7 +15,9 @@ import pytest
 
 from river_pa.connectors.replay import elec2, records, send_all
 from tests.kafka.test_end_to_end import river_reference
-from tests.kafka.test_learner_failover import DELAY, N_EVENTS, SLOW, learner, setup_stream
+from tests.kafka.test_learner_failover import (
+    DELAY, N_EVENTS, SLOW, learner, newest_snapshot, newest_state, setup_stream,
+)
 
 
 def restore_older(kafka, name: str, older: bytes) -> None:
@@ -56,6 +59,27 @@ def test_a_learner_restored_from_an_older_state_relearns_what_follows_it(kafka, 
     assert 0 < report["events_this_run"] < N_EVENTS  # from the older state, not afresh
     assert_same_model(kafka.checkpoint_state("a"), clean)
     assert clean["stats"].metric.get() == [river_reference(rows, DELAY)]
+
+
+def test_a_learner_stopped_before_any_record_publishes_the_model_it_restored(kafka, elec2_path):
+    # Soak seed 489: a learner restored a state newer than the model topic's newest snapshot,
+    # had nothing left to learn and was stopped before its first checkpoint; the transaction
+    # holding its snapshot was aborted and the predictors served the older model for ever.
+    _, events, labels = setup_stream(kafka, elec2_path)
+    group = f"{events}-learn"
+    never = ("--exactly-once", "--publish-every", "1000000", "--publish-seconds", "3600")
+    a = learner(kafka, events, labels, "a", group, *never)
+    kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS, a, 240)
+    deadline = time.monotonic() + 60  # the transaction holding the state commits soon after
+    while newest_state(kafka, events, group, True)["stats"].counts["learned"] < N_EVENTS:
+        assert time.monotonic() < deadline, "the state of every label never committed"
+        time.sleep(0.5)
+    kafka.stop(a, signal.SIGKILL)  # no final checkpoint: no model in the model topic
+    b = learner(kafka, events, labels, "b", group, *never)
+    kafka.wait_for_log("b", "term 2 of the group's learner", b, 120)
+    assert kafka.stop(b) == 0
+    model = newest_snapshot(kafka, f"{events}.model", "model", True)
+    assert model["learned"] == N_EVENTS
 
 
 @pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
