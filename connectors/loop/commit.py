@@ -29,7 +29,10 @@ class Commits:
         new producer (the learner confirms its lease there)."""
 
     def _checkpoint_due(self) -> bool:
-        return self.since_checkpoint > 0 and (
+        """Due after `checkpoint_every` records or `checkpoint_seconds`, if a record came or an
+        offset commit was refused since (it is tried again: soak seed 486, a commit refused in
+        a rebalance after a partition's last record left the group behind for good)."""
+        return (self.since_checkpoint > 0 or self.commit_failed) and (
             self.since_checkpoint >= self.cfg.checkpoint_every
             or time.monotonic() - self.last_checkpoint >= self.cfg.checkpoint_seconds)
 
@@ -77,11 +80,14 @@ class Commits:
 
     def _commit(self, offsets: dict) -> None:
         """Commit offsets; a failure (a rebalance took the partitions, the broker is away) is
-        not fatal: the checkpoint on disk covers them and the next commit moves them on."""
+        not fatal: the checkpoint on disk covers them, and the commit is tried again at the
+        next checkpoint, due also when no record follows (`_checkpoint_due`)."""
         try:
             self.consumer.commit(offsets)
+            self.commit_failed = False
         except errors.ClientError as exc:
             log.warning("offset commit failed (%s); the checkpoint still covers them", exc)
+            self.commit_failed = True
 
     def _checkpoint_or_rollback(self) -> None:
         """Checkpoint and commit; with exactly-once, a failed transaction (a rebalance moved
@@ -164,7 +170,7 @@ class Commits:
         """
         if self.policy.publishes and self.stats.counts["learned"] > self.learned_at_publish:
             self._publish_model()
-        if self.processed_this_run or self.since_checkpoint:
+        if self.processed_this_run or self.since_checkpoint or self.commit_failed:
             self._report()
             self._checkpoint_or_rollback()
         if self.cfg.exactly_once:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from kafka.errors import RebalanceInProgressError
 from river import evaluate, metrics
 
 from river_pa.connectors.config import ServeConfig
@@ -136,3 +137,31 @@ def test_a_stream_of_strings_a_learner_refuses_is_dead_lettered_and_stops_nothin
         b"type str")}
     assert daemon.figures()["learned"] == N  # their labels are orphans; the rest is learned
     assert len(fake_clients.values("preds")) == N
+
+
+def test_a_refused_offset_commit_is_tried_again_when_no_record_follows(fake_clients, tmp_path):
+    """Soak seed 486: a member's offset commit was refused in a rebalance after the last record
+    of its partition; as nothing followed, nothing committed again and the group stayed 449
+    records behind for good. The refused commit is tried again when a checkpoint is due."""
+    events, labels = fake_clients.topic("ev", 2), fake_clients.topic("lab", 2)
+    fake_clients.send_all(records(_rows(N), DELAY, start_ms=0), events, labels, partitions=2)
+    cfg = ServeConfig(model="PAClassifier", events_topic=events, labels_topic=labels,
+                      predictions_topic="preds", metrics_topic=None, report_path=None,
+                      checkpoint_path=str(tmp_path / "ckpt"), checkpoint_seconds=0)
+    daemon, idle = Daemon(cfg, PAClassifier()), []
+    step = daemon._step
+
+    def step_refusing_commits_until_all_learned():
+        if not daemon.processed_this_run:
+            daemon.consumer.commit_error = RebalanceInProgressError("a rebalance")
+        step()
+        if daemon.stats.counts["learned"] == N:
+            if daemon.consumer.commit_error is None:  # an idle step: nothing left to read
+                idle.append(dict(fake_clients.committed))
+            daemon.consumer.commit_error = None
+        daemon.stopping = len(idle) == 2
+
+    daemon._step = step_refusing_commits_until_all_learned
+    assert daemon.run() == 0
+    ends = {tp: len(log) for tp, log in fake_clients.logs.items() if tp.topic in (events, labels)}
+    assert idle[0] == ends  # committed before the stop's final checkpoint
