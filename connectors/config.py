@@ -21,6 +21,7 @@ from river_pa.connectors.checks import (
     NOT_NEGATIVE, POSITIVE, check_client, check_keys, check_types, check_values, out_of_range,
 )
 from river_pa.connectors.errors import SettingsConflict
+from river_pa.connectors.kafka import CLIENTS
 
 __all__ = ["ServeConfig", "SettingsConflict", "add_arguments", "build_parser", "from_args",
            "load_config"]
@@ -186,7 +187,7 @@ def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None 
 
 # flags of a few values: a bad one is argparse's error (status 2) like any bad flag
 _CHOICES = {"role": ("both", "learn", "predict"), "auto_offset_reset": ("earliest", "latest"),
-            "kafka_client": ("kafka-python", "confluent")}
+            "kafka_client": CLIENTS}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,8 @@
 """The Kafka client boundary: what the daemon asks of a consumer, a producer and an admin
-client (`protocols`), the errors it tells apart (`errors`), the kafka-python adapter
-(`client`, `admin`, `diagnostics`, `outputs`, `assignor`, `topics`) with its workarounds, and
-the confluent-kafka adapter of the data path (`confluent`, `confluent_errors`,
+client (`protocols`), the errors it tells apart (`errors`), its names for partitions, commit
+offsets and rebalances (`partitions`), the kafka-python adapter (`client`, `admin`,
+`diagnostics`, `outputs`, `assignor`, `topics`) with its workarounds, and the confluent-kafka
+adapter of the data path (`confluent`, `confluent_producer`, `confluent_errors`,
 `confluent_settings`). `adapter` is the one place that picks a client; nothing outside this
 package imports a client library."""
 
@@ -10,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Adapter", "adapter"]
+__all__ = ["Adapter", "CLIENTS", "CLIENT_DEFAULTS", "adapter"]
+
+CLIENTS = ("kafka-python", "confluent")  # the choices of --kafka-client; the first by default
+
+# Under both clients: retry a lost broker every 2 s at most (kafka-python backs off up to
+# 30 s), so a daemon is back within seconds of a broker restart; a cluster that cannot be
+# reached at start is reported after 10 s (kafka-python waits 30 s). In kafka-python's names,
+# which `[kafka]` takes under both clients; any of them can be overridden there.
+CLIENT_DEFAULTS = {"reconnect_backoff_max_ms": 2000, "bootstrap_timeout_ms": 10_000}
 
 
 @dataclass(frozen=True)
@@ -30,13 +39,15 @@ class Adapter:
     outputs: type
 
 
-def adapter(name: str = "kafka-python") -> Adapter:
-    """The adapter of client `name` ("kafka-python" or "confluent": `ServeConfig.kafka_client`,
-    checked at start by `confluent_settings.check_client_choice`).
+def adapter(name: str = CLIENTS[0]) -> Adapter:
+    """The adapter of client `name`, one of `CLIENTS` (`ServeConfig.kafka_client`, checked at
+    start by `confluent_settings.check_client_choice`); ValueError naming it otherwise.
 
     >>> adapter().name, adapter().outputs.__name__
     ('kafka-python', 'Outputs')
     """
+    if name not in CLIENTS:
+        raise ValueError(f"kafka_client must be one of {', '.join(CLIENTS)}, got {name!r:.60}")
     if name == "confluent":
         from river_pa.connectors.kafka import confluent as lib
         outputs = lib.ConfluentOutputs

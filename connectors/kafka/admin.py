@@ -8,7 +8,8 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.kafka.client import CLIENT_DEFAULTS, client_settings
+from river_pa.connectors.kafka import CLIENT_DEFAULTS
+from river_pa.connectors.kafka.client import client_settings
 
 __all__ = ["ensure_topic", "group_size", "make_admin"]
 

@@ -6,33 +6,26 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 import weakref
 
-from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
 from kafka import errors as kafka_errors
 from kafka.errors import KafkaError
 from kafka.structs import MemberState, OffsetAndMetadata, TopicPartition
 
 from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.kafka import CLIENT_DEFAULTS
 from river_pa.connectors.kafka.errors import FENCED
 
 log = logging.getLogger("river_pa.serve")
 
 __all__ = [
-    "RebalanceQueue", "TopicPartition", "client_defaults", "client_settings", "close_producer",
-    "confirm_member", "fenced", "fenced_by_state", "longest_call_ms", "make_consumer",
-    "make_lease_consumer",
-    "make_offsets_client", "make_producer", "member_stable", "offsets_to_commit", "poll",
-    "tp_key", "transact",
+    "client_defaults", "client_settings", "close_producer", "confirm_member", "fenced",
+    "fenced_by_state", "longest_call_ms", "make_consumer", "make_lease_consumer",
+    "make_offsets_client", "make_producer", "member_stable", "poll", "transact",
 ]
 
-
-# Retry a lost broker every 2 s at most (kafka-python backs off up to 30 s), so a daemon is
-# back within seconds of a broker restart. Any setting here can be overridden by `[kafka]`.
-# A cluster that cannot be reached at start is reported after 10 s (kafka-python waits 30 s).
-CLIENT_DEFAULTS = {"reconnect_backoff_max_ms": 2000, "bootstrap_timeout_ms": 10_000}
 
 # Settings of `[kafka]` go to the clients that take them (max_poll_interval_ms only to the
 # consumers, linger_ms only to the producer). Refused: the ones the daemon's guarantees rest
@@ -262,48 +255,3 @@ def close_producer(producer, timeout_s: float | None = None) -> None:
     except KafkaError as exc:
         log.info("the producer is closed without its last sends (%s)", exc)
         producer._sender.force_close()
-
-
-def tp_key(tp) -> str:
-    """The checkpoint's name for a partition (a TopicPartition or a consumer record)."""
-    return f"{tp.topic}:{tp.partition}"
-
-
-def offsets_to_commit(next_offsets: dict[str, int], assigned) -> dict:
-    """Explicit commit offsets for the assigned partitions this daemon has processed."""
-    out = {}
-    for tp in assigned:
-        if tp_key(tp) in next_offsets:
-            out[tp] = OffsetAndMetadata(next_offsets[tp_key(tp)], "", -1)
-    return out
-
-
-class RebalanceQueue(ConsumerRebalanceListener):
-    """Records rebalance events for the main thread (the callbacks run on the IO thread)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._revoked: set[TopicPartition] = set()
-        self._assigned = False
-
-    def on_partitions_revoked(self, revoked):
-        """Remember the partitions taken away (handled by the loop after its next poll)."""
-        with self._lock:
-            self._revoked.update(revoked)
-
-    def on_partitions_assigned(self, assigned):
-        """Remember that an assignment came: the loop then sets every position itself."""
-        with self._lock:
-            self._assigned = True
-
-    def pending(self) -> bool:
-        """True when partitions were revoked since the last `take`."""
-        with self._lock:
-            return bool(self._revoked)
-
-    def take(self) -> tuple[set[TopicPartition], bool]:
-        """The partitions revoked, and whether partitions were assigned, since the last call."""
-        with self._lock:
-            revoked, self._revoked = self._revoked, set()
-            assigned, self._assigned = self._assigned, False
-        return revoked, assigned

@@ -24,13 +24,14 @@ import confluent_kafka as ck
 from kafka.errors import AuthorizationError, KafkaError, KafkaTimeoutError
 
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.kafka.client import CLIENT_DEFAULTS, TopicPartition
+from river_pa.connectors.kafka import CLIENT_DEFAULTS
 from river_pa.connectors.kafka.confluent_errors import (
-    client_settings, outage_over, raise_login_failure, raising, translate,
+    librdkafka_common, outage_over, raise_login_failure, raising, translate,
 )
 from river_pa.connectors.kafka.confluent_producer import (
     ConfluentOutputs, ConfluentProducer, _ck, close_producer, fenced, make_producer, transact,
 )
+from river_pa.connectors.kafka.partitions import TopicPartition
 
 log = logging.getLogger("river_pa.serve")
 
@@ -265,7 +266,7 @@ def make_consumer(cfg: ServeConfig) -> ConfluentConsumer:
     log.debug("Kafka client: confluent-kafka %s (librdkafka %s) for the data path, kafka-python "
               "for the admin calls", ck.version(), ck.libversion()[0])
     return ConfluentConsumer({
-        **client_settings(cfg, consumer=True), "group.id": cfg.group_id,
+        **librdkafka_common(cfg, consumer=True), "group.id": cfg.group_id,
         "enable.auto.commit": False, "enable.auto.offset.store": False,
         "auto.offset.reset": cfg.auto_offset_reset,
         "session.timeout.ms": cfg.session_timeout_ms,
@@ -278,7 +279,7 @@ def make_consumer(cfg: ServeConfig) -> ConfluentConsumer:
 def make_offsets_client(cfg: ServeConfig) -> ConfluentConsumer:
     """A group-less consumer (end offsets, the readers of the state and model topics)."""
     return ConfluentConsumer({
-        **client_settings(cfg, consumer=True), "client.id": f"{cfg.client_id}-offsets",
+        **librdkafka_common(cfg, consumer=True), "client.id": f"{cfg.client_id}-offsets",
         # librdkafka needs a group.id; an assigned consumer never joins or commits to it
         "group.id": f"{cfg.group_id}-offsets", "enable.auto.commit": False,
         "auto.offset.reset": "earliest",

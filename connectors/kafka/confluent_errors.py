@@ -13,10 +13,10 @@ import logging
 from confluent_kafka import KafkaError, KafkaException
 from kafka import errors as kafka_errors
 
-from river_pa.connectors.kafka.client import CLIENT_DEFAULTS
+from river_pa.connectors.kafka import CLIENT_DEFAULTS
 from river_pa.connectors.kafka.confluent_settings import librdkafka_settings
 
-__all__ = ["LOCAL", "client_settings", "on_client_error", "outage_over", "raise_login_failure",
+__all__ = ["LOCAL", "librdkafka_common", "on_client_error", "outage_over", "raise_login_failure",
            "raising", "translate"]
 
 log = logging.getLogger("river_pa.serve")
@@ -98,7 +98,7 @@ def outage_over() -> None:
     _OUTAGE["on"] = False
 
 
-def client_settings(cfg, consumer: bool) -> dict:
+def librdkafka_common(cfg, consumer: bool) -> dict:
     """The settings every librdkafka client of the daemon takes (a consumer's if `consumer`,
     else the producer's): the brokers, the client id, the reconnection backoff of
     kafka/client.py and the user's `[kafka]` settings translated (confluent_settings.py)."""

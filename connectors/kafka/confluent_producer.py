@@ -13,7 +13,7 @@ import confluent_kafka as ck
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka.client import PRODUCER_MAX_BLOCK_MS
 from river_pa.connectors.kafka.confluent_errors import (
-    client_settings, on_client_error, raising, translate,
+    librdkafka_common, on_client_error, raising, translate,
 )
 from river_pa.connectors.kafka.errors import FENCED, ClientTimeout
 from river_pa.connectors.kafka.outputs import Outputs
@@ -123,7 +123,7 @@ def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> Con
     settings = {"acks": "all", "enable.idempotence": True, "linger.ms": 20,
                 "batch.size": 262_144,
                 "message.max.bytes": max(1_048_576, 2 * cfg.max_record_bytes),
-                **client_settings(cfg, consumer=False)}
+                **librdkafka_common(cfg, consumer=False)}
     settings["batch.size"] = min([settings["batch.size"], *(limits or {}).values()])
     if cfg.exactly_once:
         settings["transactional.id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"

@@ -17,11 +17,10 @@ from __future__ import annotations
 import importlib.util
 
 from river_pa.connectors.errors import SettingsConflict
+from river_pa.connectors.kafka import CLIENTS
 
-__all__ = ["CLIENTS", "CONSUMER_ONLY", "LIBRDKAFKA_NAMES", "PRODUCER_ONLY", "check_client_choice",
+__all__ = ["CONSUMER_ONLY", "LIBRDKAFKA_NAMES", "PRODUCER_ONLY", "check_client_choice",
            "librdkafka_settings"]
-
-CLIENTS = ("kafka-python", "confluent")
 
 LIBRDKAFKA_NAMES = {
     "security_protocol": "security.protocol", "sasl_mechanism": "sasl.mechanism",
@@ -92,8 +91,8 @@ def check_client_choice(cfg) -> None:
     True True
     """
     if cfg.kafka_client not in CLIENTS:
-        raise SystemExit(f"river-pa serve: kafka_client must be kafka-python or confluent, got "
-                         f"{cfg.kafka_client!r:.60}")
+        raise SystemExit(f"river-pa serve: kafka_client must be one of {', '.join(CLIENTS)}, "
+                         f"got {cfg.kafka_client!r:.60}")
     if cfg.kafka_client == "kafka-python":
         return
     unmapped = sorted(set(cfg.kafka) - set(LIBRDKAFKA_NAMES) - DAEMON_OWN)

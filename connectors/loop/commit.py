@@ -11,7 +11,7 @@ from pathlib import Path
 
 from river_pa.connectors.errors import OutputTooLarge
 from river_pa.connectors.kafka import errors
-from river_pa.connectors.kafka.client import offsets_to_commit, tp_key
+from river_pa.connectors.kafka.partitions import offsets_to_commit, tp_key
 from river_pa.connectors.kafka.diagnostics import quiet_bootstrap
 from river_pa.connectors.kafka.outputs import topic_limits
 from river_pa.connectors.state import checkpoint

@@ -22,7 +22,7 @@ from functools import partial
 from river_pa.connectors.codec import encode_json
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka import adapter, errors
-from river_pa.connectors.kafka.client import RebalanceQueue, TopicPartition
+from river_pa.connectors.kafka.partitions import RebalanceQueue, TopicPartition
 from river_pa.connectors.kafka.diagnostics import quiet_bootstrap, unreachable
 from river_pa.connectors.kafka.outputs import topic_limits
 from river_pa.connectors.loop.commit import Commits

@@ -9,7 +9,7 @@ import time
 
 from river_pa.connectors.kafka import errors
 from river_pa.connectors.kafka.admin import group_size
-from river_pa.connectors.kafka.client import TopicPartition, tp_key
+from river_pa.connectors.kafka.partitions import TopicPartition, tp_key
 
 __all__ = ["Positions"]
 

@@ -12,7 +12,7 @@ from river_pa.connectors.codec import (
 )
 from river_pa.connectors.errors import ModelError
 from river_pa.connectors.kafka import errors
-from river_pa.connectors.kafka.client import tp_key
+from river_pa.connectors.kafka.partitions import tp_key
 from river_pa.connectors.state.pending import Pending
 
 __all__ = ["Records"]

@@ -10,7 +10,7 @@ import time
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.errors import LeaseLost, OutputError
 from river_pa.connectors.kafka import errors
-from river_pa.connectors.kafka.client import TopicPartition
+from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.loop.daemon import Daemon, watch_stop
 from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.models.slot import MODEL_FIELDS

@@ -35,9 +35,12 @@ import time
 
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.kafka.admin import ensure_topic
+# the lease group runs on kafka-python under both clients: its assignor (kafka/assignor.py) is a
+# client-side one, which librdkafka does not take from Python
 from river_pa.connectors.kafka.client import (
-    TopicPartition, confirm_member, longest_call_ms, make_lease_consumer, member_stable, poll,
+    confirm_member, longest_call_ms, make_lease_consumer, member_stable, poll,
 )
+from river_pa.connectors.kafka.partitions import TopicPartition
 
 __all__ = ["Lease", "rejoin_seconds"]
 

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from river_pa.connectors.kafka.admin import ensure_topic
-from river_pa.connectors.kafka.client import TopicPartition
+from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.observe.reporting import Stats, serve_metrics
 from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.connectors.state.pending import PendingStore

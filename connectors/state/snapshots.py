@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 
 from river_pa.connectors.errors import SnapshotError
-from river_pa.connectors.kafka.client import TopicPartition
+from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.kafka.protocols import Consumer
 
 __all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "Publisher", "Reader", "SnapshotError",

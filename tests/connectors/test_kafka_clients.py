@@ -37,6 +37,9 @@ def test_each_client_has_its_adapter():
     assert (confluent.name, confluent.outputs.__name__) == ("confluent", "ConfluentOutputs")
     assert confluent.make_consumer.__module__ == "river_pa.connectors.kafka.confluent"
     assert python.make_consumer.__module__ == "river_pa.connectors.kafka.client"
+    with pytest.raises(ValueError, match="kafka_client must be one of kafka-python, confluent, "
+                                         "got 'librdkafka'"):
+        adapter("librdkafka")
 
 
 def test_an_unknown_client_is_refused_naming_it(capsys, monkeypatch):
@@ -45,7 +48,7 @@ def test_an_unknown_client_is_refused_naming_it(capsys, monkeypatch):
     monkeypatch.setenv("RIVER_PA_KAFKA_CLIENT", "librdkafka")
     assert cli.main(["serve", *NO_BROKER]) == 1
     assert capsys.readouterr().err.strip().splitlines() == [
-        "river-pa serve: kafka_client must be kafka-python or confluent, got 'librdkafka'"]
+        "river-pa serve: kafka_client must be one of kafka-python, confluent, got 'librdkafka'"]
 
 
 def test_every_role_takes_the_confluent_client():

@@ -27,6 +27,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 from kafka.structs import TopicPartition
 
+from river_pa.connectors.kafka import CLIENTS  # --kafka-client
 from river_pa.connectors.state import checkpoint
 from river_pa.evaluate.datasets import shared_folder
 
@@ -156,9 +157,6 @@ def owns_partitions(member: dict) -> bool:
     """Whether a member of `KafkaAdminClient.describe_groups` holds a partition."""
     assignment = member.get("member_assignment") or {}
     return any(a["partitions"] for a in assignment.get("assigned_partitions", ()))
-
-
-CLIENTS = ("kafka-python", "confluent")  # --kafka-client
 
 
 def pytest_generate_tests(metafunc):
