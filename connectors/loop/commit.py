@@ -29,12 +29,23 @@ class Commits:
         new producer (the learner confirms its lease there)."""
 
     def _checkpoint_due(self) -> bool:
-        """Due after `checkpoint_every` records or `checkpoint_seconds`, if a record came or an
-        offset commit was refused since (it is tried again: soak seed 486, a commit refused in
-        a rebalance after a partition's last record left the group behind for good)."""
-        return (self.since_checkpoint > 0 or self.commit_failed) and (
-            self.since_checkpoint >= self.cfg.checkpoint_every
-            or time.monotonic() - self.last_checkpoint >= self.cfg.checkpoint_seconds)
+        """Due after `checkpoint_every` records, or after `checkpoint_seconds` if a record came
+        or the group's offsets are behind this daemon's positions (`_commit_behind`)."""
+        if 0 < self.cfg.checkpoint_every <= self.since_checkpoint:
+            return True
+        if time.monotonic() - self.last_checkpoint < self.cfg.checkpoint_seconds:
+            return False
+        return self.since_checkpoint > 0 or self._commit_behind()
+
+    def _commit_behind(self) -> bool:
+        """True when an assigned partition was processed past the group's committed offset.
+        With no record to follow, nothing else commits it: a commit refused in a rebalance
+        after a partition's last record (soak seed 486), or a partition processed to its end,
+        revoked before the checkpoint and assigned back (seed 534), left the group's offsets
+        behind for good."""
+        positions = self._commit_positions()
+        return any(positions.get(tp_key(tp), -1) > self.committed_upto.get(tp_key(tp), -1)
+                   for tp in self.consumer.assignment())
 
     def checkpoint_and_commit(self, reopen: bool = True, group=None) -> None:
         """Flush outputs, write the checkpoint, then commit the offsets it covers.
@@ -50,6 +61,7 @@ class Commits:
         self._persist()
         if self.cfg.exactly_once:
             self.client.transact(self.producer, "commit_transaction")
+            self._committed(offsets)
             if reopen:
                 self.producer.begin_transaction()
         elif offsets:
@@ -84,10 +96,13 @@ class Commits:
         next checkpoint, due also when no record follows (`_checkpoint_due`)."""
         try:
             self.consumer.commit(offsets)
-            self.commit_failed = False
         except errors.ClientError as exc:
             log.warning("offset commit failed (%s); the checkpoint still covers them", exc)
-            self.commit_failed = True
+            return
+        self._committed(offsets)
+
+    def _committed(self, offsets: dict) -> None:
+        self.committed_upto.update({tp_key(tp): meta.offset for tp, meta in offsets.items()})
 
     def _checkpoint_or_rollback(self) -> None:
         """Checkpoint and commit; with exactly-once, a failed transaction (a rebalance moved
@@ -170,7 +185,7 @@ class Commits:
         """
         if self.policy.publishes and self.stats.counts["learned"] > self.learned_at_publish:
             self._publish_model()
-        if self.processed_this_run or self.since_checkpoint or self.commit_failed:
+        if self.processed_this_run or self.since_checkpoint or self._commit_behind():
             self._report()
             self._checkpoint_or_rollback()
         if self.cfg.exactly_once:

@@ -82,7 +82,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         self.floors: dict[TopicPartition, int] = {}  # see `_resume_offset`
         self.unassigned_since: float | None = None
         self.since_checkpoint = 0
-        self.commit_failed = False  # the last offset commit was refused: tried again when due
+        self.committed_upto: dict[str, int] = {}  # the group's offsets, as last known here
         self.last_checkpoint = time.monotonic()
         self.buffered_upto: dict[TopicPartition, int] = {}
         self.backlog = False

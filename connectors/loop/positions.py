@@ -38,6 +38,7 @@ class Positions:
                 self.positions_unknown = True
                 return
         self._check_state(committed)
+        self.committed_upto = {tp_key(tp): o for tp, o in committed.items() if o is not None}
         for tp, offset in committed.items():
             self._seek(tp, self._resume_offset(tp, offset))
 

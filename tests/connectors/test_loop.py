@@ -4,6 +4,7 @@ milliseconds; tests/kafka runs the same against a broker."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from kafka.errors import RebalanceInProgressError
@@ -165,3 +166,36 @@ def test_a_refused_offset_commit_is_tried_again_when_no_record_follows(fake_clie
     assert daemon.run() == 0
     ends = {tp: len(log) for tp, log in fake_clients.logs.items() if tp.topic in (events, labels)}
     assert idle[0] == ends  # committed before the stop's final checkpoint
+
+
+def test_a_partition_assigned_back_after_its_last_record_is_committed(fake_clients, tmp_path):
+    """Soak seed 534: a member processed a partition to its end, lost it in a rebalance before
+    its checkpoint and got it back; it resumed at its own position (ahead of the group's), no
+    record followed, and the group stayed 482 records behind for good."""
+    events, labels = fake_clients.topic("ev", 2), fake_clients.topic("lab", 2)
+    fake_clients.send_all(records(_rows(N), DELAY, start_ms=0), events, labels, partitions=2)
+    cfg = ServeConfig(model="PAClassifier", events_topic=events, labels_topic=labels,
+                      predictions_topic="preds", metrics_topic=None, report_path=None,
+                      checkpoint_path=str(tmp_path / "ckpt"), checkpoint_every=10**6,
+                      checkpoint_seconds=3600)
+    daemon, idle = Daemon(cfg, PAClassifier()), []
+    step = daemon._step
+
+    def step_then_rebalance_once_all_learned():
+        step()
+        if daemon.stats.counts["learned"] < N:
+            return
+        if not idle and daemon.cfg.checkpoint_seconds:  # a rebalance gives every partition back
+            daemon.consumer.unsubscribe()
+            daemon._checkpoint_or_rollback()  # due while nothing is assigned: commits nothing
+            assert fake_clients.committed == {} and daemon.since_checkpoint == 0
+            daemon.consumer.subscribe(daemon.topics, listener=daemon.rebalances)
+            daemon.cfg = dataclasses.replace(daemon.cfg, checkpoint_seconds=0)
+        else:
+            idle.append(dict(fake_clients.committed))
+        daemon.stopping = len(idle) == 3
+
+    daemon._step = step_then_rebalance_once_all_learned
+    assert daemon.run() == 0
+    ends = {tp: len(log) for tp, log in fake_clients.logs.items() if tp.topic in (events, labels)}
+    assert idle[-1] == ends  # committed before the stop's final checkpoint
