@@ -1,0 +1,89 @@
+"""The accuracy cost of sharded learning with iterative parameter mixing (issue 21, phase 1).
+
+`river-pa evaluate --shards N --mix-every K` on every shared binary and multiclass set (a9a,
+phishing-full, mushrooms, elec2, usps, mnist-5k), with `evaluate`'s default learner for the
+task (`PAClassifier()`: PA-I, C = 1; `PAMultiClassifier()`: PA-I, C = 1), split round-robin,
+in file order and in `--shuffles` seeded shuffles (numpy's `default_rng(seed).permutation`,
+seeds 1..). Progressive accuracy, as `evaluate` reports it (`evaluate_shards`: River's loop).
+
+Prints, per set, N and K: the progressive accuracy (median over the orders) and its
+difference to one learner (N = 1) in points, median [min, max] over the orders (each order
+against N = 1 on the same order). The target of issue 21: N = 8, K = 1,000 within 0.5 points
+of one learner on every set (median over the orders).
+
+Run: ``python benchmarks/bench_shards.py [--shuffles 5] [--sets a9a,usps] [--shards 1,2,4,8]
+[--mix-every 100,1000] [--limit N]`` (the full grid: about 40 min on one busy core).
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from river_pa.evaluate import datasets
+from river_pa.evaluate.shards import evaluate_shards
+from river_pa.evaluate.params import build_model
+
+SETS = ("a9a", "phishing-full", "mushrooms", "elec2", "usps", "mnist-5k")
+
+
+def orders(data, shuffles: int, limit: int | None):
+    """(label, Data) of the file order and each seeded shuffle, the first `limit` events."""
+    x, y = data.x, data.y
+    for seed in range(shuffles + 1):
+        idx = np.arange(len(y)) if seed == 0 else np.random.default_rng(seed).permutation(len(y))
+        idx = idx[:limit].tolist()
+        label = "file" if seed == 0 else f"seed {seed}"
+        yield label, datasets.Data(data.name, data.task, [y[i] for i in idx], [x[i] for i in idx])
+
+
+def accuracy(data, shards: int, k: int) -> float:
+    result, _ = evaluate_shards(data, build_model(None, {}, data.task), ["Accuracy"], shards, k,
+                                every=len(data.y))
+    return result.values["Accuracy"]
+
+
+def run_set(name: str, shuffles: int, grid_n: list, grid_k: list, limit: int | None) -> None:
+    data = datasets.load(name)
+    start = time.perf_counter()
+    acc: dict = {}
+    for _, events in orders(data, shuffles, limit):
+        one = accuracy(events, 1, max(grid_k))
+        acc.setdefault((1, None), []).append(one)
+        for n in grid_n:
+            for k in grid_k:
+                acc.setdefault((n, k), []).append(accuracy(events, n, k) if n > 1 else one)
+    n_events = min(len(data.y), limit or len(data.y))
+    print(f"\n{name} ({data.task}): {n_events} events, {shuffles + 1} orders, "
+          f"{time.perf_counter() - start:.0f} s")
+    print(f"{'N':>4} {'K':>6}  {'accuracy':>8}  {'vs N=1 (points): median [min, max]':>36}")
+    base = np.array(acc[(1, None)])
+    for n in grid_n:
+        for k in grid_k:
+            a = np.array(acc[(n, k)])
+            d = 100 * (a - base)
+            print(f"{n:>4} {k:>6}  {np.median(a):8.4f}  {np.median(d):+16.2f} "
+                  f"[{d.min():+.2f}, {d.max():+.2f}]", flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shuffles", type=int, default=5)
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--shards", default="1,2,4,8,16,64")
+    parser.add_argument("--mix-every", default="100,1000,10000")
+    parser.add_argument("--limit", type=int, help="the first N events of each order only")
+    args = parser.parse_args(argv)
+    grid_n = [int(v) for v in args.shards.split(",")]
+    grid_k = [int(v) for v in args.mix_every.split(",")]
+    print("progressive accuracy with N shards mixed every K labelled events (round-robin); "
+          "difference to one learner on the same order")
+    for name in args.sets.split(","):
+        run_set(name, args.shuffles, grid_n, grid_k, args.limit)
+
+
+if __name__ == "__main__":
+    main()
