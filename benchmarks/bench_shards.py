@@ -12,7 +12,7 @@ against N = 1 on the same order). The target of issue 21: N = 8, K = 1,000 withi
 of one learner on every set (median over the orders).
 
 Run: ``python benchmarks/bench_shards.py [--shuffles 5] [--sets a9a,usps] [--shards 1,2,4,8]
-[--mix-every 100,1000] [--limit N]`` (the full grid: about 40 min on one busy core).
+[--mix-every 100,1000] [--limit N]`` (the full grid: about 5 minutes on one busy core).
 
 """
 
