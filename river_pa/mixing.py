@@ -38,7 +38,7 @@ import numpy as np
 
 from river_pa._core.features import Hashing, _canonical
 
-__all__ = ["MixSpec", "mix"]
+__all__ = ["MixSpec", "check_mixable", "mix"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,27 +121,33 @@ def mix(models, weights):
         return pickle.loads(pickle.dumps(live[0][0]))
     models, w = [m for m, _ in live], np.array([x for _, x in live])
     out = models[0].clone()
-    fpos = _merge_features(out, models)
-    lpos = _merge_labels(out, models, spec)
-    for name, axes in spec.arrays.items():
-        target = getattr(out, name)
-        perms = [[_axis(axis, f, l) for axis in axes] for f, l in zip(fpos, lpos)]
-        shape = tuple(_extent(axis, out) for axis in axes)
-        stack = np.zeros((len(models), *shape))
-        for i, (m, p) in enumerate(zip(models, perms)):
-            part = getattr(m, name)[tuple(slice(len(q)) for q in p)]
-            stack[i][np.ix_(*p)] = part
-        target[tuple(slice(n) for n in shape)] = _mean(stack, w)
+    _mix_arrays(out, models, w, spec)
     for name in spec.scalars:
         setattr(out, name, float(_mean(np.array([getattr(m, name) for m in models]), w)))
     for name in spec.counts:
-        setattr(out, name, math.ceil(_mean(np.array([getattr(m, name) for m in models]), w)))
+        mean = float(_mean(np.array([getattr(m, name) for m in models]), w))
+        setattr(out, name, math.ceil(mean))
     if getattr(out, "_calibrator", None) is not None:
         out._calibrator = _mix_calibrators([m._calibrator for m in models], w)
     if hasattr(out, "_version"):
         out._version += 1
         out._clear_cache()
     return out
+
+
+def _mix_arrays(out, models: list, w: np.ndarray, spec: MixSpec) -> None:
+    """Give `out` the union of the models' keys and labels, and the weighted mean of each
+    array of `spec`, every model's array aligned on `out`'s positions and rows (zero where a
+    model lacks a key or a label)."""
+    fpos = _merge_features(out, models)
+    lpos = _merge_labels(out, models, spec)
+    for name, axes in spec.arrays.items():
+        shape = tuple(_extent(axis, out) for axis in axes)
+        stack = np.zeros((len(models), *shape))
+        for i, (m, f, l) in enumerate(zip(models, fpos, lpos)):
+            perm = [_axis(axis, f, l) for axis in axes]
+            stack[i][np.ix_(*perm)] = getattr(m, name)[tuple(slice(len(q)) for q in perm)]
+        getattr(out, name)[tuple(slice(n) for n in shape)] = _mean(stack, w)
 
 
 def _check_weights(weights, n: int) -> np.ndarray:
