@@ -2,7 +2,8 @@
 
 `river-pa evaluate --shards N --mix-every K` on every shared binary and multiclass set (a9a,
 phishing-full, mushrooms, elec2, usps, mnist-5k), with `evaluate`'s default learner for the
-task (`PAClassifier()`: PA-I, C = 1; `PAMultiClassifier()`: PA-I, C = 1), split round-robin,
+task (`PAClassifier()`: PA-I, C = 1; `PAMultiClassifier()`: PA-I, C = 1), split round-robin
+(or `--shard-by key`),
 in file order and in `--shuffles` seeded shuffles (numpy's `default_rng(seed).permutation`,
 seeds 1..). Progressive accuracy, as `evaluate` reports it (`evaluate_shards`: River's loop).
 
@@ -12,7 +13,7 @@ against N = 1 on the same order). The target of issue 21: N = 8, K = 1,000 withi
 of one learner on every set (median over the orders).
 
 Run: ``python benchmarks/bench_shards.py [--shuffles 5] [--sets a9a,usps] [--shards 1,2,4,8]
-[--mix-every 100,1000] [--limit N]`` (the full grid: about 5 minutes on one busy core).
+[--mix-every 100,1000] [--limit N] [--shard-by key]`` (the full grid: about 5 minutes on one busy core).
 
 """
 
@@ -40,22 +41,24 @@ def orders(data, shuffles: int, limit: int | None):
         yield label, datasets.Data(data.name, data.task, [y[i] for i in idx], [x[i] for i in idx])
 
 
-def accuracy(data, shards: int, k: int) -> float:
+def accuracy(data, shards: int, k: int, shard_by: str) -> float:
     result, _ = evaluate_shards(data, build_model(None, {}, data.task), ["Accuracy"], shards, k,
-                                every=len(data.y))
+                                shard_by, every=len(data.y))
     return result.values["Accuracy"]
 
 
-def run_set(name: str, shuffles: int, grid_n: list, grid_k: list, limit: int | None) -> None:
+def run_set(name: str, shuffles: int, grid_n: list, grid_k: list, limit: int | None,
+            shard_by: str) -> None:
     data = datasets.load(name)
     start = time.perf_counter()
     acc: dict = {}
     for _, events in orders(data, shuffles, limit):
-        one = accuracy(events, 1, max(grid_k))
+        one = accuracy(events, 1, max(grid_k), shard_by)
         acc.setdefault((1, None), []).append(one)
         for n in grid_n:
             for k in grid_k:
-                acc.setdefault((n, k), []).append(accuracy(events, n, k) if n > 1 else one)
+                acc.setdefault((n, k), []).append(accuracy(events, n, k, shard_by) if n > 1
+                                               else one)
     n_events = min(len(data.y), limit or len(data.y))
     print(f"\n{name} ({data.task}): {n_events} events, {shuffles + 1} orders, "
           f"{time.perf_counter() - start:.0f} s")
@@ -76,13 +79,14 @@ def main(argv=None):
     parser.add_argument("--shards", default="1,2,4,8,16,64")
     parser.add_argument("--mix-every", default="100,1000,10000")
     parser.add_argument("--limit", type=int, help="the first N events of each order only")
+    parser.add_argument("--shard-by", choices=["round-robin", "key"], default="round-robin")
     args = parser.parse_args(argv)
     grid_n = [int(v) for v in args.shards.split(",")]
     grid_k = [int(v) for v in args.mix_every.split(",")]
-    print("progressive accuracy with N shards mixed every K labelled events (round-robin); "
+    print(f"progressive accuracy with N shards mixed every K labelled events ({args.shard_by}); "
           "difference to one learner on the same order")
     for name in args.sets.split(","):
-        run_set(name, args.shuffles, grid_n, grid_k, args.limit)
+        run_set(name, args.shuffles, grid_n, grid_k, args.limit, args.shard_by)
 
 
 if __name__ == "__main__":
