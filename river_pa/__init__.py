@@ -4,7 +4,8 @@ Learners take dict features (any hashable keys, real values) and keep their stat
 arrays, with Numba kernels for the inner loops. Families live in subpackages, as in River:
 `linear_model`, `multiclass`, `multilabel`, `anomaly`, `structured`, `kernel`, `paramfree`.
 Every learner is also importable from here; a family is imported when one of its learners is
-first used, so `import river_pa` stays cheap.
+first used, so `import river_pa` stays cheap. `mix` (from `river_pa.mixing`) averages copies
+of a learner.
 
 """
 
@@ -43,6 +44,7 @@ _FAMILY = {
     "RescaledExp": "paramfree",
     "RescaledExpClassifier": "paramfree",
     "RescaledExpRegressor": "paramfree",
+    "mix": "mixing",
 }
 
 __all__ = sorted(_FAMILY)

@@ -28,6 +28,8 @@ from river_pa.evaluate.job import evaluate, evaluate_many
 from river_pa.evaluate.kernels import numba_without_blas
 from river_pa.evaluate.outputs import ReportFile, snapshots
 from river_pa.evaluate.params import UsageError, build_metrics, build_model, parse_params
+from river_pa.evaluate.shards import evaluate_shards
+from river_pa.mixing import check_mixable
 
 __all__ = ["run"]
 
@@ -50,12 +52,34 @@ def _setup(args):
         while label in models:
             label += "'"
         models[label] = model
+    _check_shards(args, models)
     names = report.metric_names(args.metric) or DEFAULT_METRICS[source.task]
     if len(models) > 1 or not all(n in fastmetrics.SUPPORTED.get(source.task, {})
                                   for n in names):
         for model in models.values():
             build_metrics(names, model)  # validate the names now: a usage error, status 2
     return source, models, names
+
+
+def _check_shards(args, models: dict) -> None:
+    """UsageError for --shards flags that do not fit (their numbers, several models, a
+    learner that cannot be mixed: `river_pa.mixing.check_mixable`'s line); sets their
+    defaults."""
+    if args.shards is None:
+        if args.mix_every is not None or args.shard_by is not None:
+            raise UsageError("--mix-every and --shard-by need --shards")
+        return
+    args.mix_every = 1000 if args.mix_every is None else args.mix_every
+    args.shard_by = args.shard_by or "round-robin"
+    for flag, value in (("--shards", args.shards), ("--mix-every", args.mix_every)):
+        if value < 1:
+            raise UsageError(f"{flag} must be >= 1, got {value}")
+    if len(models) > 1:
+        raise UsageError("--shards takes one --model")
+    try:
+        check_mixable(next(iter(models.values())))
+    except ValueError as exc:
+        raise UsageError(f"--shards: {exc}") from None
 
 
 def _model_specs(args) -> list[tuple]:
@@ -121,12 +145,18 @@ def run(args) -> int:
         if shown:
             shown(row)
 
+    def job():
+        if args.shards is None:
+            return evaluate(data, model, metrics, args.delay, args.every, on_row)
+        return evaluate_shards(data, model, metrics, args.shards, args.mix_every,
+                               args.shard_by, args.delay, args.every, on_row)[0]
+
     try:
         if shown:
             with shown:
-                result = evaluate(data, model, metrics, args.delay, args.every, on_row)
+                result = job()
         else:
-            result = evaluate(data, model, metrics, args.delay, args.every, on_row)
+            result = job()
     except BaseException as exc:  # an error, Ctrl-C: the report keeps the rows so far
         out.close()
         if isinstance(exc, UsageError | DataError):  # a bad line met during the run
@@ -143,6 +173,8 @@ def run(args) -> int:
         "events_per_s": result.events / max(result.seconds, 1e-9),
         "compile_s": result.compile_seconds, "path": result.path, "kernels": result.kernels,
     }
+    if args.shards is not None:
+        summary.update(shards=args.shards, mix_every=args.mix_every, shard_by=args.shard_by)
     rows = snapshots(result, summary)
     report.print_summary(rows[-1])
     return _write_outputs(args, rows, out)

@@ -155,6 +155,9 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
     _INITIAL_SUPPORT = 16
     _INITIAL_CAPACITY = 64
     _TRANSIENT = (*ScoringClassifier._TRANSIENT, "_krow")
+    _MIX = ("its model is a set of support vectors with coefficients; the average of copies in "
+            "the kernel's feature space is the union of their sets (up to N times the budget), "
+            "which the learner cannot hold without a budget step that changes its predictions")
 
     def __init__(
         self,

@@ -25,6 +25,7 @@ from river_pa._core.validation import (
     check_variant,
 )
 from river_pa.linear_model import _numba
+from river_pa.mixing import MixSpec
 
 _SHARED = ("two columns of the batch share one weight (equal keys or a hash collision): learn "
            "them one event at a time")
@@ -47,6 +48,7 @@ class SparseLinear(EventCache):
     _INITIAL_CAPACITY = 64
     _PACKED = True
     _TRANSIENT = (*EventCache._TRANSIENT, "_margin", "_sq")
+    _MIX = MixSpec({"_w": ("feature",)}, scalars=("intercept",))
 
     def _setup(self, variant, C, epsilon, learn_intercept, n_features):
         self._variant = check_variant(variant)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from river_pa._core.calibration import learn_rows, make_calibrator
+from river_pa.mixing import MixSpec
 from river_pa.multiclass import _numba
 from river_pa._core.features import make_index
 from river_pa._core.cache import EventCache
@@ -200,6 +201,9 @@ class MultiPrototype(ScoringClassifier):
     """Weight rows per label over dict features, with the constructor of the linear learners."""
 
     _INITIAL_CAPACITY = 64
+    # the pair margins M of MarginClassifier follow from the labels: `_add_label` sets them
+    _MIX = MixSpec({"_W": ("label", "feature"), "_b": ("label",)}, labels="_classes",
+                   add_label="_add_label")
 
     def __init__(
         self,

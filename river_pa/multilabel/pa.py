@@ -15,6 +15,7 @@ from river import base
 from river.utils.math import sigmoid
 
 from river_pa._core.batch import frame_arrays, row_index
+from river_pa.mixing import MixSpec
 from river_pa.multiclass import _numba as multiclass_numba
 from river_pa._core.validation import check_positive, check_sample_weight
 from river_pa.multiclass.base import MAX_CLASSES, MultiPrototype
@@ -159,6 +160,11 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     {'beach': 0.5, 'ski': -0.5}
 
     """
+
+    # the averaged weights are ((t + 1) W - U) / t: W, U and t mix alike (`river_pa.mixing`)
+    _MIX = MixSpec({"_W": ("label", "feature"), "_b": ("label",), "_V": ("label", "label"),
+                    "_U": ("label", "feature"), "_ub": ("label",), "_UV": ("label", "label")},
+                   counts=("_t",), labels="_classes", add_label="_add_label")
 
     def __init__(
         self,

@@ -201,6 +201,11 @@ class RescaledExp(_RescaledExpState, TransientCache, optim.base.Optimizer):
 class _RescaledExpLinear(_RescaledExpState, ParamFreeLinear):
     """A linear model trained by RescaledExp, intercept included."""
 
+    _MIX = ("its state restarts in epochs (the sums of gradients, M and w reset whenever a "
+            "gradient exceeds twice the guess L of max |g|), at different events in each copy: "
+            "a mean of sums from different epochs is no state the algorithm reaches, and its "
+            "regret bound would not hold")
+
     def __init__(
         self,
         loss: optim.losses.Loss | None = None,

@@ -20,6 +20,7 @@ import numpy as np
 from river import optim
 
 from river_pa._core.validation import check_greater
+from river_pa.mixing import MixSpec
 from river_pa.paramfree import _numba
 from river_pa.paramfree.base import BinaryMixin, ParamFreeLinear, RegressionMixin
 
@@ -62,7 +63,17 @@ class _ScaleInvariant(ParamFreeLinear):
 
 class _Coordinate(_ScaleInvariant):
     """State and rounds of the coordinate-wise algorithm (see
-    `CoordinateScaleInvariantClassifier`)."""
+    `CoordinateScaleInvariantClassifier`).
+
+    Mixing (`river_pa.mixing`) averages the state: s_i^2 (sums of x_i^2), h_i (sums of
+    -g x_i) and t (rounds, rounded up), all sums over events, as the PA weights are. The
+    kernels rely on |h_i| <= sqrt(t s_i^2) (Cauchy-Schwarz with |g| <= 1), which the mix
+    keeps: sqrt(t s^2) is concave, so its weighted mean over the copies is at most sqrt(mean t
+    mean s^2).
+
+    """
+
+    _MIX = MixSpec({"_s2": ("feature",), "_h": ("feature",)}, counts=("_t",))
 
     def _allocate(self, capacity):
         grown = {}
@@ -90,6 +101,10 @@ class _Coordinate(_ScaleInvariant):
 class _Full(_ScaleInvariant):
     """State and rounds of the full algorithm (see `FullScaleInvariantClassifier`)."""
 
+    _MIX = ("its state is S = sum x x^T with S^+ and the null-space projector kept by rank-one "
+            "updates in each copy's own diagonal scaling D: a mix would need every copy's S in "
+            "one scaling and an O(d^3) eigendecomposition; not built (the coordinate-wise "
+            "learner mixes)")
     _TRANSIENT = (*ParamFreeLinear._TRANSIENT, "_scratch", "_last_round")
 
     def _clear_cache(self):

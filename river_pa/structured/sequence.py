@@ -14,6 +14,7 @@ from itertools import accumulate, chain
 import numpy as np
 from river import base
 
+from river_pa.mixing import MixSpec
 from river_pa.structured import _numba
 from river_pa._core.features import Vocabulary, to_values
 from river_pa._core.validation import (
@@ -123,6 +124,11 @@ class PASequenceTagger(base.Estimator):
 
     """
 
+    # the averaged weights are E - UE / n: E, UE and n mix alike (see `river_pa.mixing`)
+    _MIX = MixSpec({"_E": ("feature", "label"), "_UE": ("feature", "label"),
+                    "_T": ("start+label", "label"), "_UT": ("start+label", "label")},
+                   counts=("_n",), labels="_tag_list", add_label="_add_tag")
+
     def __init__(self, variant: str = "PA-I", C: float = 1.0, average: bool = True,
                  max_classes: int = MAX_CLASSES):
         self.variant = variant
@@ -207,10 +213,11 @@ class PASequenceTagger(base.Estimator):
             new[: k + 1, :k] = getattr(self, name)
             setattr(self, name, new)
 
-    def _grow_features(self) -> None:
+    def _grow(self, size: int) -> None:
+        """Room for `size` feature positions (rows of the emission weights)."""
         rows = self._E.shape[0]
-        if self._index.size > rows:
-            new_rows = max(self._index.size, 2 * rows)
+        if size > rows:
+            new_rows = max(size, 2 * rows)
             for name in ("_E", "_UE"):
                 new = np.zeros((new_rows, self._E.shape[1]))
                 new[:rows] = getattr(self, name)
@@ -236,7 +243,7 @@ class PASequenceTagger(base.Estimator):
         for tag in new:
             self._add_tag(tag)
         y = self._encode(ys)
-        self._grow_features()
+        self._grow(self._index.size)
         _numba.learn(
             self._variant, float(self.C), self._E, self._T, self._UE, self._UT, self.average,
             self._n, indptr, idx, val, y,
