@@ -155,12 +155,23 @@ def _check_weights(weights, n: int) -> np.ndarray:
     if len(weights) != n:
         raise ValueError(f"mix: {len(weights)} weights for {n} models: one weight per model")
     for x in weights:
-        if (not isinstance(x, numbers.Real) or isinstance(x, bool) or not math.isfinite(x)
+        if (not isinstance(x, numbers.Real) or isinstance(x, bool) or not _finite(x)
                 or x < 0):
-            raise ValueError(f"mix: weights must be finite real numbers >= 0, got {x!r}")
+            raise ValueError(f"mix: weights must be finite real numbers >= 0, got {x!r:.40}")
     if not any(weights):
         raise ValueError("mix: the weights are all zero (no copy learned since the last mix)")
-    return np.array(weights, dtype=np.float64)
+    # scaled by a power of two (exact) that brings the largest into [0.5, 1): only the ratios
+    # matter, and the sum cannot overflow nor the products underflow (1e308s and 5e-324s gave
+    # wrong means)
+    w = np.array([float(x) for x in weights])
+    return np.ldexp(w, -math.frexp(w.max())[1])
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an int beyond a float's range
+        return False
 
 
 def _check_models(models: list) -> MixSpec:

@@ -198,8 +198,20 @@ def test_learners_that_do_not_mix_refuse_by_name(model, message):
     ([river_pa.PAClassifier()] * 2, [1, -1], r"mix: weights must be finite real numbers >= 0, "
                                              "got -1"),
     ([river_pa.PAClassifier()] * 2, [1, float("nan")], "mix: weights must be finite"),
+    ([river_pa.PAClassifier()] * 2, [10**400, 1], "mix: weights must be finite"),
     ([river_pa.PAClassifier()] * 2, [0, 0.0], "mix: the weights are all zero"),
 ])
 def test_bad_mixes_refuse_with_their_reason(models, weights, message):
     with pytest.raises(ValueError, match=message):
         mix(models, weights)
+
+
+@pytest.mark.parametrize("weights", [[2.0**1023] * 2, [2.0**-1074] * 2, [2.0**-1070] * 2])
+def test_only_the_ratio_of_the_weights_counts_at_the_ends_of_the_floats(weights):
+    """Weights of 2**1023 overflowed their sum and weights of 5e-324 underflowed their
+    products (a mean of -0.5 for -0.3): scaled by a power of two first, they mix as [1, 1]
+    does, to the bit (powers of two scale exactly)."""
+    a, b = river_pa.PAClassifier(), river_pa.PAClassifier()
+    a.learn_one({"x": 1.0, "y": -1.0}, True)
+    b.learn_one({"x": -1.0, "y": 0.5}, False)
+    assert mix([a, b], weights).weights == mix([a, b], [1, 1]).weights

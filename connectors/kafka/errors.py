@@ -1,8 +1,9 @@
 """The Kafka client errors the daemon tells apart, named for what they mean to it.
 
 The loop and the roles catch these names, never a client's own classes. This module binds them
-to kafka-python's, the one client today; a second client gets a module binding the same names
-to its classes (or an adapter translating its errors into them).
+to kafka-python's classes, the common currency of both adapters: the confluent-kafka adapter
+translates librdkafka's errors into them (kafka/confluent_errors.py `translate`), and a third
+client would do the same. kafka-python is therefore installed under either client.
 """
 
 from __future__ import annotations

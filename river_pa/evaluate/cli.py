@@ -28,7 +28,7 @@ from river_pa.evaluate.job import evaluate, evaluate_many
 from river_pa.evaluate.kernels import numba_without_blas
 from river_pa.evaluate.outputs import ReportFile, snapshots
 from river_pa.evaluate.params import UsageError, build_metrics, build_model, parse_params
-from river_pa.evaluate.shards import evaluate_shards
+from river_pa.evaluate.shards import MAX_SHARDS, evaluate_shards
 from river_pa.mixing import check_mixable
 
 __all__ = ["run"]
@@ -71,9 +71,11 @@ def _check_shards(args, models: dict) -> None:
         return
     args.mix_every = 1000 if args.mix_every is None else args.mix_every
     args.shard_by = args.shard_by or "round-robin"
-    for flag, value in (("--shards", args.shards), ("--mix-every", args.mix_every)):
-        if value < 1:
-            raise UsageError(f"{flag} must be >= 1, got {value}")
+    for flag, value, most in (("--shards", args.shards, MAX_SHARDS),
+                              ("--mix-every", args.mix_every, None)):
+        if value < 1 or (most is not None and value > most):
+            within = f"from 1 to {most}" if most else ">= 1"
+            raise UsageError(f"{flag} must be {within}, got {str(value)[:40]}")
     if len(models) > 1:
         raise UsageError("--shards takes one --model")
     try:

@@ -12,8 +12,8 @@ daemon's shards are not built yet.
 The split:
 
 * "round-robin" (default): event i goes to shard i mod N;
-* "key": to shard crc32(i) mod N (`river_pa._core.features.stable_hash` of the event's number
-  i, 0-based). The data sets carry no event id, so the number stands for the key a producer
+* "key": to shard `river_pa._core.features.stable_hash(i)` mod N (a CRC-32 of the event's
+  number i, 0-based, as the hashing trick hashes a non-string key). The data sets carry no event id, so the number stands for the key a producer
   would give a Kafka record; the hash spreads the events as a keyed topic's partitioner does.
 
 `Sharded` wraps the model in a River estimator that routes each prediction and each label to
@@ -31,10 +31,15 @@ from river import base
 
 from river_pa._core.features import stable_hash
 from river_pa.evaluate.job import evaluate
+from river_pa.evaluate.params import build_metrics
 from river_pa.evaluate.results import Result
 from river_pa.mixing import check_mixable, mix
 
-__all__ = ["SHARD_BY", "Sharded", "evaluate_shards"]
+__all__ = ["MAX_SHARDS", "SHARD_BY", "Sharded", "evaluate_shards"]
+
+# each shard holds a copy of the model and every mix reads them all: far more shards than a
+# deployment runs would fill the memory (10**9 copies were a MemoryError after 2.7 GB)
+MAX_SHARDS = 1024
 
 SHARD_BY = ("round-robin", "key")
 
@@ -78,10 +83,12 @@ class Sharded(base.Estimator):
     def __init__(self, model, shards: int = 1, mix_every: int = 1000,
                  shard_by: str = "round-robin"):
         check_mixable(model)
-        for name, value in (("shards", shards), ("mix_every", mix_every)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 1, "
-                                 f"got {value!r}")
+        for name, value, most in (("shards", shards, MAX_SHARDS), ("mix_every", mix_every, None)):
+            if (not isinstance(value, int) or isinstance(value, bool) or value < 1
+                    or (most is not None and value > most)):
+                within = f"from 1 to {most}" if most else ">= 1"
+                raise ValueError(f"--{name.replace('_', '-')} must be an integer {within}, "
+                                 f"got {value!r:.40}")
         if shard_by not in SHARD_BY:
             raise ValueError(f"--shard-by must be one of {', '.join(SHARD_BY)}, got "
                              f"{shard_by!r}")
@@ -157,9 +164,11 @@ def evaluate_shards(source, model, metrics: list[str], shards: int, mix_every: i
     ({'Accuracy': 0.8288}, 'River iter_progressive_val_score: 4 round-robin shards mixed every 100 labelled events (12 mixes)')
 
     """
+    build_metrics(metrics, model)  # refused naming the learner, not the shards' wrapper
     cls = ShardedClassifier if isinstance(model, base.Classifier) else ShardedRegressor
     sharded = cls(model, shards, mix_every, shard_by)
     result = evaluate(source, sharded, metrics, delay, every, on_row)
+    mixes = f"{sharded.mixes} mix{'es' if sharded.mixes != 1 else ''}"
     path = (f"River iter_progressive_val_score: {shards} {shard_by} shards mixed every "
-            f"{mix_every} labelled events ({sharded.mixes} mixes)")
+            f"{mix_every} labelled events ({mixes})")
     return dataclasses.replace(result, path=path), sharded.mixed()

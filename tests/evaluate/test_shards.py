@@ -74,7 +74,9 @@ def test_the_key_split_spreads_the_events():
     (["--shards", "2", "--model", "RescaledExpClassifier"],
      "river-pa evaluate: --shards: RescaledExpClassifier cannot be mixed: its state restarts "
      "in epochs"),
-    (["--shards", "0"], "river-pa evaluate: --shards must be >= 1, got 0"),
+    (["--shards", "0"], "river-pa evaluate: --shards must be from 1 to 1024, got 0"),
+    (["--shards", "1000000000"], "river-pa evaluate: --shards must be from 1 to 1024, got "
+                                 "1000000000"),
     (["--shards", "2", "--mix-every", "0"], "river-pa evaluate: --mix-every must be >= 1, got 0"),
     (["--mix-every", "10"], "river-pa evaluate: --mix-every and --shard-by need --shards"),
     (["--shards", "2", "--model", "PAClassifier", "--model", "PAMultiClassifier"],
