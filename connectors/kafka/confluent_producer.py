@@ -6,7 +6,9 @@ kafka-python's), its failures reported to the outputs from delivery reports of f
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from functools import partial
 
 import confluent_kafka as ck
 
@@ -22,6 +24,8 @@ log = logging.getLogger("river_pa.serve")
 
 __all__ = ["ConfluentOutputs", "ConfluentProducer", "close_producer", "fenced", "make_producer",
            "transact"]
+
+GRACE_S = 2.0  # beyond a transactional call's own timeout, before it counts as lost
 
 
 def _ck(tp, offset: int = ck.OFFSET_INVALID) -> ck.TopicPartition:
@@ -94,8 +98,9 @@ class ConfluentProducer:
         timeout_s = self.config["max_block_ms"] / 1000
         if call == "send_offsets_to_transaction":
             offsets, group = args
-            raising(self._producer.send_offsets_to_transaction,
-                    [_ck(tp, meta.offset) for tp, meta in offsets.items()], group, timeout_s)
+            _bounded(partial(raising, self._producer.send_offsets_to_transaction,
+                             [_ck(tp, meta.offset) for tp, meta in offsets.items()], group,
+                             timeout_s), timeout_s, call)
         else:
             raising(getattr(self._producer, call), timeout_s)
         if call == "abort_transaction":  # the reports of the records it purged, now: the
@@ -114,6 +119,35 @@ class ConfluentProducer:
                 self.fatal = self.fatal or error  # got: `fenced` reads it here (ci21)
             log.info("the producer is closed without its last sends (%s)", error)
             self._producer.purge()
+
+
+def _bounded(call, timeout_s: float, what: str) -> None:
+    """`call()` on a thread of its own, waited for `timeout_s` + `GRACE_S`; ClientTimeout if it
+    has not returned by then (the thread is left to librdkafka, a new producer then fences it).
+
+    librdkafka's send_offsets_to_transaction can block past its own timeout: it never checks
+    a coordinator request's deadline (confluentinc/librdkafka#5456, PR #5457 open) and waits
+    for ever on a group coordinator decommissioned from the metadata (#5511), both open in the
+    2.16 this runs. The soak found it (seeds 553 and 554): a broker of the group coordinator
+    restarted, and a learner stayed in the call until its watchdog ended it, a predictor
+    ignored SIGTERM.
+    """
+    outcome: dict = {}
+
+    def run():
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - raised on the caller's thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name=f"river-pa-{what}", daemon=True)
+    thread.start()
+    thread.join(timeout_s + GRACE_S)
+    if thread.is_alive():
+        raise ClientTimeout(f"{what} not done after {timeout_s:g} s (max_block_ms); librdkafka "
+                            "missed its own timeout (librdkafka#5456)")
+    if "error" in outcome:
+        raise outcome["error"]
 
 
 def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> ConfluentProducer:

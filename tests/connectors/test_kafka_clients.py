@@ -4,6 +4,8 @@ librdkafka, and librdkafka's errors translated into the names the loop catches."
 from __future__ import annotations
 
 import importlib.util
+import threading
+from functools import partial
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -11,7 +13,7 @@ from kafka import errors as kafka_errors
 
 from river_pa import cli
 from river_pa.connectors.config import load_config
-from river_pa.connectors.kafka import adapter, errors
+from river_pa.connectors.kafka import adapter, confluent_producer, errors
 from river_pa.connectors.kafka.confluent import _known
 from river_pa.connectors.kafka.confluent_errors import raising, translate
 from river_pa.connectors.kafka.confluent_settings import LIBRDKAFKA_NAMES, librdkafka_settings
@@ -157,3 +159,22 @@ def test_an_offset_request_is_asked_again_while_its_partition_has_no_leader_yet(
     with pytest.raises(kafka_errors.TopicAuthorizationFailedError):
         _known(raising, watermarks)
     assert answers == [None]  # asked once
+
+
+def test_a_transactional_call_librdkafka_never_returns_from_is_a_client_timeout(monkeypatch):
+    """Soak seeds 553 and 554: librdkafka's send_offsets_to_transaction missed its own timeout
+    (librdkafka#5456) after the group coordinator's broker restarted; the learner sat in it
+    until its watchdog ended it, a predictor ignored SIGTERM. The call is waited for on a
+    thread of its own for its timeout (plus GRACE_S), then given up as a ClientTimeout."""
+    monkeypatch.setattr(confluent_producer, "GRACE_S", 0.0)
+    released = threading.Event()
+    with pytest.raises(errors.ClientTimeout, match="send_offsets_to_transaction not done "
+                                                   "after 0.05 s"):
+        confluent_producer._bounded(released.wait, 0.05, "send_offsets_to_transaction")
+    released.set()  # the call returns at last, on its own thread: nothing waits for it
+
+    def refused():
+        raise KafkaException(KafkaError(KafkaError.INVALID_PRODUCER_EPOCH, "fenced"))
+
+    with pytest.raises(errors.FENCED):  # an error of the call is the caller's, translated
+        confluent_producer._bounded(partial(raising, refused), 10, "commit")
