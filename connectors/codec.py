@@ -26,8 +26,8 @@ from river_pa._core.validation import (
 from river_pa.connectors.errors import BadRecordError
 
 __all__ = [
-    "BadRecord", "Event", "Label", "TooManyClassesError", "decode_event", "decode_label",
-    "encode_json", "label_check_for",
+    "BadRecord", "Event", "Label", "TooManyClassesError", "decode_event", "decode_events",
+    "decode_label", "encode_json", "label_check_for",
 ]
 
 REASONS = (
@@ -262,6 +262,22 @@ def decode_event(raw: bytes | None, check_label: Callable, max_bytes: int) -> Ev
         y=None if y is None else check_label(y),
         ts=_timestamp(obj),
     )
+
+
+def decode_events(raws: list, check_label: Callable, max_bytes: int) -> list:
+    """`decode_event` of each value of `raws` (a poll's), in order: its Event, or the
+    BadRecord it raised in its place.
+
+    >>> [type(e).__name__ for e in decode_events([b'{"id": 1, "x": {}}', b"[]"], None, 100)]
+    ['Event', 'BadRecord']
+    """
+    decoded = []
+    for raw in raws:
+        try:
+            decoded.append(decode_event(raw, check_label, max_bytes))
+        except BadRecord as exc:
+            decoded.append(exc)
+    return decoded
 
 
 @_only_bad_records

@@ -28,6 +28,10 @@ class Records:
             self._on_event(record)
         else:
             self._on_label(record)
+        self._processed(record)
+
+    def _processed(self, record) -> None:
+        """Move `record`'s partition past it (its offset is committed at the next checkpoint)."""
         self.next_offsets[tp_key(record)] = record.offset + 1
         self.processed_this_run += 1
         self.since_checkpoint += 1
@@ -37,10 +41,15 @@ class Records:
             event = decode_event(record.value, self.slot.check_label, self.cfg.max_record_bytes)
         except BadRecord as exc:
             return self._dead_letter(record, exc)
+        self._serve_event(record, event)
+
+    def _serve_event(self, record, event, predicted: tuple | None = None) -> None:
+        """Count, predict (unless `predicted`, its (prediction, probabilities) pair, is
+        given), emit and learn or keep the decoded `event` of `record`."""
         self.stats.counts["events"] += 1
         self.events_this_run += 1
         try:
-            y_pred, proba = self._predict(event.x)
+            y_pred, proba = predicted or self._predict(event.x)
         except Exception as exc:  # a model that raises on one event must not stop the daemon
             return self._refused(record, event, exc)
         self._emit(record, event, y_pred, proba)
@@ -80,9 +89,12 @@ class Records:
         self._learn(record, entry.x, label.y)
 
     def _predict(self, x: dict):
+        return self.slot.predict(x, self._with_proba())
+
+    def _with_proba(self) -> bool:
         # a daemon that emits nothing (the learner) and whose metric scores labels needs no
         # probabilities
-        return self.slot.predict(x, self.policy.emits or self.stats.uses_proba)
+        return self.policy.emits or self.stats.uses_proba
 
     def _learn(self, record, x: dict, y) -> None:
         try:

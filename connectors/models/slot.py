@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
 from river import base
 
 from river_pa.connectors.codec import label_check_for
 from river_pa.connectors.state import checkpoint
 
-__all__ = ["MODEL_FIELDS", "ModelSlot", "check_model"]
+__all__ = ["BATCH_MIN", "MODEL_FIELDS", "ModelSlot", "check_model"]
 
 # what a snapshot of the model topic holds (besides the model)
 MODEL_FIELDS = {"learned": int, "events": int, "published_at_ms": int}
+
+# events of one key tuple from which `ModelSlot.predict_many` predicts them in one call
+BATCH_MIN = 4
 
 
 def check_model(model) -> None:
@@ -70,3 +74,53 @@ class ModelSlot:
         if self._label_from_proba:  # what River's Classifier.predict_one does, without a 2nd pass
             return (max(proba, key=proba.get) if proba else None), proba
         return self.model.predict_one(x), proba
+
+    def batches(self) -> bool:
+        """Whether `predict_many` predicts events of one key tuple in one call: for the
+        learners whose `predict_many` is bit for bit their `predict_one` (river-pa's
+        `PAClassifier` and `PARegressor` on numbers; not a subclass, a pipeline or string
+        features); other models are predicted one event at a time."""
+        from river_pa.linear_model import PAClassifier, PARegressor
+
+        kind = type(self.model)
+        return (kind is PAClassifier or kind is PARegressor) and not self.model.categorical
+
+    def predict_many(self, xs: list[dict], with_proba: bool) -> list[tuple]:
+        """`predict` of each event of `xs`, in order: bit for bit the same (prediction,
+        probabilities) pairs. Where `batches`, the events sharing a key tuple, at least
+        `BATCH_MIN` of them with numbers only (int, float, bool), are predicted in one
+        `predict_many` (and `predict_proba_many`) call over a float64 array (rows x keys);
+        the others one by one. Raises what the model raises (nothing is changed: the caller
+        predicts one by one to tell the event it refuses).
+
+        >>> from river_pa import PAClassifier
+        >>> slot = ModelSlot(PAClassifier())
+        >>> slot.model.learn_one({"a": 1.0}, True)
+        >>> xs = [{"a": float(i - 2)} for i in range(5)]
+        >>> slot.predict_many(xs, True) == [slot.predict(x, True) for x in xs]
+        True
+        """
+        out: list = [None] * len(xs)
+        groups: dict[tuple, list[int]] = {}
+        if self.batches():
+            for i, x in enumerate(xs):
+                groups.setdefault(tuple(x), []).append(i)
+        for keys, rows in groups.items():
+            if len(rows) >= BATCH_MIN and keys:
+                try:
+                    values = np.array([tuple(xs[i].values()) for i in rows])
+                except ValueError:  # lists of several lengths
+                    continue
+                if values.dtype.kind in "fib" and values.ndim == 2:  # not strings, None, lists
+                    for i, pair in zip(rows, self._predict_array(values, keys, with_proba)):
+                        out[i] = pair
+        return [pair or self.predict(x, with_proba) for pair, x in zip(out, xs)]
+
+    def _predict_array(self, values: np.ndarray, keys: tuple, with_proba: bool):
+        """(prediction, probabilities or None) pairs of the rows of `values` (a `batches`
+        model; columns named by `keys`), as `predict` gives them."""
+        labels = self.model.predict_many(values, columns=keys).tolist()
+        if not self._is_classifier or not with_proba:
+            return zip(labels, [None] * len(labels))
+        probas = self.model.predict_proba_many(values, columns=keys).tolist()
+        return zip(labels, [{False: p0, True: p1} for p0, p1 in probas])
