@@ -20,6 +20,7 @@ import time
 from collections import Counter
 
 from river_pa.connectors.codec import Event, decode_events
+from river_pa.connectors.kafka.partitions import tp_key
 from river_pa.connectors.state import snapshots
 from river_pa.connectors.loop.daemon import Daemon
 from river_pa.connectors.loop.policy import Policy
@@ -91,12 +92,16 @@ class Predictor(Daemon):
                 [e.x for e in events if e.__class__ is Event], self._with_proba()))
         except Exception:  # each event again, alone: `_serve_event` tells which one raised
             predicted = itertools.repeat(None)
+        fields = self._prediction_fields()
         for record, event in zip(records, events):
             if event.__class__ is Event:
-                self._serve_event(record, event, next(predicted))
+                self._serve_event(record, event, next(predicted), fields)
             else:
                 self._dead_letter(record, event)
-            self._processed(record)
+        for record in {(r.topic, r.partition): r for r in records}.values():  # each one's last
+            self.next_offsets[tp_key(record)] = record.offset + 1
+        self.processed_this_run += len(records)
+        self.since_checkpoint += len(records)
 
     def _swap_model(self) -> bool:
         """Swap in the newest snapshot that verifies and is newer (term, version) than the
