@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python benchmarks/bench_kafka.py [--events 20000] [--repeats 3] [--log-dir DIR]
     PYTHONPATH=. python benchmarks/bench_kafka.py --clients   # the two Kafka clients compared
-    PYTHONPATH=. python benchmarks/bench_kafka.py [--clients] --baseline 12866b4 [--kafka-client confluent]
+    PYTHONPATH=. python benchmarks/bench_kafka.py --baseline 12866b4 [--kafka-client confluent]
+    PYTHONPATH=. python benchmarks/bench_kafka.py --clients --baseline 12866b4
 
 With `--clients` the predictor on kafka-python and on confluent-kafka and bare relays of both
 clients are compared in CPU time instead (benchmarks/bench_kafka_clients.py says how).

@@ -82,9 +82,10 @@ class Predictor(Daemon):
 
     def _serve_batch(self, records: list) -> None:
         """Serve `records` (of the events topic, in merge order) as `_process` serves each:
-        decoded together, the valid events predicted in one `ModelSlot.predict_many`, then
-        each emitted (or dead-lettered) in order. When the model raises on the batch, each
-        event is predicted alone, so only the one it refuses is dead-lettered, as before."""
+        decoded together, the valid events predicted by `ModelSlot.predict_many` (those it
+        leaves, and all of them when the model raises on the batch, predicted alone by
+        `_serve_event`: only the one the model refuses is dead-lettered, as before), then
+        each emitted (or dead-lettered) in order."""
         events = decode_events([r.value for r in records], self.slot.check_label,
                                self.cfg.max_record_bytes)
         try:

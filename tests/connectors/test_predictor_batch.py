@@ -177,6 +177,16 @@ class Mine(PAClassifier):
     """A subclass: its predictions may be its own."""
 
 
+def test_an_event_of_strings_leaves_the_others_of_its_key_tuple_in_one_call():
+    slot = ModelSlot(_trained(PAClassifier()))
+    xs = [{"a": 0.5 * i, "b": 1.0} for i in range(6)]
+    xs[3] = {"a": "FR", "b": 1.0}  # refused by the model, alone
+    pairs = slot.predict_many(xs, True)
+    assert pairs[3] is None
+    kept = (0, 1, 2, 4, 5)
+    assert [pairs[i] for i in kept] == [slot.predict(xs[i], True) for i in kept]
+
+
 def test_a_pipeline_or_a_subclass_is_predicted_one_event_at_a_time():
     for model in (compose.Pipeline(preprocessing.StandardScaler(), PAClassifier()), Mine(),
                   PAClassifier(categorical=True)):
