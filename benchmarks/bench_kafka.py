@@ -2,6 +2,8 @@
 
     PYTHONPATH=. python benchmarks/bench_kafka.py [--events 20000] [--repeats 3] [--log-dir DIR]
     PYTHONPATH=. python benchmarks/bench_kafka.py --clients   # the two Kafka clients compared
+    PYTHONPATH=. python benchmarks/bench_kafka.py --baseline 12866b4 [--kafka-client confluent]
+    PYTHONPATH=. python benchmarks/bench_kafka.py --clients --baseline 12866b4
 
 With `--clients` the predictor on kafka-python and on confluent-kafka and bare relays of both
 clients are compared in CPU time instead (benchmarks/bench_kafka_clients.py says how).
@@ -23,6 +25,12 @@ with their labels (DELAY events late), then measures, interleaved so a noisy mom
 5. Latency: events offered at `--rate` events/s for `--seconds` to one predictor; a reader
    measures produce -> prediction readable (wall clock at read minus the event's `ts`,
    stamped when it was sent) and prints p50 / p99.
+
+With `--baseline REF` the daemon of git commit REF (its tree exported to a temporary folder)
+is measured beside this checkout's, on kafka-python, as issue 18's "today's" anchor: its
+learner (2.) with the ratio of this checkout's learner to it (target >= 4x), and with
+`--clients` its predictor (the confluent predictor's target >= 4x). `--kafka-client` runs
+this checkout's roles of 2.-5. on that client.
 
 Needs a broker (scripts/kafka.sh start; RIVER_PA_KAFKA_BOOTSTRAP overrides the address) and
 Linux (/proc). Each daemon writes its log to a file in `--log-dir` (a fresh temporary folder by
@@ -129,25 +137,39 @@ def bare_consumer(topics: tuple[str, ...], n: int) -> float:
         consumer.close()
 
 
-def serve(workdir: str, log: Path, *args: str) -> subprocess.Popen:
-    """Start `river-pa serve` with `args`, logging to `log`, reporting every 1,000 events or 0.2 s."""
+def serve(workdir: str, log: Path, *args: str, root: Path = ROOT) -> subprocess.Popen:
+    """Start `river-pa serve` of the checkout `root` with `args`, logging to `log`, reporting
+    every 1,000 events or 0.2 s."""
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "river_pa.connectors.cli", "--bootstrap-servers", BOOTSTRAP,
              "--report-path", "report.jsonl", "--checkpoint-path", "state.ckpt",
              "--report-every", "1000", "--report-seconds", "0.2", *args],
-            cwd=workdir, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            cwd=workdir, env={**os.environ, "PYTHONPATH": str(root)},
             stdout=out, stderr=subprocess.STDOUT)
 
 
 def role(name: str, events: str, labels: str, preds: str, group: str, workdir: str,
-         log: Path, *extra: str) -> subprocess.Popen:
-    """A daemon in `--role name` on `events` (+ `labels`), predictions to `preds`."""
+         log: Path, *extra: str, root: Path = ROOT, client: str | None = None) -> subprocess.Popen:
+    """A daemon (of the checkout `root`, on Kafka `client`: the default when None) in `--role
+    name` on `events` (+ `labels`), predictions to `preds`."""
     args = ["--role", name, "--events-topic", events, "--labels-topic", labels,
             "--predictions-topic", preds, "--group-id", group, "--client-id", log.stem,
             "--model-topic", f"{events}.model", "--metrics-topic", f"{events}-metrics",
-            "--dead-letter-topic", f"{events}-dlq", *extra]
-    return serve(workdir, log, *args)
+            "--dead-letter-topic", f"{events}-dlq", *(["--kafka-client", client] if client
+                                                      else []), *extra]
+    return serve(workdir, log, *args, root=root)
+
+
+def checkout(ref: str) -> Path:
+    """The tree of git commit `ref` of this repository in a new temporary folder, importable
+    with PYTHONPATH set to it (its connectors/ as river_pa.connectors, as installed)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"bench_kafka-{ref}-"))
+    tree = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True,
+                          capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=tree, check=True)
+    (folder / "river_pa" / "connectors").symlink_to(folder / "connectors")
+    return folder
 
 
 def read_predictions(topic: str, n: int, on_record, procs: dict) -> None:
@@ -228,11 +250,13 @@ def steady_rate(stamps_ms: list[float], n: int) -> float:
     return len(steady) / ((steady[-1] - steady[0]) / 1000)
 
 
-def learner_throughput(events: str, labels: str, n: int, workdir: str, log: Path) -> float:
-    """Learned events/s of one learner draining both topics, between its first reports with
-    n/10 and with all n learned (one every 50 ms); it publishes the model the predictors use."""
+def learner_throughput(events: str, labels: str, n: int, workdir: str, log: Path,
+                       **daemon) -> float:
+    """Learned events/s of one learner (`daemon`: `role`'s root and client) draining both
+    topics, between its first reports with n/10 and with all n learned (one every 50 ms); it
+    publishes the model the predictors use."""
     proc = role("learn", events, labels, f"{events}-unused", f"{events}-learn", workdir, log,
-                "--report-seconds", "0.05")
+                "--report-seconds", "0.05", **daemon)
     try:
         reports = wait_report(workdir, lambda r: r["learned"] >= n, proc, log)
     finally:
@@ -242,11 +266,12 @@ def learner_throughput(events: str, labels: str, n: int, workdir: str, log: Path
     return (b["learned"] - a["learned"]) / ((b["time_ms"] - a["time_ms"]) / 1000)
 
 
-def predictor_throughput(events: str, labels: str, n: int, workdir: str, log: Path) -> float:
+def predictor_throughput(events: str, labels: str, n: int, workdir: str, log: Path,
+                         client: str | None = None) -> float:
     """Events/s of one predictor draining `events`, from its prediction n/10 to its last."""
     stamps: list[float] = []
     preds = f"{events}-preds-{log.stem}"
-    proc = role("predict", events, labels, preds, preds, workdir, log)
+    proc = role("predict", events, labels, preds, preds, workdir, log, client=client)
     try:
         read_predictions(preds, n, lambda v, now: stamps.append(v["predicted_at_ms"]), {proc: log})
     finally:
@@ -254,7 +279,8 @@ def predictor_throughput(events: str, labels: str, n: int, workdir: str, log: Pa
     return steady_rate(stamps, n)
 
 
-def cpu_per_1000(rows, n: int, split: bool, workdir: str, logs: Path, tag: str) -> float:
+def cpu_per_1000(rows, n: int, split: bool, workdir: str, logs: Path, tag: str,
+                 client: str | None = None) -> float:
     """CPU seconds per 1,000 events summed over the serving processes: one `--role both`, or
     (`split`) a learner and 2 predictors; counted from the end of a WARM-event warm-up
     stream until n more events are all predicted and learned."""
@@ -268,10 +294,10 @@ def cpu_per_1000(rows, n: int, split: bool, workdir: str, logs: Path, tag: str) 
     try:
         if split:
             learner = role("learn", events, labels, f"{events}-unused", f"{group}-learn",
-                           str(learn_dir), logs / f"{tag}-learner.log")
+                           str(learn_dir), logs / f"{tag}-learner.log", client=client)
         else:
             learner = role("both", events, labels, preds, group, str(learn_dir),
-                           logs / f"{tag}-both.log")
+                           logs / f"{tag}-both.log", client=client)
         procs[learner] = logs / f"{tag}-{'learner' if split else 'both'}.log"
         wait_report(str(learn_dir), lambda r: r["learned"] >= WARM, learner, procs[learner])
         if split:
@@ -279,7 +305,7 @@ def cpu_per_1000(rows, n: int, split: bool, workdir: str, logs: Path, tag: str) 
                 folder = Path(workdir) / f"{tag}-p{k}"
                 folder.mkdir()
                 proc = role("predict", events, labels, preds, group, str(folder),
-                            logs / f"{tag}-p{k}.log")
+                            logs / f"{tag}-p{k}.log", client=client)
                 procs[proc] = logs / f"{tag}-p{k}.log"
             wait_group(group, 2, procs)
         read_predictions(preds, WARM, lambda v, now: None, procs)
@@ -351,11 +377,15 @@ def main() -> int:
                         help="stop with the daemon's log after this long without progress")
     parser.add_argument("--clients", action="store_true", help="compare the Kafka clients "
                         "(benchmarks/bench_kafka_clients.py) instead")
+    parser.add_argument("--baseline", metavar="REF", help="also measure the daemon of git "
+                        "commit REF on kafka-python (issue 18's anchor: 'today's')")
+    parser.add_argument("--kafka-client", help="the Kafka client of this checkout's roles")
     args = parser.parse_args()
     globals()["STALL_S"] = args.stall_seconds
     logs = args.log_dir or Path(tempfile.mkdtemp(prefix="bench_kafka-"))
     logs.mkdir(parents=True, exist_ok=True)
     print(f"daemon logs in {logs}")
+    args.baseline_root = checkout(args.baseline) if args.baseline else None
     try:
         if args.clients:
             sys.path.insert(0, str(Path(__file__).parent))
@@ -384,8 +414,10 @@ def run(args, logs: Path) -> int:
     n = args.events
     stream = [rows[i % len(rows)] for i in range(n)]
     values = [json.dumps({"id": f"e{i}", "x": x}).encode() for i, (x, _) in enumerate(stream)]
-    runs: dict[str, list[float]] = {k: [] for k in ("producer", "consumer", "learner", "predictor",
-                                                     "cpu_both", "cpu_split")}
+    kinds = ("producer", "consumer", "learner", "predictor", "cpu_both", "cpu_split")
+    runs: dict[str, list[float]] = {k: [] for k in kinds + (
+        ("baseline_learner",) if args.baseline_root else ())}
+    client = args.kafka_client
     for i in range(args.repeats):
         events, labels = make_topics(f"bench-{uuid.uuid4().hex[:8]}")
         send_all(KafkaProducer(bootstrap_servers=BOOTSTRAP, linger_ms=20),
@@ -394,26 +426,42 @@ def run(args, logs: Path) -> int:
             runs["producer"].append(bare_producer(f"{events}-bare", values))
             runs["consumer"].append(bare_consumer((events, labels), n))
             runs["learner"].append(learner_throughput(events, labels, n, workdir,
-                                                      logs / f"learner{i}.log"))
+                                                      logs / f"learner{i}.log", client=client))
+        if args.baseline_root:  # its own copy of the topics: the learner above published
+            with tempfile.TemporaryDirectory() as workdir:  # a model to events.model
+                base_events, base_labels = make_topics(f"bench-base-{uuid.uuid4().hex[:8]}")
+                send_all(KafkaProducer(bootstrap_servers=BOOTSTRAP, linger_ms=20),
+                         records(stream, DELAY), base_events, base_labels)
+                runs["baseline_learner"].append(learner_throughput(
+                    base_events, base_labels, n, workdir, logs / f"baseline-learner{i}.log",
+                    root=args.baseline_root))
         with tempfile.TemporaryDirectory() as workdir:
             runs["predictor"].append(predictor_throughput(events, labels, n, workdir,
-                                                          logs / f"predictor{i}.log"))
+                                                          logs / f"predictor{i}.log", client))
         with tempfile.TemporaryDirectory() as workdir:
-            runs["cpu_both"].append(cpu_per_1000(rows, n, False, workdir, logs, f"cpu{i}-both"))
-            runs["cpu_split"].append(cpu_per_1000(rows, n, True, workdir, logs, f"cpu{i}-split"))
+            runs["cpu_both"].append(cpu_per_1000(rows, n, False, workdir, logs, f"cpu{i}-both",
+                                                 client))
+            runs["cpu_split"].append(cpu_per_1000(rows, n, True, workdir, logs, f"cpu{i}-split",
+                                                  client))
         print(f"run {i + 1}: " + ", ".join(f"{k} {v[-1]:,.3f}" if k.startswith("cpu")
                                             else f"{k} {v[-1]:,.0f}" for k, v in runs.items()),
               flush=True)
     pred = [p / b for p, b in zip(runs["predictor"], runs["producer"])]
     learn = [l / c for l, c in zip(runs["learner"], runs["consumer"])]
     cpu = [s / b for s, b in zip(runs["cpu_split"], runs["cpu_both"])]
-    print(f"{n:,} events, {args.repeats} runs, min / median / max:")
+    print(f"{n:,} events, {args.repeats} runs, roles on {client or 'kafka-python'}, "
+          "min / median / max:")
     print(f"  bare producer {spread(runs['producer'], '{:,.0f}')} records/s; "
           f"bare consumer of both topics {spread(runs['consumer'], '{:,.0f}')} events/s")
     print(f"  one predictor {spread(runs['predictor'], '{:,.0f}')} events/s: "
           f"{spread(pred)}x the bare producer (target >= 0.6)")
     print(f"  one learner {spread(runs['learner'], '{:,.0f}')} events/s: "
           f"{spread(learn)}x the bare consumer (target >= 0.5)")
+    if args.baseline_root:
+        ahead = [a / b for a, b in zip(runs["learner"], runs["baseline_learner"])]
+        print(f"  the learner of {args.baseline} (kafka-python) "
+              f"{spread(runs['baseline_learner'], '{:,.0f}')} events/s: this learner "
+              f"{spread(ahead)}x it (target >= 4)")
     print(f"  CPU s per 1,000 events: both {spread(runs['cpu_both'], '{:.3f}')}, learner + 2 "
           f"predictors {spread(runs['cpu_split'], '{:.3f}')}: {spread(cpu)}x (target <= 1.3)")
     with tempfile.TemporaryDirectory() as workdir:

@@ -13,7 +13,8 @@ process's CPU (user + system, /proc, its client's threads included) is counted u
 readable. Printed: CPU microseconds per event, min / median / max, and the ratios of issue 18
 (speed = the inverse ratio of CPU per event): the confluent predictor vs the kafka-python one
 (target >= 4x), vs the bare confluent relay (target >= 0.3x); the kafka-python predictor vs the
-bare kafka-python relay (target >= 0.7x).
+bare kafka-python relay (target >= 0.7x). With `--baseline REF` the predictor of git commit
+REF on kafka-python is measured alike (`BASELINE`), the anchor of the first target ("today's").
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kafka import KafkaProducer
 
 WARM = 2_000
 KINDS = ("predictor kafka-python", "predictor confluent", "relay kafka-python", "relay confluent")
+BASELINE = "baseline kafka-python"  # the predictor of --baseline REF
 
 
 def relay(client: str, bootstrap: str, events: str, out: str) -> None:
@@ -67,19 +69,22 @@ def relay(client: str, bootstrap: str, events: str, out: str) -> None:
                 producer.send(out, value=value, key=key)
 
 
-def start(kind: str, events: str, out: str, model_topic: str, workdir: str, log: Path):
-    """The process measured as `kind` (one of KINDS) reading `events`, writing `out`."""
+def start(kind: str, events: str, out: str, model_topic: str, workdir: str, log: Path,
+          baseline: Path | None = None):
+    """The process measured as `kind` (one of KINDS, or BASELINE: the predictor of the
+    checkout `baseline`) reading `events`, writing `out`."""
     what, client = kind.split(" ")
     if what == "relay":
         with open(log, "ab") as fh:
             return subprocess.Popen([sys.executable, __file__, "--relay", client, bk.BOOTSTRAP,
                                      events, out], stdout=fh, stderr=subprocess.STDOUT)
     return bk.role("predict", events, f"{events}-nolabels", out, f"{out}-g", workdir, log,
-                   "--model-topic", model_topic, "--kafka-client", client)
+                   "--model-topic", model_topic, client=client,
+                   root=baseline if what == "baseline" else bk.ROOT)
 
 
 def cpu_us_per_event(kind: str, values: list[bytes], model_topic: str, logs: Path,
-                     tag: str) -> float:
+                     tag: str, baseline: Path | None = None) -> float:
     """CPU microseconds per event of `kind` over len(values) - WARM events (see the module)."""
     events, out = bk.make_topics(f"bench-cl-{uuid.uuid4().hex[:8]}")  # out: created first,
     # or the reader's metadata would not see it before its refresh (5 minutes)
@@ -89,7 +94,7 @@ def cpu_us_per_event(kind: str, values: list[bytes], model_topic: str, logs: Pat
     producer.flush()
     log = logs / f"{tag}-{kind.replace(' ', '-')}.log"
     with tempfile.TemporaryDirectory() as workdir:
-        proc = start(kind, events, out, model_topic, workdir, log)
+        proc = start(kind, events, out, model_topic, workdir, log, baseline)
         try:
             bk.read_predictions(out, WARM, lambda v, now: None, {proc: log})
             before = bk.cpu_seconds([proc])
@@ -121,12 +126,14 @@ def run(args, logs: Path) -> int:
     rows = bk.elec2(str(bk.ELEC2))
     n = WARM + args.events
     values = [json.dumps({"id": f"e{i}", "x": rows[i % len(rows)][0]}).encode() for i in range(n)]
-    cpu: dict[str, list[float]] = {k: [] for k in KINDS}
+    kinds = KINDS + ((BASELINE,) if args.baseline_root else ())
+    cpu: dict[str, list[float]] = {k: [] for k in kinds}
     for i in range(args.repeats):
         with tempfile.TemporaryDirectory() as workdir:
             model_topic = publish_model(rows, workdir, logs / f"clients{i}-learner.log")
-        for kind in KINDS:
-            cpu[kind].append(cpu_us_per_event(kind, values, model_topic, logs, f"clients{i}"))
+        for kind in kinds:
+            cpu[kind].append(cpu_us_per_event(kind, values, model_topic, logs, f"clients{i}",
+                                              args.baseline_root))
         print(f"run {i + 1}: CPU us per event: " + ", ".join(f"{k} {v[-1]:.1f}"
                                                            for k, v in cpu.items()), flush=True)
 
@@ -135,8 +142,11 @@ def run(args, logs: Path) -> int:
 
     print(f"{args.events:,} events after {WARM:,} of warm-up, {args.repeats} runs, "
           "CPU us per event, min / median / max:")
-    for kind in KINDS:
+    for kind in kinds:
         print(f"  {kind}: {bk.spread(cpu[kind], '{:.1f}')}")
+    if args.baseline_root:
+        print(f"  predictor confluent vs the predictor of {args.baseline} on kafka-python: "
+              f"{ratio('predictor confluent', BASELINE)}x (target >= 4)")
     print(f"  predictor confluent vs predictor kafka-python: "
           f"{ratio('predictor confluent', 'predictor kafka-python')}x (target >= 4)")
     print(f"  predictor confluent vs bare confluent relay: "

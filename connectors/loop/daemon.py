@@ -180,12 +180,8 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         for tp, records in polled.items():
             if tp in assigned:  # not fetched before a revocation
                 self._buffer(tp, records)
-        batch, deadline = 0, time.monotonic() + self.cfg.batch_seconds
-        for record in itertools.islice(self.order.ready(), self.cfg.max_poll_records):
-            self._process(record)
-            batch += 1
-            if time.monotonic() > deadline:  # a slow model: poll again well inside
-                break                        # max.poll.interval.ms
+        deadline = time.monotonic() + self.cfg.batch_seconds
+        batch = self._process_ready(deadline)
         self.backlog = batch > 0 and (batch == self.cfg.max_poll_records
                                       or time.monotonic() > deadline)
         self._flow_control()
@@ -195,6 +191,17 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
             self._report()
         if self._checkpoint_due():
             self._checkpoint_or_rollback()
+
+    def _process_ready(self, deadline: float) -> int:
+        """Process the records ready in merge order, one at a time, up to max_poll_records
+        or until `deadline` (monotonic s) has passed; return how many."""
+        batch = 0
+        for record in itertools.islice(self.order.ready(), self.cfg.max_poll_records):
+            self._process(record)
+            batch += 1
+            if time.monotonic() > deadline:  # a slow model: poll again well inside
+                break                        # max.poll.interval.ms
+        return batch
 
     def _send_report(self, report: dict) -> None:
         # with exactly-once a report joins the open transaction: send it only when a commit

@@ -28,6 +28,10 @@ class Records:
             self._on_event(record)
         else:
             self._on_label(record)
+        self._processed(record)
+
+    def _processed(self, record) -> None:
+        """Move `record`'s partition past it (its offset is committed at the next checkpoint)."""
         self.next_offsets[tp_key(record)] = record.offset + 1
         self.processed_this_run += 1
         self.since_checkpoint += 1
@@ -37,13 +41,20 @@ class Records:
             event = decode_event(record.value, self.slot.check_label, self.cfg.max_record_bytes)
         except BadRecord as exc:
             return self._dead_letter(record, exc)
+        self._serve_event(record, event)
+
+    def _serve_event(self, record, event, predicted: tuple | None = None,
+                     fields: dict | None = None) -> None:
+        """Count, predict (unless `predicted`, its (prediction, probabilities) pair, is
+        given), emit (with `fields`, see `_emit`) and learn or keep the decoded `event` of
+        `record`."""
         self.stats.counts["events"] += 1
         self.events_this_run += 1
         try:
-            y_pred, proba = self._predict(event.x)
+            y_pred, proba = predicted or self._predict(event.x)
         except Exception as exc:  # a model that raises on one event must not stop the daemon
             return self._refused(record, event, exc)
-        self._emit(record, event, y_pred, proba)
+        self._emit(record, event, y_pred, proba, fields)
         self._after_prediction(record, event, y_pred, proba)
 
     def _after_prediction(self, record, event, y_pred, proba) -> None:
@@ -80,9 +91,12 @@ class Records:
         self._learn(record, entry.x, label.y)
 
     def _predict(self, x: dict):
+        return self.slot.predict(x, self._with_proba())
+
+    def _with_proba(self) -> bool:
         # a daemon that emits nothing (the learner) and whose metric scores labels needs no
         # probabilities
-        return self.slot.predict(x, self.policy.emits or self.stats.uses_proba)
+        return self.policy.emits or self.stats.uses_proba
 
     def _learn(self, record, x: dict, y) -> None:
         try:
@@ -130,7 +144,9 @@ class Records:
     def _count_orphans(self, labels: list) -> None:
         self.stats.counts["orphan_labels"] += len(labels)
 
-    def _emit(self, record, event, y_pred, proba) -> None:
+    def _emit(self, record, event, y_pred, proba, fields: dict | None = None) -> None:
+        """Send the prediction record of `event`; `fields`: `_prediction_fields()`, given
+        once for a batch (the model does not change within one)."""
         if not self.policy.emits:
             return  # the learner predicts for its metric only: the predictors emit
         if self.floors and self._replayed(record):
@@ -138,9 +154,7 @@ class Records:
         value = {
             "id": event.id,
             "prediction": y_pred,
-            "model": self.slot.name,
-            "daemon": self.cfg.client_id,
-            **self._model_fields(),
+            **(fields or self._prediction_fields()),
             "event_ts": event.ts if event.ts is not None else record.timestamp,
             "predicted_at_ms": int(time.time() * 1000),
             "source": {"partition": record.partition, "offset": record.offset},
@@ -151,6 +165,10 @@ class Records:
             self.outputs.send(self.cfg.predictions_topic, encode_json(value), key=event.id.encode())
         except errors.RecordTooLarge as exc:  # e.g. a huge id, the proba of many classes
             self._dead_letter(record, BadRecord("output_rejected", f"prediction: {exc}"))
+
+    def _prediction_fields(self) -> dict:
+        """The fields of a prediction record that name the model and the daemon."""
+        return {"model": self.slot.name, "daemon": self.cfg.client_id, **self._model_fields()}
 
     def _model_fields(self) -> dict:
         """What a prediction record says about the model that made it."""

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
 from river import base
 
 from river_pa.connectors.codec import label_check_for
 from river_pa.connectors.state import checkpoint
 
-__all__ = ["MODEL_FIELDS", "ModelSlot", "check_model"]
+__all__ = ["BATCH_MIN", "MODEL_FIELDS", "ModelSlot", "check_model"]
 
 # what a snapshot of the model topic holds (besides the model)
 MODEL_FIELDS = {"learned": int, "events": int, "published_at_ms": int}
+
+# events of one key tuple from which `ModelSlot.predict_many` predicts them in one call
+BATCH_MIN = 4
 
 
 def check_model(model) -> None:
@@ -70,3 +74,67 @@ class ModelSlot:
         if self._label_from_proba:  # what River's Classifier.predict_one does, without a 2nd pass
             return (max(proba, key=proba.get) if proba else None), proba
         return self.model.predict_one(x), proba
+
+    def batches(self) -> bool:
+        """Whether `predict_many` predicts events of one key tuple in one call: for the
+        learners whose `predict_many` is bit for bit their `predict_one` (river-pa's
+        `PAClassifier` and `PARegressor` on numbers; not a subclass, a pipeline or string
+        features); other models are predicted one event at a time."""
+        from river_pa.linear_model import PAClassifier, PARegressor
+
+        kind = type(self.model)
+        return (kind is PAClassifier or kind is PARegressor) and not self.model.categorical
+
+    def predict_many(self, xs: list[dict], with_proba: bool) -> list[tuple | None]:
+        """`predict` of the events of `xs` it can make in one call, in order: bit for bit
+        the same (prediction, probabilities) pairs, None for the others (the caller predicts
+        them one by one). Where `batches`, the events sharing a key tuple, at least
+        `BATCH_MIN` of them with numbers only (int, float, bool), are predicted in one
+        `predict_many` (and `predict_proba_many`) call over a float64 array (rows x keys).
+        Raises what the model raises (nothing is changed: the caller predicts one by one to
+        tell the event it refuses).
+
+        >>> from river_pa import PAClassifier
+        >>> slot = ModelSlot(PAClassifier())
+        >>> slot.model.learn_one({"a": 1.0}, True)
+        >>> xs = [{"a": float(i - 2)} for i in range(5)] + [{"b": 1.0}]
+        >>> pairs = slot.predict_many(xs, True)
+        >>> pairs[:5] == [slot.predict(x, True) for x in xs[:5]], pairs[5]
+        (True, None)
+        """
+        out: list = [None] * len(xs)
+        groups: dict[tuple, list[int]] = {}
+        if self.batches():
+            for i, x in enumerate(xs):
+                groups.setdefault(tuple(x), []).append(i)
+        for keys, rows in groups.items():
+            values = _numbers([xs[i] for i in rows]) if len(rows) >= BATCH_MIN and keys else None
+            if values is None and len(rows) >= BATCH_MIN and keys:  # a string, a None, a list
+                rows = [i for i in rows if all(v.__class__ in _NUMBERS for v in xs[i].values())]
+                values = _numbers([xs[i] for i in rows]) if len(rows) >= BATCH_MIN else None
+            if values is not None:
+                for i, pair in zip(rows, self._predict_array(values, keys, with_proba)):
+                    out[i] = pair
+        return out
+
+    def _predict_array(self, values: np.ndarray, keys: tuple, with_proba: bool):
+        """(prediction, probabilities or None) pairs of the rows of `values` (a `batches`
+        model; columns named by `keys`), as `predict` gives them."""
+        labels = self.model.predict_many(values, columns=keys).tolist()
+        if not self._is_classifier or not with_proba:
+            return zip(labels, [None] * len(labels))
+        probas = self.model.predict_proba_many(values, columns=keys).tolist()
+        return zip(labels, [{False: p0, True: p1} for p0, p1 in probas])
+
+
+_NUMBERS = (float, int, bool)
+
+
+def _numbers(xs: list[dict]) -> np.ndarray | None:
+    """The values of `xs` (dicts of one key tuple) as an array (rows x keys) of numbers, or
+    None when one is not a number."""
+    try:
+        values = np.array([tuple(x.values()) for x in xs])
+    except ValueError:  # lists of several lengths
+        return None
+    return values if values.dtype.kind in "fib" and values.ndim == 2 else None

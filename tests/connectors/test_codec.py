@@ -13,7 +13,8 @@ from river import linear_model
 import river_pa
 
 from river_pa.connectors.codec import (
-    MAX_DEPTH, REASONS, BadRecord, Event, decode_event, decode_label, encode_json, label_check_for,
+    MAX_DEPTH, REASONS, BadRecord, Event, decode_event, decode_events, decode_label, encode_json,
+    label_check_for,
 )
 
 BINARY = label_check_for(linear_model.PAClassifier())
@@ -217,3 +218,47 @@ def test_a_lone_surrogate_is_undecodable_not_a_crash_when_echoed():
     with pytest.raises(BadRecord) as info:
         decode_event(b'{"id": "\\ud800", "x": {"f": NaN}}', BINARY, 200)
     assert info.value.reason == "undecodable"
+
+
+def _decoded(raw):
+    try:
+        event = decode_event(raw, BINARY, 200)
+    except BadRecord as exc:
+        return ("bad", exc.reason, exc.detail)
+    return ("event", event.id, repr(event.x), event.y, event.ts)
+
+
+_VALUES = st.one_of(st.floats(), st.integers(-2**65, 2**65), st.text(max_size=2), st.booleans(),
+                   st.none(), st.lists(st.integers(), max_size=2))
+_EVENTS = st.builds(  # near the common event: every field of the right kind, or nearly
+    lambda rid, x, ts, y: json.dumps({"id": rid, "x": x, **ts, **y}).encode(),
+    st.one_of(st.text(max_size=3), st.integers(), st.booleans()),
+    st.dictionaries(st.text(max_size=2), st.one_of(st.floats(allow_nan=False), st.integers(
+        -2**64, 2**64)) | _VALUES, max_size=4),
+    st.fixed_dictionaries({}, optional={"ts": st.one_of(st.integers(-2**64, 2**64),
+                                                        st.floats(), st.booleans(), st.none())}),
+    st.fixed_dictionaries({}, optional={"y": st.one_of(st.booleans(), st.none(), st.text())}))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(
+    _EVENTS,
+    st.builds(lambda d: json.dumps(d).encode(), st.dictionaries(
+        st.sampled_from(["id", "x", "y", "ts", "z"]),
+        st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(),
+                  st.text(max_size=3), st.dictionaries(st.text(max_size=2), st.one_of(
+                      st.floats(), st.integers(-2**65, 2**65), st.text(max_size=2),
+                      st.booleans(), st.none(), st.lists(st.integers(), max_size=2)),
+                      max_size=4)))),
+    st.sampled_from([None, b"", b"[1]", b'{"id": "a", "x": {"v": NaN}}', b"\xff", b"{" * 70,
+                     b'{"id": "a", "x": {"v": 1e400}}', b'{"id": "a", "x": {}, "pad": "' +
+                     b"p" * 300 + b'"}', b'{"id": "a", "x": {"k": [[[[1]]]]}}',
+                     b'{"id": "a", "x": {"v": 1e200}}', b'{"id": "a", "x": {"v": -1e150}}',
+                     b'{"id": "a", "x": {"v": 1}, "ts": 9223372036854775808}',
+                     b'{"id": "a", "x": {"v": 1}, "ts": -9223372036854775808}'])), max_size=12))
+def test_a_poll_decodes_as_each_of_its_records(raws):
+    """`decode_events` (one step for the common event) gives each record's Event or the
+    BadRecord `decode_event` gives, reason and detail alike."""
+    got = [("bad", e.reason, e.detail) if isinstance(e, BadRecord) else
+           ("event", e.id, repr(e.x), e.y, e.ts) for e in decode_events(raws, BINARY, 200)]
+    assert got == [_decoded(raw) for raw in raws]
