@@ -59,8 +59,9 @@ class Records:
 
     def _after_prediction(self, record, event, y_pred, proba) -> None:
         """Learn the event now (its label came with it or before it) or keep it pending."""
-        if not self.policy.learns:
-            return  # the learner learns the event
+        if not self.policy.learns:  # the learner learns the event; served without error
+            self.model_failures = 0
+            return
         now = self.pending.clock(record.timestamp)
         self._count_expired(self.pending.expire(now))
         self._count_orphans(self.early.expire(now))

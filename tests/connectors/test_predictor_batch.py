@@ -222,3 +222,24 @@ def test_a_model_that_raises_on_one_event_of_a_batch_loses_only_that_one(
     assert bad and refused == sorted((k, b"ValueError: this event refused")
                                                for k in bad)
     assert len(served["predictions"]) + len(served["dead_letters"]) == len(values)
+
+
+def test_model_errors_stop_a_predictor_only_in_a_row(fake_clients, tmp_path, monkeypatch):
+    """A predictor counted every model_error of its life toward MODEL_FAILURES_TO_STOP (a
+    served event never reset the count, as it does for the learner): a model refusing one
+    event in two stopped it after 200. Only that many in a row stop it."""
+    from river_pa.connectors.loop.records import MODEL_FAILURES_TO_STOP
+
+    one = PAClassifier.predict_proba_one
+
+    def refuse_odd(self, x):
+        if x["a"] > 0:
+            raise ValueError("this event refused")
+        return one(self, x)
+
+    monkeypatch.setattr(PAClassifier, "predict_proba_one", refuse_odd)
+    n = 2 * MODEL_FAILURES_TO_STOP + 10
+    values = [json.dumps({"id": f"e{i}", "x": {"a": (-1.0) ** i * (1 + i), "b": 1.0}}).encode()
+              for i in range(n)]
+    served = _serve(OneByOnePredictor, fake_clients, _trained(PAClassifier()), values, tmp_path)
+    assert len(served["predictions"]) == n - n // 2 and len(served["dead_letters"]) == n // 2
