@@ -67,6 +67,7 @@ class Commits:
         elif offsets:
             self._commit(offsets)
         self.counts_at_commit = self.stats.counts.copy()  # what a predictor's rollback restores
+        self._publish_committed()
         self.since_checkpoint = 0
         self.last_checkpoint = time.monotonic()
 
@@ -150,6 +151,7 @@ class Commits:
         self.buffered_upto.clear()
         events = self.stats.counts["events"]
         self.load()
+        self._publish_rolled_back()
         self.events_this_run -= events - self.stats.counts["events"]  # served again
         for tp in self.consumer.assignment():
             self._seek(tp, self._resume_offset(tp, self.consumer.committed(tp)))

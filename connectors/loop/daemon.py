@@ -115,6 +115,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
             self.producer.init_transactions()
             self.producer.begin_transaction()
         self._start()
+        self._publish_committed()
         self.rebalances = RebalanceQueue()
         labels = cfg.labels_topic if self.policy.learns else None
         self.topics = [cfg.events_topic] + ([labels] if labels else [])

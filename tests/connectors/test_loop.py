@@ -104,6 +104,26 @@ def test_the_learner_relearns_from_its_state_without_sending_outputs_again(clust
     assert replayed == [True] * 8 + [False] * 2
 
 
+def test_a_rollback_makes_the_model_due_again_as_it_was_at_the_last_checkpoint(cluster,
+                                                                              tmp_path):
+    # soak seed 562: the learner's last snapshot (1,500 learned) went out in a transaction that
+    # was then rolled back; the learner still took it as published and never sent it again
+    cluster.topic("ev")
+    learner = Learner(ServeConfig(model="PAClassifier", role="learn", events_topic="ev",
+                                  checkpoint_path=str(tmp_path / "ckpt")), PAClassifier())
+    _assigned(learner, cluster)
+    learner.slot.manifest = {"term": 1, "version": 3}
+    learner.learned_at_publish = learner.events_at_publish = 1188
+    learner._publish_committed()  # as the last checkpoint left it
+    learner.stats.counts.update(learned=1500, events=1500)
+    learner.learned_at_publish = learner.events_at_publish = 1500  # sent, not committed
+    learner.slot.manifest = {"term": 1, "version": 4}
+    learner.load = lambda: learner.stats.counts.update(learned=1500, events=1500)  # its state
+    learner._rollback("the transaction was aborted")
+    # 312 events learned past the model topic's: sent again when due, or at the stop
+    assert (learner.learned_at_publish, learner.slot.manifest) == (1188, {"term": 1, "version": 3})
+
+
 def test_a_member_after_a_rebalance_resumes_where_the_group_committed(cluster):
     cluster.topic("ev")
     cluster.committed[TP("ev", 0)] = 8
