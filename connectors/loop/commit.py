@@ -18,6 +18,8 @@ from river_pa.connectors.state import checkpoint
 
 __all__ = ["Commits"]
 
+FENCE_WAIT_S = 10.0  # how long an epoch bump under way is waited for (kafka.client.fenced)
+
 log = logging.getLogger("river_pa.serve")
 
 
@@ -143,7 +145,13 @@ class Commits:
             try:
                 self.client.transact(self.producer, "abort_transaction")
                 self.outputs.forget_aborted()
-            except errors.ClientTimeout as exc:
+            except errors.ClientError as exc:
+                # did not end, or failed: a new producer ends the transaction at the
+                # coordinator (soak seed 570: librdkafka made the broker's INVALID_TXN_STATE
+                # answer to an abort fatal, and a predictor exited 1); fenced: another took
+                # our transactional id, raised
+                if self.client.fenced(exc, self.producer, FENCE_WAIT_S):
+                    raise
                 self._replace_producer(exc)
         if self.cfg.exactly_once:
             self.producer.begin_transaction()

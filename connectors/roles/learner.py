@@ -11,6 +11,7 @@ from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.errors import LeaseLost, OutputError
 from river_pa.connectors.kafka import errors
 from river_pa.connectors.kafka.partitions import TopicPartition
+from river_pa.connectors.loop.commit import FENCE_WAIT_S
 from river_pa.connectors.loop.daemon import Daemon, watch_stop
 from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.models.slot import MODEL_FIELDS
@@ -21,7 +22,6 @@ __all__ = ["Learner", "LeaseLost", "run_learner"]
 
 log = logging.getLogger("river_pa.serve")
 
-FENCE_WAIT_S = 10.0  # how long an epoch bump under way is waited for (kafka.client.fenced)
 
 
 class Learner(Daemon):

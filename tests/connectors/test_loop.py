@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from kafka.errors import RebalanceInProgressError
+from kafka.errors import InvalidTxnStateError, RebalanceInProgressError
 from river import evaluate, metrics
 
 from river_pa.connectors.config import ServeConfig
@@ -219,3 +219,37 @@ def test_a_partition_assigned_back_after_its_last_record_is_committed(fake_clien
     assert daemon.run() == 0
     ends = {tp: len(log) for tp, log in fake_clients.logs.items() if tp.topic in (events, labels)}
     assert idle[-1] == ends  # committed before the stop's final checkpoint
+
+
+def test_an_abort_the_broker_refuses_is_ended_by_a_new_producer(fake_clients, tmp_path):
+    """Soak seed 570 (confluent, exactly-once): a rollback's abort_transaction failed
+    (librdkafka made the broker's INVALID_TXN_STATE answer fatal) and the predictor exited 1.
+    A failed abort that is not a fencing is left to a new producer, whose init_transactions
+    ends the transaction at the coordinator; the daemon goes on to the end of the stream."""
+    events, labels = fake_clients.topic("ev", 2), fake_clients.topic("lab", 2)
+    fake_clients.send_all(records(_rows(N), DELAY, start_ms=0), events, labels, partitions=2)
+    cfg = ServeConfig(model="PAClassifier", events_topic=events, labels_topic=labels,
+                      predictions_topic="preds", metrics_topic=None, report_path=None,
+                      checkpoint_path=str(tmp_path / "ckpt"), checkpoint_every=50,
+                      exactly_once=True)
+    daemon, aborts = Daemon(cfg, PAClassifier()), []
+
+    def transact(producer, call, *args):
+        if call == "abort_transaction" and not aborts:
+            aborts.append(producer)
+            raise InvalidTxnStateError("Failed to end transaction")
+
+    daemon.client = dataclasses.replace(daemon.client, transact=transact,
+                                        fenced=lambda exc, producer, wait_s: False)
+    step = daemon._step
+
+    def step_rolling_back_once():
+        step()
+        if daemon.stats.counts["learned"] >= N // 2 and not aborts:
+            daemon._rollback("partitions were revoked during the transaction")
+        daemon.stopping = daemon.stats.counts["learned"] >= N
+
+    daemon._step = step_rolling_back_once
+    assert daemon.run() == 0
+    assert aborts and daemon.producer is not aborts[0]  # replaced, not raised
+    assert daemon.figures()["learned"] == N
