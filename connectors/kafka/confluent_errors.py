@@ -62,11 +62,19 @@ def translate(error: KafkaError | KafkaException) -> kafka_errors.KafkaError:
 
 
 def raising(call, *args, **kwargs):
-    """`call(*args, **kwargs)`, a KafkaException it raises translated (`translate`), chained."""
+    """`call(*args, **kwargs)`, a KafkaException it raises translated (`translate`), chained.
+
+    A SystemError ("returned NULL without setting an exception") is a client error too:
+    confluent-kafka 2.16's `flush` raised it once a fenced producer's fatal error came while
+    it served its callbacks (ci24, both cores busy); the learner exited 1 instead of reading
+    the fencing from the producer and stepping down.
+    """
     try:
         return call(*args, **kwargs)
     except KafkaException as exc:
         raise translate(exc) from exc
+    except SystemError as exc:
+        raise kafka_errors.KafkaError(f"confluent-kafka failed: {exc}") from exc
 
 
 _OUTAGE = {"on": False}  # no broker answers (one warning per outage)

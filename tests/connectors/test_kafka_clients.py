@@ -142,6 +142,14 @@ def test_a_raising_call_raises_the_translation_chained_to_librdkafkas():
     assert isinstance(caught.value.__cause__, KafkaException)
 
 
+def test_a_binding_failure_of_confluent_kafka_is_a_client_error():
+    def broken():
+        raise SystemError("<built-in method flush> returned NULL without setting an exception")
+
+    with pytest.raises(errors.ClientError, match="confluent-kafka failed: <built-in method flush"):
+        raising(broken)
+
+
 def test_an_offset_request_is_asked_again_while_its_partition_has_no_leader_yet():
     """Soak seed 509: a predictor's watermark request met NotLeaderForPartition during a broker
     restart and the predictor exited 1. Retriable errors are asked again (up to
