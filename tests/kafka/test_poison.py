@@ -36,7 +36,7 @@ BAD_LABELS = {
 MAX_BYTES = 2_000
 
 
-def test_every_bad_record_is_dead_lettered_and_good_ones_served(kafka, elec2_path):
+def test_every_bad_record_is_dead_lettered_and_good_ones_served(kafka, elec2_path, capsys):
     events, labels, preds = kafka.topics("events", "labels", "preds")
     dlq = f"{events}-dlq"  # the name serve_stream gives the daemon
     producer = kafka.producer()
@@ -69,6 +69,9 @@ def test_every_bad_record_is_dead_lettered_and_good_ones_served(kafka, elec2_pat
         assert record.value == source.value  # the original bytes
         expected = dict(source.headers).get("expect", b"undecodable").decode()
         assert headers["reason"] == expected, headers
+        if expected == "feature_rejected":  # the model's own message, as evaluate gives it
+            assert headers["detail"] == "TypeError: " + evaluated(kafka.tmp_path, record.value,
+                                                                  capsys)
     ids = [json.loads(r.value)["id"] for r in kafka.read_all(preds)]
     assert ids == [f"e{i}" for i in range(N_EVENTS)]
     assert report["learned"] == N_EVENTS
@@ -78,6 +81,17 @@ def test_every_bad_record_is_dead_lettered_and_good_ones_served(kafka, elec2_pat
     assert report["dead_letter_reasons"]["bad_label"] == 2
     # kept until its event comes, bounded like pending events (--pending-max, --pending-ttl-ms)
     assert report["early_labels"] == 1 and report["orphan_labels"] == report["pending"] == 0
+
+
+def evaluated(folder, value: bytes, capsys) -> str:
+    """`river-pa evaluate`'s message for the record as the one line of a JSONL file."""
+    from river_pa import cli
+
+    path = folder / "rejected.jsonl"
+    path.write_text(json.dumps({**json.loads(value), "y": True}) + "\n")
+    capsys.readouterr()
+    assert cli.main(["evaluate", str(path), "--model", "PAClassifier", "--quiet"]) == 2
+    return capsys.readouterr().err.removeprefix(f"river-pa evaluate: {path}:1: ").rstrip("\n")
 
 
 @pytest.mark.skipif("max_classes" not in inspect.signature(river_pa.PAMultiClassifier).parameters,
