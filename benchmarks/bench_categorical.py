@@ -5,6 +5,14 @@ Run from the repository root::
 
     PYTHONPATH=. python benchmarks/bench_categorical.py            # full streams, 5 repetitions
     PYTHONPATH=. python benchmarks/bench_categorical.py --quick    # 1/10 of each stream
+    PYTHONPATH=. python benchmarks/bench_categorical.py --pipeline-batch
+
+``--pipeline-batch`` times the serving quick start's pipeline
+(`examples/categorical_pipeline.py`: numbers scaled, strings one-hot encoded, PAClassifier) on
+batches of 100 events (the predictor's batch) of its Agrawal stream after 2,000 learned:
+River's ``Pipeline.predict_proba_many`` on a DataFrame against a ``predict_proba_one`` loop,
+and counts the probabilities that differ between the two. It is why the predictor serves a
+pipeline event by event.
 
 Progressive validation (``predict_one`` then ``learn_one``, PA-I, C=1) on two streams of
 `streams.py`: the synthetic `categorical` (20,000 events: 3 numbers, 3 strings, a list of
@@ -71,11 +79,44 @@ def check_identical(name: str, stream, make: dict) -> float:
     return right / len(stream)
 
 
+def pipeline_batch(reps: int, batch: int = 100) -> None:
+    import pandas as pd
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from examples.categorical_pipeline import model
+    from examples.produce_elec2 import agrawal
+
+    stream = agrawal(2_000 + batch * reps)
+    warm, rest = stream[:2_000], [x for x, _ in stream[2_000:]]
+    pipeline = model.clone()
+    for x, y in warm:
+        pipeline.learn_one(x, y)
+    ratios, differ = [], 0
+    for r in range(reps):
+        xs = rest[r * batch:(r + 1) * batch]
+        start = time.thread_time()
+        one = [pipeline.predict_proba_one(x)[True] for x in xs]
+        mid = time.thread_time()
+        many = pipeline.predict_proba_many(pd.DataFrame(xs))[True].tolist()
+        ratios.append((time.thread_time() - mid) / (mid - start))
+        differ += sum(a != b for a, b in zip(one, many))
+    ratios.sort()
+    print(f"pipeline of examples/categorical_pipeline.py, batches of {batch}: predict_proba_many "
+          f"time / predict_proba_one loop time {ratios[0]:.2f}/{statistics.median(ratios):.2f}/"
+          f"{ratios[-1]:.2f}x (min/median/max of {reps}); probabilities that differ: {differ} "
+          f"of {batch * reps}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1/10 of each stream")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--pipeline-batch", action="store_true",
+                        help="River's predict_many for a pipeline vs a predict_one loop")
     args = parser.parse_args(argv)
+    if args.pipeline_batch:
+        pipeline_batch(max(args.reps, 20))
+        return
     scale = 10 if args.quick else 1
     data = {"categorical": lambda: streams.categorical(20_000 // scale)}
     if (shared_folder() / "elec2").is_dir():
