@@ -22,6 +22,7 @@ if ! bash scripts/kafka.sh status >/dev/null 2>&1; then
 fi
 # two workers (pytest-xdist), a test file each at a time: the Kafka tests wait on brokers and
 # daemons about a third of the time; the brokers a test stops are its worker's own
-# (tests/kafka/conftest.py)
+# (tests/kafka/conftest.py), and their test files are one unit, run by one worker
+# (tests/conftest.py)
 # the 25 slowest tests are listed at the end: the suite must stay within 15 minutes
 "$PYTHON" -m pytest -n "${RIVER_PA_TEST_WORKERS:-2}" --dist loadfile --durations 25 "$@"

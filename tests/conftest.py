@@ -34,6 +34,39 @@ if os.environ.get("CI"):
 
 
 STARTED_HERE = pytest.StashKey[bool]()
+# The test files with tests on a worker's own brokers (tests/kafka/conftest.py: the 3-broker
+# cluster, the private broker), and those fixtures. pytest-xdist gives these files to one
+# worker, so one cluster starts, not one a worker: 3 brokers cost about 35 s of CPU to start
+# and 7 s a minute idle on these 2 cores.
+OWN_BROKER_FILES = frozenset({
+    "tests/faults/test_faults.py", "tests/kafka/test_broker_restart.py",
+    "tests/kafka/test_cluster.py", "tests/kafka/test_coordinator_restart.py",
+    "tests/kafka/test_stop_without_broker.py", "tests/kafka/test_topics.py"})
+OWN_BROKER_FIXTURES = ("cluster_bootstrap", "private_bootstrap")
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (scripts/test.sh) with the files of OWN_BROKER_FILES as one unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OwnBrokersTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "own brokers" if scope in OWN_BROKER_FILES else scope
+
+    return OwnBrokersTogether(config, log)
+
+
+def pytest_collection_modifyitems(items):
+    """A test on a worker's own brokers must be in a file of OWN_BROKER_FILES."""
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        if path not in OWN_BROKER_FILES and set(OWN_BROKER_FIXTURES) & set(item.fixturenames):
+            raise pytest.UsageError(f"{item.nodeid} runs on a worker's own brokers: add {path} "
+                                    "to OWN_BROKER_FILES in tests/conftest.py")
 
 
 def pytest_configure(config):
