@@ -14,8 +14,9 @@ maps of scikit-learn's `CalibratedClassifierCV`, and River's `LogisticRegression
 same stream. Prints one line per run, then per set (and over all): the spread of calibrated /
 uncalibrated LogLoss, the runs where calibration is worse by more than 1%, the runs whose ECE
 ends at most 0.03 among those where the uncalibrated ECE is above, the median ECE and LogLoss
-beside the anchors, and the events where P(True) > 1/2 disagrees with `predict_one` (0: no
-label changes). Held-out sets: ``--sets phishing-full,bananas,a9a-test``.
+beside the anchors, the events where P(True) > 1/2 disagrees with `predict_one` (0: no
+label changes), and the median ECE a perfectly calibrated forecaster would show with the same
+probabilities on as many events (labels drawn from them: the sampling noise of the set's size). Held-out sets: ``--sets phishing-full,bananas,a9a-test``.
 
 Run: ``python benchmarks/bench_calibration.py [--rounds 5]`` or
 ``python benchmarks/bench_calibration.py --quality [--shuffles 10] [--sets a9a,elec2]``
@@ -72,6 +73,15 @@ def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
     which = np.minimum((p * bins).astype(int), bins - 1)
     return sum(abs(p[which == b].mean() - y[which == b].mean()) * (which == b).sum()
                for b in range(bins) if (which == b).any()) / len(p)
+
+
+def noise_floor(p: np.ndarray, seed: int, draws: int = 20) -> float:
+    """The ECE a perfectly calibrated forecaster shows with the same probabilities on as many
+    events: the median over `draws` of `ece(p, y)` with each y drawn from Bernoulli(p). A
+    target below it is within the sampling noise of the set's size."""
+    rng = np.random.default_rng(seed)
+    return float(np.median([ece(p, (rng.random(len(p)) < p).astype(float))
+                            for _ in range(draws)]))
 
 
 def river_log_loss(events) -> float:
@@ -144,7 +154,8 @@ def quality(shuffles: int, names: list[str]) -> list[dict]:
                     platt, iso = anchors(m, y)
                     rows.append({"set": name, "order": order, "C": C, "variant": variant,
                                  "raw": raw, "cal": cal, "platt": platt, "iso": iso,
-                                 "river": river, "flips": int(((p_cal > 0.5) != (m > 0)).sum())})
+                                 "river": river, "flips": int(((p_cal > 0.5) != (m > 0)).sum()),
+                                 "floor": noise_floor(p_cal, order)})
                     print(f"{name:10} order {order:2} C={C:<5} {variant:6} LogLoss "
                           f"{raw[0]:.4f} -> {cal[0]:.4f} (Platt {platt:.4f}, isotonic "
                           f"{iso:.4f})  ECE {raw[1]:.4f} -> {cal[1]:.4f}", flush=True)
@@ -158,7 +169,7 @@ def summary(rows: list[dict]) -> None:
     is above, median ECE and LogLoss beside the anchors (medians over the runs)."""
     print(f"\n{'set':14}{'runs':>5}  LogLoss ratio min / median / max  >1% worse  "
           f"ECE<=0.03 met/eligible  median ECE raw -> cal  median LogLoss raw -> cal "
-          f"(Platt, isotonic, River LR)  P>1/2 != predict_one")
+          f"(Platt, isotonic, River LR)  P>1/2 != predict_one  ECE of a perfect forecaster")
     for name in list(dict.fromkeys(r["set"] for r in rows)) + ["all"]:
         mine = [r for r in rows if name in ("all", r["set"])]
         ratios = [r["cal"][0] / r["raw"][0] for r in mine]
@@ -171,7 +182,8 @@ def summary(rows: list[dict]) -> None:
               f"  {med(lambda r: r['raw'][1]):.4f} -> {med(lambda r: r['cal'][1]):.4f}"
               f"       {med(lambda r: r['raw'][0]):.4f} -> {med(lambda r: r['cal'][0]):.4f} "
               f"({med(lambda r: r['platt']):.4f}, {med(lambda r: r['iso']):.4f}, "
-              f"{med(lambda r: r['river']):.4f}){sum(r['flips'] for r in mine):>10}")
+              f"{med(lambda r: r['river']):.4f}){sum(r['flips'] for r in mine):>10}"
+              f"  {med(lambda r: r['floor']):.4f}")
 
 
 def main(argv=None):
