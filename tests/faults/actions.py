@@ -145,60 +145,85 @@ def _send(run, topic: str, records: list[tuple[str, bytes | None]]) -> None:
         producer.close()
 
 
-def _manifests(run, topic: str, name: str) -> list:
-    """The valid manifest records of `name` in `topic`, oldest first."""
+def _manifests(records: list, name: str) -> list:
+    """(record, manifest) of each manifest of snapshot `name` among `records`, oldest first
+    by (term, version): a record keyed `name/term/version` (its chunks are keyed
+    `name/term/version/i`, connectors/state/snapshots.py) holding a JSON object."""
     out = []
-    for record in run.kafka.read_all(topic, committed_only=run.exactly_once):
-        if record.key == name.encode() and record.value is not None:
-            try:
-                manifest = json.loads(record.value)
-            except ValueError:
-                continue
-            if isinstance(manifest, dict) and isinstance(manifest.get("version"), int):
-                out.append((record, manifest))
-    return out
+    for record in records:
+        parts = record.key.decode(errors="replace").split("/") if record.key else []
+        if len(parts) != 3 or parts[0] != name or record.value is None:
+            continue
+        try:
+            manifest = json.loads(record.value)
+        except ValueError:
+            continue
+        if isinstance(manifest, dict) and type(manifest.get("term")) is int \
+                and type(manifest.get("version")) is int:
+            out.append((record, manifest))
+    return sorted(out, key=lambda found: (found[1]["term"], found[1]["version"]))
+
+
+def _read(run, topic: str) -> list:
+    return run.kafka.read_all(topic, committed_only=run.exactly_once)
 
 
 def replay(run, fault) -> str:
-    """Re-send an earlier manifest and the chunks it names (read back from the topic)."""
+    """Re-send an earlier manifest and the chunks it names, with their own keys (read back
+    from the topic, also when the writer has tombstoned them since)."""
     topic, name = _snapshot_topic(run, fault.target)
-    records = run.kafka.read_all(topic, committed_only=run.exactly_once)
-    manifests = _manifests(run, topic, name)
+    records = _read(run, topic)
+    manifests = _manifests(records, name)
     if len(manifests) < 2:
         return f"skipped: fewer than 2 snapshots in {topic}"
     record, manifest = random.Random(run.schedule.seed).choice(manifests[:-1])
-    chunks = {}
-    for r in records:
-        if r.offset < record.offset and r.key and r.key.startswith(f"{name}/{manifest['version']}/".encode()) \
-                and r.value is not None:
-            chunks[r.key.decode()] = r.value
+    prefix = record.key.decode()
+    chunks = {r.key.decode(): r.value for r in records
+              if r.offset < record.offset and r.key and r.key.startswith(f"{prefix}/".encode())
+              and r.value is not None}
     if len(chunks) != manifest["chunks"]:
-        return f"skipped: the chunks of {name} v{manifest['version']} are gone from {topic}"
-    _send(run, topic, [*chunks.items(), (name, record.value)])
-    return f"replayed {name} v{manifest['version']} (newest v{manifests[-1][1]['version']}) into {topic}"
+        return f"skipped: the chunks of {prefix} are gone from {topic}"
+    _send(run, topic, [*chunks.items(), (prefix, record.value)])
+    return f"replayed {prefix} (newest {manifests[-1][0].key.decode()}) into {topic}"
+
+
+def _next_key(run, topic: str, name: str) -> tuple[str, dict]:
+    """The key and stamp of the version after the newest of `name` in `topic`: what the
+    writer would write next."""
+    manifests = _manifests(_read(run, topic), name)
+    term, version = (manifests[-1][1]["term"], manifests[-1][1]["version"]) if manifests \
+        else (1, 0)
+    return f"{name}/{term}/{version + 1}", {"term": term, "version": version + 1}
 
 
 def garbage(run, fault) -> str:
+    """64 random bytes as the manifest of the next version, or a tombstone over the newest
+    manifest (that version is gone: readers fall back to an older one)."""
     which, what = fault.target.split(":")
     topic, name = _snapshot_topic(run, which)
     if what == "tombstone":
-        _send(run, topic, [(name, None)])
-        return f"tombstone of {name} in {topic}"
-    junk = random.Random(run.schedule.seed).randbytes(64)
-    _send(run, topic, [(name, junk)])
-    return f"64 random bytes as the manifest {name} in {topic}"
+        manifests = _manifests(_read(run, topic), name)
+        if not manifests:
+            return f"skipped: no snapshot {name} in {topic} to tombstone"
+        newest = manifests[-1][0].key.decode()
+        _send(run, topic, [(newest, None)])
+        return f"tombstone over the newest manifest {newest} in {topic}"
+    key, _ = _next_key(run, topic, name)
+    _send(run, topic, [(key, random.Random(run.schedule.seed).randbytes(64))])
+    return f"64 random bytes as the manifest {key} in {topic}"
 
 
 def forged_pickle(run, fault) -> str:
+    """A pickle that runs code, as the next version with a manifest that matches it (its
+    size and SHA-256): only the daemons' loaders stand between it and a process."""
     topic, name = _snapshot_topic(run, fault.target)
-    manifests = _manifests(run, topic, name)
-    version = (manifests[-1][1]["version"] if manifests else 0) + 1
+    key, stamp = _next_key(run, topic, name)
     payload = forged_checkpoint(str(run.marker))
     run.forged.add(hashlib.sha256(payload).hexdigest())  # the checker never loads these
-    manifest = {"version": version, "chunks": 1, "bytes": len(payload),
+    manifest = {**stamp, "chunks": 1, "bytes": len(payload),
                 "sha256": hashlib.sha256(payload).hexdigest()}
-    _send(run, topic, [(f"{name}/{version}/0", payload), (name, json.dumps(manifest).encode())])
-    return f"forged pickle as {name} v{version} in {topic}"
+    _send(run, topic, [(f"{key}/0", payload), (key, json.dumps(manifest).encode())])
+    return f"forged pickle as {key} in {topic}"
 
 
 # ---- topic limits -----------------------------------------------------------------------

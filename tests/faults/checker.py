@@ -224,24 +224,30 @@ def reference(run):
 
 
 def restored(run, topic: str, name: str) -> dict:
-    """The newest snapshot `name` in `topic`, verified and loaded as a daemon would (with
-    the run's key), read with the isolation of the run."""
+    """The newest snapshot `name` in `topic` that loads as a daemon loads it (with the run's
+    key; the others skipped, as a daemon skips them), read with the isolation of the run."""
     reader = KafkaConsumer(bootstrap_servers=run.cluster.bootstrap, group_id=None,
                            enable_auto_commit=False, max_partition_fetch_bytes=4 * 2**20,
                            isolation_level="read_committed" if run.exactly_once
                            else "read_uncommitted")
+    skipped = []
     try:
-        found = snapshots.restore(reader, topic, name)
+        found = snapshots.Reader(reader, topic, name, on_invalid=skipped.append)
+        found.read_to_end(120)
+        meta = checkpoint.metadata(make_model("PAClassifier", {}))
+        for manifest, payload in found.candidates():
+            if manifest["sha256"] in run.forged:  # loading it here would run it
+                found.reject(manifest, "is the forged pickle")
+                continue
+            path = run.kafka.tmp_path / f"check-{name}.ckpt"
+            path.write_bytes(payload)
+            try:
+                return checkpoint.load(path, meta, run.key.encode() if run.key else None)
+            except checkpoint.CheckpointError as exc:
+                found.reject(manifest, str(exc))
     finally:
         reader.close()
-    if found is None:
-        raise snapshots.SnapshotError(f"{topic}: no snapshot {name}")
-    if found[0]["sha256"] in run.forged:  # loading it here would run it
-        raise snapshots.SnapshotError(f"{topic}: the newest {name} is the forged pickle")
-    path = run.kafka.tmp_path / f"check-{name}.ckpt"
-    path.write_bytes(found[1])
-    meta = checkpoint.metadata(make_model("PAClassifier", {}))
-    return checkpoint.load(path, meta, run.key.encode() if run.key else None)
+    raise snapshots.SnapshotError(f"{topic}: no snapshot {name} loads ({'; '.join(skipped)})")
 
 
 def learned_and_model(run) -> list[str]:
