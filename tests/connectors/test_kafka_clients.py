@@ -150,6 +150,25 @@ def test_a_binding_failure_of_confluent_kafka_is_a_client_error():
         raising(broken)
 
 
+def test_a_fatal_error_the_poll_raises_while_looking_for_a_fencing_is_kept_not_raised():
+    """Soak seed 167 (confluent, exactly once): an abort failed, and the poll that served
+    librdkafka's callbacks to read a fencing raised INVALID_TXN_STATE's fatal error instead;
+    a predictor exited 1. It is the producer's fatal error, not a fencing: the caller replaces
+    the producer."""
+    producer = confluent_producer.ConfluentProducer({"bootstrap.servers": "127.0.0.1:1"}, 1_000,
+                                                    2**20)
+
+    class FatalOnPoll:
+        def poll(self, timeout):
+            raise KafkaException(KafkaError(KafkaError.INVALID_TXN_STATE,
+                                            "Failed to end transaction", fatal=True))
+
+    producer._producer = FatalOnPoll()
+    assert not confluent_producer.fenced(RuntimeError("abort failed"), producer, 1.0)
+    assert isinstance(producer.fatal, kafka_errors.InvalidTxnStateError)
+    assert "Failed to end transaction" in str(producer.fatal)
+
+
 def test_an_offset_request_is_asked_again_while_its_partition_has_no_leader_yet():
     """Soak seed 509: a predictor's watermark request met NotLeaderForPartition during a broker
     restart and the predictor exited 1. Retriable errors are asked again (up to
