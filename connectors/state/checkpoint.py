@@ -1,7 +1,7 @@
 """Atomic, versioned, optionally HMAC-signed checkpoints of the daemon's state.
 
-File layout: one JSON header line (format, versions, model class, offsets, a snapshot's term
-and version, signature), then the pickled state. The header is read and checked (the HMAC over
+File layout: one JSON header line (format, versions, model class and configuration, offsets, a
+snapshot's term and version, signature), then the pickled state. The header is read and checked (the HMAC over
 header fields and payload, then versions) before a single byte is unpickled, so a checkpoint
 from another version or one that does not verify is refused with a clear error. The payload is
 then unpickled by a restricted unpickler (`Unpickler`) that admits only the classes a model and
@@ -146,7 +146,8 @@ def _unpickle(where, payload: bytes):
 
 
 def metadata(model) -> dict:
-    """The version fields a checkpoint must match to be loaded."""
+    """The version fields a checkpoint must match to be loaded: the versions, the model's class
+    and its configuration (`model_config`)."""
     import river
 
     import river_pa
@@ -158,7 +159,38 @@ def metadata(model) -> dict:
         "river": river.__version__,
         "python": platform.python_version(),
         "model_class": f"{cls.__module__}.{cls.__qualname__}",
+        "model_config": model_config(model),
     }
+
+
+def model_config(model) -> str:
+    """The parameters `model` was built with, its steps' and nested estimators' included (River's
+    `_get_params`), as canonical JSON: the same in every process (sets sorted: a `compose.Select`
+    keeps its keys in a set, ordered by PYTHONHASHSEED), so a pipeline or a C other than the
+    checkpoint's is refused like another class (a new user's learner restarted with another
+    pipeline restored the old one silently: every pipeline is one class).
+
+    >>> from river_pa import PAClassifier
+    >>> model_config(PAClassifier(C=0.5))[:29]
+    '{"variant": "PA-I", "C": 0.5,'
+    """
+    params = model._get_params() if hasattr(model, "_get_params") else {}
+    return json.dumps(_canonical(params))  # dicts keep their order: a pipeline's steps
+
+
+def _canonical(value):
+    """`value` as JSON values: dict keys as text, sets sorted, classes and functions by their
+    qualified name, other objects by their class (no address)."""
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else repr(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(v) for v in value), key=repr)
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    named = value if isinstance(value, (type, types.FunctionType)) else type(value)
+    return f"{named.__module__}.{named.__qualname__}"
 
 
 def _signature(key: bytes, header: dict, payload: bytes) -> str:
@@ -297,5 +329,6 @@ def _check_versions(path, header: dict, expected: dict) -> None:
         if header.get(field) != want:
             raise VersionMismatch(
                 f"{path}: checkpoint has {field}={header.get(field)!r}, this daemon runs "
-                f"{want!r}; refusing to load it (start with a fresh checkpoint path)"
+                f"{want!r}; refusing to load it (give the daemon the --model, --model-params and "
+                f"versions that wrote it; a learner with another model needs a new --group-id)"
             )

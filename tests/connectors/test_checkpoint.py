@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pickle
 import resource
+import subprocess
+import sys
 
 import pytest
 from river import linear_model
 
+from river_pa import PAClassifier
 from river_pa.connectors.state import checkpoint
 
 
@@ -52,6 +56,38 @@ def test_other_versions_are_refused_before_unpickling(tmp_path, model, field, va
     write_bomb(path, model, None, **{field: value})
     with pytest.raises(checkpoint.CheckpointError, match=field):
         checkpoint.load(path, checkpoint.metadata(model), None)
+
+
+def test_another_configuration_of_the_class_is_refused(tmp_path):
+    """A new user's learner restarted with another pipeline restored the old one silently (every
+    pipeline is one class); another C is another model too."""
+    from river import compose, preprocessing
+
+    def pipeline(*keys):
+        return compose.Select(*keys) | preprocessing.StandardScaler() | PAClassifier()
+
+    for written, configured, differs in [
+            (PAClassifier(), PAClassifier(C=0.5), '"C": 1.0'),
+            (pipeline("a", "b"), pipeline("a"), '"_POSITIONAL_ARGS": ["a", "b"]'),
+            (pipeline("a") | preprocessing.StandardScaler(), pipeline("a"), "StandardScaler1")]:
+        path = tmp_path / "state.ckpt"
+        write_bomb(path, written, None)
+        with pytest.raises(checkpoint.VersionMismatch, match="model_config") as info:
+            checkpoint.load(path, checkpoint.metadata(configured), None)
+        assert differs in str(info.value)
+    same = checkpoint.metadata(pipeline("b", "a", "c"))
+    assert checkpoint.metadata(pipeline("c", "a", "b")) == same
+
+
+def test_a_pipelines_configuration_is_the_same_in_every_process():
+    # compose.Select keeps its keys in a set: their order follows PYTHONHASHSEED
+    code = ("from river import compose; from river_pa import PAClassifier; from "
+            "river_pa.connectors.state.checkpoint import model_config; print(model_config("
+            "compose.Select(*'abcdefgh') | PAClassifier()))")
+    configs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+               for seed in ("1", "2", "3")}
+    assert len(configs) == 1
 
 
 def test_wrong_key_and_unsigned_files_are_refused(tmp_path, model):
