@@ -226,12 +226,15 @@ class Reader:
             return self._invalid(f"chunk {term}/{version}/{index} of {len(value)} bytes (at "
                                  f"most {CHUNK_BYTES})")
         held = self.versions.get(at)
-        if held is None:
+        if held is None or index is not None and held.manifest is not None:
+            # a writer sends the chunks, then the manifest: a chunk after a manifest begins the
+            # version again (a forged manifest had taken the learner's next stamp first, and
+            # the learner's own snapshot of that stamp was lost: soak seed 704)
             self.arrivals += 1
             held = self.versions[at] = _Version(self.arrivals)
         if index is None:
             self._take_manifest(at, held, value)
-        elif held.manifest is None:  # a writer sends the chunks first: later ones are not its
+        else:
             held.nbytes += len(value) - len(held.chunks.get(index, b""))
             held.chunks[index] = value
             self._bound()

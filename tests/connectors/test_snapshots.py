@@ -94,6 +94,24 @@ def test_forged_manifests_do_not_push_the_valid_version_out():
         assert len(invalid) == 3  # two lacking chunks or digest, one that does not load
 
 
+def test_a_snapshot_written_after_a_forged_one_of_its_stamp_wins():
+    """Soak seed 704: a forged pickle took the learner's next stamp (2/13) with a manifest
+    matching its chunk; the learner's own 2/13 came after it, and a reader ignored its chunks,
+    so the newest valid model stayed the one before (1,338 of 1,500 labels learned)."""
+    sent = []
+    Publisher("events.model", "model", 2, 12, []).publish(
+        lambda topic, value, key: sent.append((key, value)), b"the model" * 1000)
+    forged = b"forged pickle"
+    records = [(b"model/2/13/0", forged),
+               (b"model/2/13", json.dumps({"term": 2, "version": 13, "chunks": 1, "bytes": 13,
+                                           "sha256": hashlib.sha256(forged).hexdigest()}).encode()),
+               *sent]
+    reader, invalid = _reader_of(records)
+    [(manifest, payload)] = list(reader.candidates())
+    assert payload == b"the model" * 1000 and manifest == json.loads(sent[-1][1])
+    assert invalid == []
+
+
 def test_a_reader_on_the_fake_client_reads_the_published_snapshots_and_closes(cluster):
     from tests.connectors.fake_kafka import FakeConsumer
 
