@@ -94,6 +94,8 @@ def test_the_pipeline_page_runs_as_written(kafka, tmp_path):
     learner = json.loads((tmp_path / "run" / "shop-learn.jsonl").read_text().splitlines()[-1])
     assert learner["learned"] == 2000 and learner["metrics"] == {"Accuracy": reference.get()}
     assert f'river_pa_metric{{metric="Accuracy"}} {reference.get()}' in done.stdout
+    # the page's river-pa evaluate of the same stream prints the same accuracy
+    assert re.search(rf"Accuracy\W+{reference.get():.6f}", done.stdout), done.stdout[-3000:]
     report = json.loads((tmp_path / "run" / "shop-predict.jsonl").read_text().splitlines()[-1])
     assert report["events"] == 2000 and report["model_version"] >= 1 and \
         report["dead_lettered"] == 0
