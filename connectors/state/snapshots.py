@@ -5,7 +5,8 @@ above every term it finds in the topic (the active learner at each takeover of t
 numbers its versions above every version it finds. Version v of term t is written as chunks
 keyed `name/t/v/i` (at most `CHUNK_BYTES` each, so any size fits the broker's
 `max.message.bytes`, 1 MiB by default), then its manifest keyed `name/t/v` (JSON: term,
-version, chunk count, size, SHA-256; chunks after it are not the writer's), then tombstones for
+version, chunk count, size, SHA-256: it is matched with the newest run of chunks of its
+version that has exactly its count, size and digest), then tombstones for
 the manifests and chunks of all but the newest `KEEP_VERSIONS` versions: compaction keeps
 those, so when the newest does not load (a bad record, a half-written version of a writer that
 died) an older one still can. The
@@ -17,7 +18,8 @@ the time, and the term and version of its newest model).
 A reader reads the one partition to its end and offers the versions newer than the one it
 holds (`candidates`, newest first), each checked for size and digest; the caller verifies the
 payload and calls `accept` or `reject`. Anything not valid (a key or manifest that does not
-parse, chunks missing or too large, a digest mismatch, a version not newer than the one held)
+parse, no chunks that match a manifest, chunks too large, a version not newer than the one
+held)
 is reported once to `on_invalid` with the reason and dropped. The reader keeps the chunks of
 the `KEEP_VERSIONS + 1` newest manifests above the one held (older ones too while they all
 hold at most `max_pending_bytes`: a manifest is not verified until its version is loaded, and
@@ -50,6 +52,7 @@ KEEP_VERSIONS = 2  # versions whose chunks a writer leaves in the topic
 MAX_NUMBER = 2**53  # terms, versions, counts: beyond this a record is not valid
 MAX_PENDING_BYTES = 256 * 2**20  # chunks of versions whose manifest has not come, per reader
 MAX_PENDING_VERSIONS = 4  # versions whose manifest has not come, per reader
+MAX_RUNS = 2  # runs of chunks of one version not matched by a manifest yet (see _Version)
 _KEY = re.compile(rb"/(\d{1,16})/(\d{1,16})(?:/(\d{1,16}))?")  # bytes: ASCII digits only
 
 
@@ -144,12 +147,43 @@ def _manifest(value: bytes, term: int, version: int) -> dict | str:
 
 @dataclass
 class _Version:
-    """What a reader holds of one version: its chunks, and its manifest once it came."""
+    """What a reader holds of one version: runs of chunks not matched by a manifest yet
+    (`runs`, oldest first) and the manifests that matched one (`found`: (manifest, payload),
+    in arrival order). A writer sends chunks 0, 1, ... then the manifest: a chunk whose index
+    is already in the newest run begins another. So the writer's chunks stay together when
+    another record of its stamp comes before, between or after them (a forged or junk
+    manifest, a forged chunk: soak seeds 704 and 764, where the learner's own snapshot of a
+    stamp was lost and the newest valid model stayed 162 labels behind)."""
 
     arrival: int
-    manifest: dict | None = None
-    chunks: dict[int, bytes] = field(default_factory=dict)
+    runs: list[dict[int, bytes]] = field(default_factory=list)
+    found: list[tuple[dict, bytes]] = field(default_factory=list)
     nbytes: int = 0
+
+    def add_chunk(self, index: int, value: bytes) -> None:
+        if not self.runs or index in self.runs[-1]:
+            self.runs.append({})
+            if len(self.runs) > MAX_RUNS:  # a flood of chunks under one stamp
+                self.nbytes -= sum(map(len, self.runs.pop(0).values()))
+        self.runs[-1][index] = value
+        self.nbytes += len(value)
+
+    def drop_chunk(self, index: int) -> None:
+        for run in self.runs:
+            self.nbytes -= len(run.pop(index, b""))
+
+    def match(self, manifest: dict) -> bool:
+        """Pair `manifest` with the newest run of exactly its chunks, size and digest."""
+        for run in reversed(self.runs):
+            if sorted(run) != list(range(manifest["chunks"])):
+                continue
+            payload = b"".join(run[i] for i in range(manifest["chunks"]))
+            if len(payload) == manifest["bytes"] and \
+                    hashlib.sha256(payload).hexdigest() == manifest["sha256"]:
+                self.runs.remove(run)
+                self.found.append((manifest, payload))
+                return True
+        return False
 
 
 class Reader:
@@ -215,8 +249,7 @@ class Reader:
             if index is None:
                 self.versions.pop(at, None)
             elif at in self.versions:
-                held = self.versions[at]
-                held.nbytes -= len(held.chunks.pop(index, b""))
+                self.versions[at].drop_chunk(index)
             return
         if at <= self.held:
             if index is None:  # a replay, or a late write of an older term: never loaded
@@ -226,31 +259,28 @@ class Reader:
             return self._invalid(f"chunk {term}/{version}/{index} of {len(value)} bytes (at "
                                  f"most {CHUNK_BYTES})")
         held = self.versions.get(at)
-        if held is None or index is not None and held.manifest is not None:
-            # a writer sends the chunks, then the manifest: a chunk after a manifest begins the
-            # version again (a forged manifest had taken the learner's next stamp first, and
-            # the learner's own snapshot of that stamp was lost: soak seed 704)
+        if held is None:
             self.arrivals += 1
             held = self.versions[at] = _Version(self.arrivals)
         if index is None:
             self._take_manifest(at, held, value)
         else:
-            held.nbytes += len(value) - len(held.chunks.get(index, b""))
-            held.chunks[index] = value
+            held.add_chunk(index, value)
             self._bound()
 
     def _take_manifest(self, at: tuple[int, int], held: _Version, value: bytes) -> None:
         manifest = _manifest(value, *at)
         if isinstance(manifest, str):
-            self.versions.pop(at)
             return self._invalid(manifest)
-        held.manifest = manifest
         self.newest = max(self.newest, at)
+        if not held.match(manifest):
+            return self._invalid(f"version {at[0]}/{at[1]}: no chunks read match its manifest "
+                                 "(count, size and SHA-256); skipped")
         # the oldest announced versions go beyond KEEP_VERSIONS + 1 only while they hold more
         # than max_pending_bytes of chunks: manifests are unverified until loaded, and three
         # forged ones (no chunks, or chunks of junk) cut by count pushed the valid versions
         # out, so no new learner or predictor could start (found by a new user's try)
-        announced = sorted(k for k, v in self.versions.items() if v.manifest is not None)
+        announced = sorted(k for k, v in self.versions.items() if v.found)
         total = sum(self.versions[k].nbytes for k in announced)
         for old in announced[:-(KEEP_VERSIONS + 1)]:
             if total <= self.max_pending_bytes:
@@ -260,7 +290,7 @@ class Reader:
     def _bound(self) -> None:
         """Drop versions without a manifest, the oldest first, beyond `max_pending_bytes` or
         `MAX_PENDING_VERSIONS` (a writer has one such version at a time)."""
-        pending = sorted((v.arrival, k) for k, v in self.versions.items() if v.manifest is None)
+        pending = sorted((v.arrival, k) for k, v in self.versions.items() if not v.found)
         total = sum(self.versions[k].nbytes for _, k in pending)
         for n, (_, at) in enumerate(pending):
             if total <= self.max_pending_bytes and len(pending) - n <= MAX_PENDING_VERSIONS:
@@ -274,31 +304,27 @@ class Reader:
         return f"the one held ({self.held[0]}/{self.held[1]})" if self.held != (0, 0) else "none"
 
     def manifests(self) -> list[dict]:
-        """The manifests of the versions held, oldest first (a writer's `kept`)."""
-        return [v.manifest for _, v in sorted(self.versions.items()) if v.manifest is not None]
+        """The newest manifest of each version held, oldest first (a writer's `kept`)."""
+        return [v.found[-1][0] for _, v in sorted(self.versions.items()) if v.found]
 
     def candidates(self):
-        """Yield (manifest, payload) of the versions newer than the one held, newest first,
-        whose chunks match their manifest's size and digest; the others are reported and
-        dropped. The caller `accept`s or `reject`s each one it tries."""
+        """Yield (manifest, payload) of the versions newer than the one held, newest first
+        (within a version, the manifest read last first), each matched with its chunks by
+        count, size and digest. The caller `accept`s or `reject`s each one it tries."""
         for at in sorted(self.versions, reverse=True):
             held = self.versions.get(at)
-            if held is None or held.manifest is None:
-                continue
-            manifest = held.manifest
-            missing = [i for i in range(manifest["chunks"]) if i not in held.chunks]
-            payload = b"".join(held.chunks.get(i, b"") for i in range(manifest["chunks"]))
-            if missing:
-                self.reject(manifest, f"lacks chunks {missing[:3]}")
-            elif (len(payload) != manifest["bytes"]
-                    or hashlib.sha256(payload).hexdigest() != manifest["sha256"]):
-                self.reject(manifest, "does not match its size and SHA-256")
-            else:
-                yield manifest, payload
+            for found in reversed(held.found if held else []):
+                if found in held.found:  # not rejected meanwhile
+                    yield found
 
     def reject(self, manifest: dict, reason: str) -> None:
-        """Report `manifest`'s version as not valid and drop it."""
-        self.versions.pop(stamp(manifest), None)
+        """Report `manifest` (its version, as that manifest says it) as not valid and drop it."""
+        at = stamp(manifest)
+        held = self.versions.get(at)
+        if held is not None:
+            held.found = [f for f in held.found if f[0] is not manifest]
+            if not held.found and not held.runs:
+                del self.versions[at]
         self._invalid(f"version {manifest['term']}/{manifest['version']} {reason}; skipped")
 
     def accept(self, manifest: dict) -> None:

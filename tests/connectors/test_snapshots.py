@@ -94,22 +94,34 @@ def test_forged_manifests_do_not_push_the_valid_version_out():
         assert len(invalid) == 3  # two lacking chunks or digest, one that does not load
 
 
-def test_a_snapshot_written_after_a_forged_one_of_its_stamp_wins():
-    """Soak seed 704: a forged pickle took the learner's next stamp (2/13) with a manifest
-    matching its chunk; the learner's own 2/13 came after it, and a reader ignored its chunks,
-    so the newest valid model stayed the one before (1,338 of 1,500 labels learned)."""
+def test_the_writers_snapshot_wins_over_records_of_its_stamp_before_between_or_after_it():
+    """Soak seeds 704 and 764: a forged pickle (its chunk and a manifest that matches it) or 64
+    bytes of junk as a manifest took the learner's next stamp (2/13), before the learner's own
+    chunks or between them and its manifest (an open transaction's records come in offset
+    order, with the others' between them); a reader then lost the learner's 2/13, and the
+    newest valid model stayed the one before (1,338 of 1,500 labels learned)."""
     sent = []
     Publisher("events.model", "model", 2, 12, []).publish(
-        lambda topic, value, key: sent.append((key, value)), b"the model" * 1000)
+        lambda topic, value, key: sent.append((key, value)), b"the model" * 100_000)
+    chunks, manifest = sent[:-1], sent[-1]
+    assert len(chunks) == 2
     forged = b"forged pickle"
-    records = [(b"model/2/13/0", forged),
+    forgery = [(b"model/2/13/0", forged),
                (b"model/2/13", json.dumps({"term": 2, "version": 13, "chunks": 1, "bytes": 13,
-                                           "sha256": hashlib.sha256(forged).hexdigest()}).encode()),
-               *sent]
-    reader, invalid = _reader_of(records)
-    [(manifest, payload)] = list(reader.candidates())
-    assert payload == b"the model" * 1000 and manifest == json.loads(sent[-1][1])
-    assert invalid == []
+                                           "sha256": hashlib.sha256(forged).hexdigest()}).encode())]
+    junk = [(b"model/2/13", b"\x8f" * 64)]
+    for records in (forgery + sent, chunks + forgery + [manifest], chunks + junk + [manifest],
+                    chunks[:1] + junk + chunks[1:] + [manifest], sent + forgery):
+        reader, invalid = _reader_of(records)
+        tried = []
+        for found, payload in reader.candidates():
+            tried.append(payload)
+            if payload != forged:  # the caller's loader refuses the forgery (HMAC, unpickling)
+                reader.accept(found)
+                break
+            reader.reject(found, "does not load")
+        assert tried[-1] == b"the model" * 100_000 and reader.held == (2, 13)
+        assert found == json.loads(manifest[1])
 
 
 def test_a_reader_on_the_fake_client_reads_the_published_snapshots_and_closes(cluster):
