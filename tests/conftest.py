@@ -47,7 +47,9 @@ OWN_BROKER_FIXTURES = ("cluster_bootstrap", "private_bootstrap")
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile` (scripts/test.sh) with the files of OWN_BROKER_FILES as one unit."""
+    """`--dist loadfile` (scripts/test.sh) with the files of OWN_BROKER_FILES as one unit, the
+    units handed out in collection order (see `pytest_collection_modifyitems`), not by their
+    number of tests (xdist's default put that unit, about 6 minutes on one worker, last)."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -57,38 +59,22 @@ def pytest_xdist_make_scheduler(config, log):
             scope = super()._split_scope(nodeid)
             return "own brokers" if scope in OWN_BROKER_FILES else scope
 
+    config.option.loadscopereorder = False
     return OwnBrokersTogether(config, log)
 
 
 def pytest_collection_modifyitems(items):
-    """A test on a worker's own brokers must be in a file of OWN_BROKER_FILES."""
-    for item in items:
+    """The longest units first (the files on a worker's own brokers, then the other Kafka
+    tests), so the short ones fill the workers at the end; a test on a worker's own brokers
+    must be in a file of OWN_BROKER_FILES."""
+    def rank(item) -> int:
         path = item.nodeid.split("::", 1)[0]
         if path not in OWN_BROKER_FILES and set(OWN_BROKER_FIXTURES) & set(item.fixturenames):
             raise pytest.UsageError(f"{item.nodeid} runs on a worker's own brokers: add {path} "
                                     "to OWN_BROKER_FILES in tests/conftest.py")
+        return 0 if path in OWN_BROKER_FILES else 1 if path.startswith("tests/kafka/") else 2
 
-
-def pytest_configure(config):
-    """The folder where tests/kafka/conftest.py writes down the brokers it starts; made by the
-    run's first process (pytest-xdist's workers, and pytest runs inside a test, inherit it)."""
-    if "RIVER_PA_STARTED" not in os.environ:
-        os.environ["RIVER_PA_STARTED"] = tempfile.mkdtemp(prefix="river-pa-started-")
-        config.stash[STARTED_HERE] = True
-
-
-def pytest_sessionfinish(session):
-    """Stop the brokers this run started, once every worker is done (in the run's first
-    process; a worker cannot know that the others are done with them)."""
-    if not session.config.stash.get(STARTED_HERE, False):
-        return
-    folder = Path(os.environ["RIVER_PA_STARTED"])
-    for path in sorted(folder.glob("*")):
-        stop, env = json.loads(path.read_text())
-        subprocess.run(["bash", str(REPO / "scripts" / "kafka.sh"), stop],
-                       env={**os.environ, **env}, capture_output=True, timeout=600)
-        path.unlink()
-    folder.rmdir()
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session")
