@@ -99,6 +99,8 @@ def _learn(model, x, label, target, w):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=streams)
 @example(stream=[({"a": 1e-10}, 0, 0.0, 1e-300), ({"a": 1e149, "b": 1e149}, 0, 0.0, 1e-300)])
+@example(stream=[({"c": 1.0}, 0, 0.0, 1e-300), ({"c": 1e10}, 0, 0.0, 1e-300),
+                 ({"a": 0.0, "b": 1e-10, "c": 1e149}, 0, 0.0, 1e-300)])
 def test_state_stays_finite(cls, params, stream):
     model = cls(**params)
     for x, label, target, w in stream:
@@ -126,6 +128,21 @@ def test_a_new_direction_far_from_a_tiny_one_keeps_the_pseudo_inverse_finite():
     assert (model._N[1:3, 1:3] == 0).all()  # S has full rank on the two keys
     model.learn_one({"a": 1.0, "b": 2.0}, 1.0)
     assert math.isfinite(model.predict_one({"a": 1.0, "b": 2.0}))
+
+
+def test_a_tiny_new_direction_next_to_a_huge_value_keeps_the_pseudo_inverse_finite():
+    """b = 1e-10 on a fresh axis (||r|| = 1e-10) with c = 1e149 on a known one: the rank-one
+    update's coefficient is about 1e302 and S_t^+ holds about 1e302 on (b, b), finite; formed
+    as (c r_b / ||r||^2) r_b it overflowed (1e312) and P became inf, then NaN (found by
+    hypothesis in a CI run)."""
+    model = river_pa.FullScaleInvariantRegressor(alpha=2.0, learn_intercept=False)
+    for x in ({"c": 1.0}, {"c": 1e10}, {"a": 0.0, "b": 1e-10, "c": 1e149}):
+        model.predict_one(x)
+        model.learn_one(x, 0.0, 1e-300)
+    b = int(model._index.lookup(("b",))[0])
+    assert np.isfinite(model._P).all() and np.isfinite(model._N).all()
+    assert 1e301 < model._P[b, b] < 1e303  # exactly c (u_b r_b) with u_b r_b = 1
+    assert math.isfinite(model.predict_one({"a": 1.0, "b": 2.0, "c": 3.0}))
 
 
 @pytest.mark.parametrize("w", [1e-300, 1e-10, 1.0, 1e100, 1e300])

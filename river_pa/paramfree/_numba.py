@@ -358,9 +358,14 @@ def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor, full_rank, fresh
         # h = -sum g_q x_q lies in range(S_{t-1}), orthogonal to r: r.h = 0 exactly (what is
         # computed is rounding noise, which would break the invariance of a zero prediction).
         c = 1.0 / rr  # beta / ||r||^2, formed as `si_full_commit` forms it
+        k_max = 0.0
         for j in range(idx.shape[0]):
             c += val[j] * (k[idx[j]] / rr)
-        if not math.isfinite(c):  # S_t^+ (entries up to about c) would leave float64
+        for i in range(d):
+            k_max = max(k_max, abs(k[i]))
+        # the update adds c r_i r_j / ||r||^2 - (k_i r_j + r_i k_j) / ||r||^2 to P_ij, at most
+        # |c| + 2 max|k| / ||r|| (|r_i r_j| <= ||r||^2): S_t^+ would leave float64 beyond it
+        if not math.isfinite(abs(c) + 2.0 * (k_max / math.sqrt(rr))):
             return False, np.nan, np.nan, np.nan  # refused, as below
         return True, 0.0, hPh, 1.0
     if not beta > 0.0:  # exactly beta >= 1 (P is positive semi-definite); rounding broke it
@@ -394,7 +399,9 @@ def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
             ui = r[i] / rr
             for j in range(d):
                 uj = r[j] / rr
-                P[i, j] += c * ui * r[j] - (k[i] * uj + ui * k[j])
+                # c (u_i r_j), not (c u_i) r_j: |u_i r_j| <= 1, while c u_i overflowed with
+                # ||r|| = 1e-10 next to c = 1e302 (S_t^+ finite; P became inf, then NaN)
+                P[i, j] += c * (ui * r[j]) - (k[i] * uj + ui * k[j])
                 N[i, j] -= ui * r[j]
     else:
         xk = 0.0
