@@ -212,9 +212,11 @@ def test_a_member_left_without_partitions_says_so_and_rejoins(kafka, elec2_path)
     # daemon sat with nothing, without a word, for as long as that lasted.
     events, preds = kafka.topics("events", "preds", partitions=4)
     group = f"{events}-group"
+    # a long session: with both cores busy a 6 s one expired (heartbeats late by seconds), the
+    # group dropped the leader and gave d1 every partition, so d1 never had nothing to say
     leader = KafkaConsumer(bootstrap_servers=kafka.bootstrap, group_id=group,
                            enable_auto_commit=False, partition_assignment_strategy=(Greedy,),
-                           session_timeout_ms=6000, heartbeat_interval_ms=1000)
+                           session_timeout_ms=45000, heartbeat_interval_ms=3000)
     try:
         assert len(leader.partitions_for_topic(events)) == 4  # metadata known before it joins
         leader.subscribe([events])
@@ -223,7 +225,8 @@ def test_a_member_left_without_partitions_says_so_and_rejoins(kafka, elec2_path)
             assert time.monotonic() < deadline, "the greedy consumer never got its partitions"
             leader.poll(timeout_ms=100)
         d1 = kafka.serve_stream(events, None, preds, name="d1", group=group)
-        deadline = time.monotonic() + 90
+        # d1 starts, joins, then waits max(10 s, 3 session timeouts): 30 s with its defaults
+        deadline = time.monotonic() + 240
         while "no partition assigned" not in kafka.log("d1"):
             assert d1.poll() is None, kafka.exited(d1)
             assert time.monotonic() < deadline, "d1 never said it holds no partition"
