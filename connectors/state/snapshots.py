@@ -5,8 +5,9 @@ above every term it finds in the topic (the active learner at each takeover of t
 numbers its versions above every version it finds. Version v of term t is written as chunks
 keyed `name/t/v/i` (at most `CHUNK_BYTES` each, so any size fits the broker's
 `max.message.bytes`, 1 MiB by default), then its manifest keyed `name/t/v` (JSON: term,
-version, chunk count, size, SHA-256: it is matched with the newest run of chunks of its
-version that has exactly its count, size and digest), then tombstones for
+version, chunk count, size, SHA-256, and each chunk's SHA-256: chunk i is the newest chunk i
+of its version with that digest, so records of the same stamp from anyone else, before,
+between or after the writer's, change nothing), then tombstones for
 the manifests and chunks of all but the newest `KEEP_VERSIONS` versions: compaction keeps
 those, so when the newest does not load (a bad record, a half-written version of a writer that
 died) an older one still can. The
@@ -77,12 +78,13 @@ class Publisher:
         """Send `payload` as version `next_stamp()` with `send(topic, value, key=...)`, then
         tombstone all but the newest `KEEP_VERSIONS`; return its manifest. The caller flushes
         and checks the sends (or commits the transaction they belong to)."""
-        manifest = {**self.next_stamp(), "chunks": -(-len(payload) // CHUNK_BYTES),
-                    "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+        chunks = [payload[i:i + CHUNK_BYTES] for i in range(0, len(payload), CHUNK_BYTES)]
+        manifest = {**self.next_stamp(), "chunks": len(chunks), "bytes": len(payload),
+                    "sha256": hashlib.sha256(payload).hexdigest(),
+                    "chunk_sha256": [hashlib.sha256(c).hexdigest() for c in chunks]}
         prefix = f"{self.name}/{self.term}/{manifest['version']}"
-        for i in range(manifest["chunks"]):
-            send(self.topic, payload[i * CHUNK_BYTES:(i + 1) * CHUNK_BYTES],
-                 key=f"{prefix}/{i}".encode())
+        for i, chunk in enumerate(chunks):
+            send(self.topic, chunk, key=f"{prefix}/{i}".encode())
         send(self.topic, json.dumps(manifest).encode(), key=prefix.encode())
         self.kept.append(manifest)
         for old in self.kept[:-KEEP_VERSIONS]:
@@ -142,18 +144,25 @@ def _manifest(value: bytes, term: int, version: int) -> dict | str:
                 f"key of {term}/{version}")
     if manifest["chunks"] != -(-manifest["bytes"] // CHUNK_BYTES):
         return f"{manifest['chunks']} chunks cannot hold {manifest['bytes']} bytes"
+    digests = manifest.get("chunk_sha256")  # absent from manifests before it (run matching)
+    if digests is not None and not (isinstance(digests, list) and len(digests) ==
+                                    manifest["chunks"] and all(isinstance(d, str) for d in digests)):
+        return f"chunk_sha256 is not {manifest['chunks']} digests: {digests!r:.80}"
     return manifest
 
 
 @dataclass
 class _Version:
     """What a reader holds of one version: runs of chunks not matched by a manifest yet
-    (`runs`, oldest first) and the manifests that matched one (`found`: (manifest, payload),
+    (`runs`, oldest first) and the manifests that matched some (`found`: (manifest, payload),
     in arrival order). A writer sends chunks 0, 1, ... then the manifest: a chunk whose index
-    is already in the newest run begins another. So the writer's chunks stay together when
-    another record of its stamp comes before, between or after them (a forged or junk
-    manifest, a forged chunk: soak seeds 704 and 764, where the learner's own snapshot of a
-    stamp was lost and the newest valid model stayed 162 labels behind)."""
+    is already in the newest run begins another, so at most `MAX_RUNS` copies of an index are
+    held. A manifest takes, for each index, the newest chunk with its digest; one without
+    per-chunk digests (an older writer's) takes the newest run of exactly its chunks. So the
+    writer's snapshot is read whatever records of its stamp others send before, between or
+    after its own (a forged or junk manifest, a forged chunk: soak seeds 704 and 764, where
+    the learner's own snapshot of a stamp was lost and the newest valid model stayed 162
+    labels behind)."""
 
     arrival: int
     runs: list[dict[int, bytes]] = field(default_factory=list)
@@ -173,17 +182,37 @@ class _Version:
             self.nbytes -= len(run.pop(index, b""))
 
     def match(self, manifest: dict) -> bool:
-        """Pair `manifest` with the newest run of exactly its chunks, size and digest."""
-        for run in reversed(self.runs):
-            if sorted(run) != list(range(manifest["chunks"])):
-                continue
-            payload = b"".join(run[i] for i in range(manifest["chunks"]))
+        """Pair `manifest` with chunks of its count, size and digests (see the class); the
+        chunks it takes are no longer held as unmatched."""
+        digests = manifest.get("chunk_sha256")
+        for picked in (self._by_digest(digests) if digests else self._by_run(manifest["chunks"])):
+            payload = b"".join(run[i] for i, run in enumerate(picked))
             if len(payload) == manifest["bytes"] and \
                     hashlib.sha256(payload).hexdigest() == manifest["sha256"]:
-                self.runs.remove(run)
+                for i, run in enumerate(picked):
+                    del run[i]
+                self.runs = [run for run in self.runs if run]
                 self.found.append((manifest, payload))
                 return True
         return False
+
+    def _by_run(self, count: int):
+        """For each run of exactly the indexes 0 .. count - 1, newest first: that run, once per
+        index."""
+        for run in reversed(self.runs):
+            if sorted(run) == list(range(count)):
+                yield [run] * count
+
+    def _by_digest(self, digests: list[str]):
+        """The run of each index's newest chunk with its digest, if every index has one."""
+        picked = []
+        for i, digest in enumerate(digests):
+            run = next((r for r in reversed(self.runs) if i in r and
+                        hashlib.sha256(r[i]).hexdigest() == digest), None)
+            if run is None:
+                return
+            picked.append(run)
+        yield picked
 
 
 class Reader:

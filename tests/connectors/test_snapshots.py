@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from river_pa.connectors.state.snapshots import Publisher, Reader, _manifest, _progress
+from river_pa.connectors.state.snapshots import (
+    CHUNK_BYTES, Publisher, Reader, _manifest, _progress, stamp)
 
 NESTED = b"[" * 100_000  # json.loads raised RecursionError: a predictor crash loop
 PROGRESS = {"learned": 550, "events": 600, "time_ms": 1_764_590_000_000, "term": 2, "version": 7}
@@ -110,8 +111,18 @@ def test_the_writers_snapshot_wins_over_records_of_its_stamp_before_between_or_a
                (b"model/2/13", json.dumps({"term": 2, "version": 13, "chunks": 1, "bytes": 13,
                                            "sha256": hashlib.sha256(forged).hexdigest()}).encode())]
     junk = [(b"model/2/13", b"\x8f" * 64)]
-    for records in (forgery + sent, chunks + forgery + [manifest], chunks + junk + [manifest],
-                    chunks[:1] + junk + chunks[1:] + [manifest], sent + forgery):
+    # a forged chunk between the writer's chunks (its index 1, or 0 again): only each chunk's
+    # own digest in the manifest tells the writer's from it
+    forged_chunks = [[(b"model/2/13/1", forged)], [(b"model/2/13/0", forged)]]
+    orders = [forgery + sent, chunks + forgery + [manifest], chunks + junk + [manifest],
+              chunks[:1] + junk + chunks[1:] + [manifest], sent + forgery,
+              *(chunks[:1] + f + chunks[1:] + [manifest] for f in forged_chunks),
+              chunks[:1] + forgery + chunks[1:] + [manifest]]
+    # a manifest of an older writer (no chunk_sha256) is matched with a run of its chunks
+    older = json.loads(manifest[1])
+    del older["chunk_sha256"]
+    orders += [forgery + chunks + [(manifest[0], json.dumps(older).encode())]]
+    for records in orders:
         reader, invalid = _reader_of(records)
         tried = []
         for found, payload in reader.candidates():
@@ -121,7 +132,21 @@ def test_the_writers_snapshot_wins_over_records_of_its_stamp_before_between_or_a
                 break
             reader.reject(found, "does not load")
         assert tried[-1] == b"the model" * 100_000 and reader.held == (2, 13)
-        assert found == json.loads(manifest[1])
+        assert stamp(found) == (2, 13) and found["sha256"] == older["sha256"]
+
+
+def test_a_manifest_whose_chunk_digests_are_not_one_per_chunk_is_not_valid():
+    sent = []
+    Publisher("events.model", "model", 1, 0, []).publish(
+        lambda topic, value, key: sent.append((key, value)), b"x" * (CHUNK_BYTES + 1))
+    manifest = json.loads(sent[-1][1])
+    assert manifest["chunk_sha256"] == [hashlib.sha256(b"x" * CHUNK_BYTES).hexdigest(),
+                                        hashlib.sha256(b"x").hexdigest()]
+    for digests in (manifest["chunk_sha256"][:1], "ab", [1, 2]):
+        bad = {**manifest, "chunk_sha256": digests}
+        reader, invalid = _reader_of(sent[:-1] + [(sent[-1][0], json.dumps(bad).encode())])
+        assert list(reader.candidates()) == []
+        assert invalid == [f"events.model: model: chunk_sha256 is not 2 digests: {digests!r}"]
 
 
 def test_a_reader_on_the_fake_client_reads_the_published_snapshots_and_closes(cluster):

@@ -220,8 +220,9 @@ def forged_pickle(run, fault) -> str:
     key, stamp = _next_key(run, topic, name)
     payload = forged_checkpoint(str(run.marker))
     run.forged.add(hashlib.sha256(payload).hexdigest())  # the checker never loads these
-    manifest = {**stamp, "chunks": 1, "bytes": len(payload),
-                "sha256": hashlib.sha256(payload).hexdigest()}
+    digest = hashlib.sha256(payload).hexdigest()
+    manifest = {**stamp, "chunks": 1, "bytes": len(payload), "sha256": digest,
+                "chunk_sha256": [digest]}
     _send(run, topic, [(f"{key}/0", payload), (key, json.dumps(manifest).encode())])
     return f"forged pickle as {key} in {topic}"
 
