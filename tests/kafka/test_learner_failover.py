@@ -176,6 +176,34 @@ def test_partitions_added_later_are_learned_from(kafka, elec2_path):
 
 
 @pytest.mark.both_clients
+def fence(kafka, transactional_id, name, proc, attempts=5):
+    """Take `transactional_id` from the learner `name` until it steps down.
+
+    kafka-python answers a produce refused for the old epoch (INVALID_PRODUCER_EPOCH) by
+    bumping its epoch (KIP-360) with an InitProducerId that the broker may take for a retry of
+    the intruder's own (same producer id, the epoch before it) and answer with the new epoch:
+    the learner is then not fenced, rolls back and goes on (it holds the lease: rightly; a new
+    active learner would have taken the lease first, see `_replace_producer`). That happened
+    once in 8 runs; another intrusion is made then."""
+    for _ in range(attempts):
+        rollbacks = kafka.log(name).count("rolling back")
+        intruder = KafkaProducer(bootstrap_servers=kafka.bootstrap, transactional_id=transactional_id)
+        intruder.init_transactions()
+        intruder.close()
+        deadline = time.monotonic() + 120
+        while "stepping down" not in kafka.log(name) \
+                and kafka.log(name).count("rolling back") == rollbacks:
+            assert proc.poll() is None, kafka.exited(proc)
+            assert time.monotonic() < deadline, f"{name} neither stepped down nor rolled back"
+            time.sleep(0.2)
+        if "stepping down" not in kafka.log(name):  # rolled back: wait until it goes on
+            labelled = kafka.last_report(f"{name}.jsonl")["labelled"]
+            kafka.wait_for_report(f"{name}.jsonl", lambda r: r["labelled"] > labelled, proc, 120)
+        if "stepping down" in kafka.log(name):
+            return
+    raise AssertionError(f"{name} was not fenced in {attempts} intrusions")
+
+
 def test_a_fenced_learner_steps_down_and_is_elected_again(kafka, elec2_path):
     # Another producer takes the learners' transactional id mid-stream (what a new active
     # learner does): the learner's open transaction is aborted and its next write refused.
@@ -186,10 +214,7 @@ def test_a_fenced_learner_steps_down_and_is_elected_again(kafka, elec2_path):
     group = f"{events}-learn"
     a = learner(kafka, events, labels, "a", group, "--exactly-once")
     kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] >= N_EVENTS // 3, a, 240)
-    intruder = KafkaProducer(bootstrap_servers=kafka.bootstrap, transactional_id=f"{group}.learner")
-    intruder.init_transactions()
-    intruder.close()
-    kafka.wait_for_log("a", "stepping down, writing nothing more", a, 120)
+    fence(kafka, f"{group}.learner", "a", a)
     wait_count(kafka, "a", ACTIVE, 2, a)
     report = kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS, a, 240)
     assert report["events_this_run"] < N_EVENTS  # the second term went on from the state
