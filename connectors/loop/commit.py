@@ -161,8 +161,11 @@ class Commits:
         self.load()
         self._publish_rolled_back()
         self.events_this_run -= events - self.stats.counts["events"]  # served again
+        resumed = {}
         for tp in self.consumer.assignment():
-            self._seek(tp, self._resume_offset(tp, self.consumer.committed(tp)))
+            offset = resumed[tp_key(tp)] = self._resume_offset(tp, self.consumer.committed(tp))
+            self._seek(tp, offset)
+        log.info("rolled back: resuming at %s (None: where auto_offset_reset says)", resumed)
         self.since_checkpoint = 0
 
     def _replace_producer(self, why) -> None:

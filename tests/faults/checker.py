@@ -167,6 +167,13 @@ def read_if_any(run, topic: str) -> list:
     return run.kafka.read_all(topic) if run.cluster.end_offsets(topic) else []
 
 
+def _positions(run, topic: str, ids: set, most: int = 5) -> dict:
+    """{id: "partition:offset"} of the first `most` records of `ids` in `topic`."""
+    first = set(sorted(ids)[:most])
+    return {r.key.decode(): f"{r.partition}:{r.offset}" for r in run.kafka.read_all(topic)
+            if r.key and r.key.decode() in first}
+
+
 def predictions(run) -> list[str]:
     events, _, preds = run.topics
     counts = Counter(json.loads(r.value)["id"] for r in run.kafka.read_all(preds, run.exactly_once))
@@ -181,7 +188,7 @@ def predictions(run) -> list[str]:
         why = Counter(r for i in missing for r in reasons.get(i, {"not dead-lettered"}))
         found.append(f"(a) {len(missing)} of {len(ids)} events never predicted (nor refused "
                      f"by the topic limit), e.g. {sorted(missing)[:5]}; their dead letters: "
-                     f"{dict(why)}")
+                     f"{dict(why)}; where they are: {_positions(run, events, missing)}")
     if counts.keys() - ids:
         found.append(f"(a) predictions for ids never sent: {sorted(counts.keys() - ids)[:5]}")
     doubles = {i: c for i, c in counts.items() if c > 1}
