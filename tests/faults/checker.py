@@ -162,9 +162,9 @@ def exits(run, statuses: dict) -> list[str]:
 
 # ---- (a) predictions ----------------------------------------------------------------------
 
-def read_if_any(run, topic: str) -> list:
+def read_if_any(run, topic: str, committed_only: bool = False) -> list:
     """The records of `topic`, none if it was never created."""
-    return run.kafka.read_all(topic) if run.cluster.end_offsets(topic) else []
+    return run.kafka.read_all(topic, committed_only) if run.cluster.end_offsets(topic) else []
 
 
 def _positions(run, topic: str, ids: set, most: int = 5) -> dict:
@@ -191,10 +191,14 @@ def predictions(run) -> list[str]:
                      f"{dict(why)}; where they are: {_positions(run, events, missing)}")
     if counts.keys() - ids:
         found.append(f"(a) predictions for ids never sent: {sorted(counts.keys() - ids)[:5]}")
-    doubles = {i: c for i, c in counts.items() if c > 1}
-    if run.exactly_once and doubles:
-        found.append(f"(a) {len(doubles)} events predicted more than once for a read_committed "
-                     f"reader, e.g. {dict(list(doubles.items())[:5])}")
+    if run.exactly_once:  # one output per event: its prediction or its dead letter
+        outputs = counts + Counter(
+            r.key.decode() for r in read_if_any(run, f"{events}-dlq", committed_only=True)
+            if dict(r.headers or ()).get("source_topic") == events.encode())
+        doubles = {i: c for i, c in outputs.items() if c > 1}
+        if doubles:
+            found.append(f"(a) {len(doubles)} events predicted or dead-lettered more than once "
+                         f"for a read_committed reader, e.g. {dict(list(doubles.items())[:5])}")
     run.note(f"predictions: {len(counts)} ids, {sum(counts.values())} records, "
              f"{len(rejected)} refused by the topic limit")
     return found
