@@ -148,7 +148,8 @@ def run_learner(cfg: ServeConfig, model, observers=()) -> int:
                 if not _taken_over(cfg, term, exc):
                     raise
                 log.warning("stepping down, writing nothing more: %s", exc)
-                continue
+            # the term's own handler took the signal (`Daemon.run`): a term that lost the lease
+            # in its final checkpoint was elected again and served on (a CI run under load)
             if term.stopping:
                 break
         finally:

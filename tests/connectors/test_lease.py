@@ -1,5 +1,6 @@
 """The learner's lease (roles/lease.py) on the fake client: the lease is held under the member
-id it was won with, and only while the coordinator accepts the member's commits."""
+id it was won with, and only while the coordinator accepts the member's commits; a stop signal ends the learner also
+when its last term lost the lease."""
 
 from __future__ import annotations
 
@@ -79,3 +80,43 @@ def test_rejoin_s_covers_a_join_that_waits_for_every_member():
     assert lease_module.rejoin_seconds(10.0, {}) == 80.0
     assert lease_module.rejoin_seconds(10.0, {"request_timeout_ms": 5000,
                                               "max_block_ms": 5000}) == 60.0
+
+
+def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again(monkeypatch):
+    # SIGTERM reaches the active term (its own handler sets `stopping`), and its final
+    # checkpoint finds the lease lost (the session expired under load): it used to step down
+    # and wait for the lease again, was elected and served on until killed 60 s later.
+    from types import SimpleNamespace
+
+    from river_pa.connectors.errors import LeaseLost
+    from river_pa.connectors.roles import learner as learner_module
+
+    terms = []
+
+    class Term:
+        def __init__(self, cfg, model):
+            self.stopping, self.health = False, SimpleNamespace(beat=None, ready=False, why="")
+            terms.append(self)
+
+        def run(self):
+            assert len(terms) == 1, "elected again after a stop signal"
+            self.stopping = True  # what `Daemon._on_signal` does
+            raise LeaseLost("the lease ev.lease of group g.lease is lost")
+
+    class HeldLease:
+        topic, group = "ev.lease", "g.lease"
+
+        def __init__(self, cfg):
+            pass
+
+        def wait(self, stopping, health):
+            return True
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(learner_module, "Learner", Term)
+    monkeypatch.setattr(learner_module, "Lease", HeldLease)
+    cfg = SimpleNamespace(state_topic="ev.state", exactly_once=False)
+    assert learner_module.run_learner(cfg, model=None) == 0
+    assert len(terms) == 1
