@@ -1,6 +1,6 @@
 """The learner's lease (roles/lease.py) on the fake client: the lease is held under the member
-id it was won with, and only while the coordinator accepts the member's commits; a stop signal ends the learner also
-when its last term lost the lease."""
+id it was won with, and only while the coordinator accepts the member's commits; a stop
+signal ends the learner also when its last term lost the lease."""
 
 from __future__ import annotations
 
