@@ -45,13 +45,18 @@ from river_pa.connectors.errors import SnapshotError
 from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.kafka.protocols import Consumer
 
-__all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "Publisher", "Reader", "SnapshotError",
+__all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "MAX_SNAPSHOT_BYTES", "Publisher", "Reader", "SnapshotError",
            "restore", "send_progress", "stamp"]
 
 CHUNK_BYTES = 512 * 1024
 KEEP_VERSIONS = 2  # versions whose chunks a writer leaves in the topic
 MAX_NUMBER = 2**53  # terms, versions, counts: beyond this a record is not valid
 MAX_PENDING_BYTES = 256 * 2**20  # chunks of versions whose manifest has not come, per reader
+MAX_SNAPSHOT_BYTES = MAX_PENDING_BYTES  # a larger one could not be read: refused as a manifest
+# the newest stamp a writer numbers its own above: a stamp beyond it cannot be a writer's (2**52
+# terms or versions) and numbering above it would leave MAX_NUMBER, every later snapshot not
+# valid (a new user's forged manifest of term 2**53: the learner wrote only unreadable ones)
+MAX_NUMBERED = 2**52
 MAX_PENDING_VERSIONS = 4  # versions whose manifest has not come, per reader
 MAX_RUNS = 2  # runs of chunks of one version not matched by a manifest yet (see _Version)
 _KEY = re.compile(rb"/(\d{1,16})/(\d{1,16})(?:/(\d{1,16}))?")  # bytes: ASCII digits only
@@ -78,6 +83,9 @@ class Publisher:
         """Send `payload` as version `next_stamp()` with `send(topic, value, key=...)`, then
         tombstone all but the newest `KEEP_VERSIONS`; return its manifest. The caller flushes
         and checks the sends (or commits the transaction they belong to)."""
+        if max(self.term, self.version + 1) > MAX_NUMBER or len(payload) > MAX_SNAPSHOT_BYTES:
+            raise SnapshotError(f"{self.topic}: {self.name} {self.term}/{self.version + 1} of "
+                                f"{len(payload)} bytes would not be a valid snapshot")
         chunks = [payload[i:i + CHUNK_BYTES] for i in range(0, len(payload), CHUNK_BYTES)]
         manifest = {**self.next_stamp(), "chunks": len(chunks), "bytes": len(payload),
                     "sha256": hashlib.sha256(payload).hexdigest(),
@@ -142,6 +150,8 @@ def _manifest(value: bytes, term: int, version: int) -> dict | str:
     if stamp(manifest) != (term, version):
         return (f"manifest of term {manifest['term']} version {manifest['version']} under the "
                 f"key of {term}/{version}")
+    if manifest["bytes"] > MAX_SNAPSHOT_BYTES:  # its chunks could never all be held
+        return f"a snapshot of {manifest['bytes']} bytes (at most {MAX_SNAPSHOT_BYTES})"
     if manifest["chunks"] != -(-manifest["bytes"] // CHUNK_BYTES):
         return f"{manifest['chunks']} chunks cannot hold {manifest['bytes']} bytes"
     digests = manifest.get("chunk_sha256")  # absent from manifests before it (run matching)
@@ -199,8 +209,8 @@ class _Version:
     def _by_run(self, count: int):
         """For each run of exactly the indexes 0 .. count - 1, newest first: that run, once per
         index."""
-        for run in reversed(self.runs):
-            if sorted(run) == list(range(count)):
+        for run in reversed(self.runs):  # (no list of `count` items: a forged count)
+            if len(run) == count and all(i in run for i in range(count)):
                 yield [run] * count
 
     def _by_digest(self, digests: list[str]):
@@ -230,7 +240,8 @@ class Reader:
         consumer.seek_to_beginning(self.tp)
         self.versions: dict[tuple[int, int], _Version] = {}
         self.held: tuple[int, int] = (0, 0)  # the version accepted (none: (0, 0))
-        self.newest: tuple[int, int] = (0, 0)  # the newest term and version of a manifest seen
+        # the newest term and version of a manifest seen, up to MAX_NUMBERED each
+        self.newest: tuple[int, int] = (0, 0)
         self.arrivals = 0
         self.prefix = f"{name}/".encode()
         self.progress_key = f"{name}.progress".encode()
@@ -301,7 +312,8 @@ class Reader:
         manifest = _manifest(value, *at)
         if isinstance(manifest, str):
             return self._invalid(manifest)
-        self.newest = max(self.newest, at)
+        if max(at) <= MAX_NUMBERED:
+            self.newest = max(self.newest, at)
         if not held.match(manifest):
             return self._invalid(f"version {at[0]}/{at[1]}: no chunks read match its manifest "
                                  "(count, size and SHA-256); skipped")

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from river_pa.connectors.state.snapshots import (
-    CHUNK_BYTES, Publisher, Reader, _manifest, _progress, stamp)
+    CHUNK_BYTES, MAX_NUMBER, MAX_SNAPSHOT_BYTES, Publisher, Reader, SnapshotError, _manifest,
+    _progress, stamp)
 
 NESTED = b"[" * 100_000  # json.loads raised RecursionError: a predictor crash loop
 PROGRESS = {"learned": 550, "events": 600, "time_ms": 1_764_590_000_000, "term": 2, "version": 7}
@@ -38,6 +39,9 @@ MANIFEST = {"term": 3, "version": 9, "chunks": 2, "bytes": 600_000, "sha256": "a
     (json.dumps({**MANIFEST, "chunks": -1}).encode(), "not a manifest"),
     (json.dumps({**MANIFEST, "version": 8}).encode(), "under the key of 3/9"),
     (json.dumps({**MANIFEST, "chunks": 1}).encode(), "1 chunks cannot hold 600000 bytes"),
+    # a new user's crash loop: list(range(2**34)) raised MemoryError in every reader at start
+    (json.dumps({**MANIFEST, "chunks": 2**34, "bytes": 2**53}).encode(),
+     f"a snapshot of {2**53} bytes (at most {MAX_SNAPSHOT_BYTES})"),
 ])
 def test_a_bad_manifest_is_refused_with_its_reason(value, reason):
     assert reason in _manifest(value, 3, 9)
@@ -149,6 +153,40 @@ def test_a_manifest_whose_chunk_digests_are_not_one_per_chunk_is_not_valid():
         assert invalid == [f"events.model: model: chunk_sha256 is not 2 digests: {digests!r}"]
 
 
+def test_a_forged_chunk_count_without_digests_is_refused_without_allocating_it():
+    # the older format (no chunk_sha256) is matched by runs: a count of 2**34 made the
+    # reader build a list of that many indexes (MemoryError, a crash loop at every start)
+    manifest = json.dumps({"term": 2, "version": 20, "chunks": 2**34, "bytes": 2**34 * CHUNK_BYTES,
+                           "sha256": "x"}).encode()
+    reader, invalid = _reader_of([(b"model/2/20/0", b"four"), (b"model/2/20", manifest)])
+    assert list(reader.candidates()) == [] and "at most" in invalid[0]
+    held = reader.versions[(2, 20)]  # a count within the bound, matched by runs: no list
+    assert list(held._by_run(MAX_SNAPSHOT_BYTES // CHUNK_BYTES)) == []
+
+
+def test_a_stamp_beyond_what_a_writer_numbers_does_not_raise_the_next_term():
+    # a new user's forged manifest of term 2**53 (no chunks): the learner numbered its term
+    # 2**53 + 1, and every snapshot it wrote was not valid to any reader
+    forged = json.dumps({"term": 2**53, "version": 2**53, "chunks": 0, "bytes": 0,
+                         "sha256": hashlib.sha256(b"").hexdigest()}).encode()
+    sent = []
+    Publisher("events.model", "model", 3, 4, []).publish(
+        lambda topic, value, key: sent.append((key, value)), b"the model")
+    reader, invalid = _reader_of([*sent, (b"model/9007199254740992/9007199254740992", forged)])
+    assert reader.newest == (3, 5)
+    new_term = Publisher("events.model", "model", reader.newest[0] + 1, reader.newest[1], [])
+    sent.clear()
+    new_term.publish(lambda topic, value, key: sent.append((key, value)), b"the next model")
+    again, _ = _reader_of(sent)
+    assert [stamp(m) for m, _ in again.candidates()] == [(4, 6)]
+
+
+def test_a_writer_refuses_to_write_a_snapshot_no_reader_would_take():
+    with pytest.raises(SnapshotError, match="would not be a valid snapshot"):
+        Publisher("events.model", "model", MAX_NUMBER + 1, 0, []).publish(
+            lambda topic, value, key: None, b"m")
+
+
 def test_a_reader_on_the_fake_client_reads_the_published_snapshots_and_closes(cluster):
     from tests.connectors.fake_kafka import FakeConsumer
 
@@ -168,3 +206,22 @@ def test_a_reader_on_the_fake_client_reads_the_published_snapshots_and_closes(cl
                                                                     (1, b"first model")]
     reader.close()
     assert consumer.closed
+
+
+def test_skipped_records_are_all_counted_and_a_flood_of_them_logs_a_bounded_number_of_lines(
+        caplog):
+    # a new user's flood of forged chunks: 298,187 warning lines in a minute, 115 MB per start
+    from river_pa.connectors.state.recovery import INVALID_EVERY, INVALID_LINES, Recovery
+
+    class Counting(Recovery):
+        invalid_snapshots = 0
+
+    daemon = Counting()
+    with caplog.at_level("WARNING", logger="river_pa.serve"):
+        for i in range(2_500):
+            daemon._invalid_snapshot(f"record {i}")
+    assert daemon.invalid_snapshots == 2_500
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == INVALID_LINES + 2_500 // INVALID_EVERY == 22
+    assert lines[INVALID_LINES - 1].endswith("(20 so far; one line per 1000 from now on)")
+    assert lines[-1].startswith("invalid snapshot record skipped: record 1999 (2000 so far")
