@@ -51,6 +51,7 @@ class Learner(Daemon):
             self.slot.publisher = Publisher(self.cfg.model_topic, self.slot.snapshot, self.term,
                                              reader.newest[1], reader.manifests())
             found = self._newest_valid(reader, self.cfg.model_topic, MODEL_FIELDS)
+            self.slot.publisher.verified(found and found[0])
         finally:
             reader.close()
         log.info("term %d of the group's learner", self.term)

@@ -137,6 +137,7 @@ class Recovery:
             # another --model's state, signed with our key (or unsigned, with no key): exit 3
             found = self._newest_valid(reader, cfg.state_topic, STATE_FIELDS,
                                        fatal=checkpoint.VersionMismatch)
+            self.state_publisher.verified(found and found[0])
         finally:
             reader.close()
         if found is None:

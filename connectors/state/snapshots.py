@@ -75,6 +75,14 @@ class Publisher:
         self.topic, self.name, self.term, self.version = topic, name, term, version
         self.kept = sorted(kept, key=stamp)
 
+    def verified(self, accepted: dict | None) -> None:
+        """Keep (and so tombstone in turn) only the versions up to `accepted`, the newest
+        version whose payload verified (None: none did): the newer ones were refused, and
+        counting them pushed the valid fallback out (a new user's forged model 2/1 was kept,
+        the real 1/1 tombstoned). Refused records are left to the topic, not deleted: one
+        signed with a key rotated since must survive a key rolled back."""
+        self.kept = [m for m in self.kept if accepted is not None and stamp(m) <= stamp(accepted)]
+
     def next_stamp(self) -> dict:
         """The term and version the next `publish` writes (for the payload's signed header)."""
         return {"term": self.term, "version": self.version + 1}

@@ -225,3 +225,21 @@ def test_skipped_records_are_all_counted_and_a_flood_of_them_logs_a_bounded_numb
     assert len(lines) == INVALID_LINES + 2_500 // INVALID_EVERY == 22
     assert lines[INVALID_LINES - 1].endswith("(20 so far; one line per 1000 from now on)")
     assert lines[-1].startswith("invalid snapshot record skipped: record 1999 (2000 so far")
+
+
+def test_a_writer_keeps_the_verified_fallback_not_a_refused_newer_version():
+    # a new user's try: a forged model 2/1 (refused: its HMAC) counted as a version to keep,
+    # and the learner's first publication tombstoned the real 1/1, the valid fallback
+    real = {"term": 1, "version": 1, "chunks": 1, "bytes": 9, "sha256": "r"}
+    forged = {"term": 2, "version": 1, "chunks": 1, "bytes": 9, "sha256": "f"}
+    publisher = Publisher("events.model", "model", 3, 1, [real, forged])
+    publisher.verified(real)
+    sent = []
+    publisher.publish(lambda topic, value, key: sent.append((key, value)), b"model 3/2")
+    assert [k for k, v in sent if v is None] == []  # the real 1/1 and the new 3/2 are kept
+    sent.clear()
+    publisher.publish(lambda topic, value, key: sent.append((key, value)), b"model 3/3")
+    assert [k for k, v in sent if v is None] == [b"model/1/1/0", b"model/1/1"]
+    publisher = Publisher("events.model", "model", 3, 1, [real, forged])
+    publisher.verified(None)  # nothing verified: nothing of the topic is counted
+    assert publisher.kept == []
