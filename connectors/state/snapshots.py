@@ -45,8 +45,8 @@ from river_pa.connectors.errors import SnapshotError
 from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.kafka.protocols import Consumer
 
-__all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "MAX_SNAPSHOT_BYTES", "Publisher", "Reader", "SnapshotError",
-           "restore", "send_progress", "stamp"]
+__all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "MAX_SNAPSHOT_BYTES", "Publisher", "Reader",
+           "SnapshotError", "restore", "send_progress", "stamp"]
 
 CHUNK_BYTES = 512 * 1024
 KEEP_VERSIONS = 2  # versions whose chunks a writer leaves in the topic
@@ -81,7 +81,8 @@ class Publisher:
         counting them pushed the valid fallback out (a new user's forged model 2/1 was kept,
         the real 1/1 tombstoned). Refused records are left to the topic, not deleted: one
         signed with a key rotated since must survive a key rolled back."""
-        self.kept = [m for m in self.kept if accepted is not None and stamp(m) <= stamp(accepted)]
+        self.kept = [] if accepted is None else [m for m in self.kept
+                                                 if stamp(m) <= stamp(accepted)]
 
     def next_stamp(self) -> dict:
         """The term and version the next `publish` writes (for the payload's signed header)."""

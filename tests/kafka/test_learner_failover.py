@@ -175,7 +175,6 @@ def test_partitions_added_later_are_learned_from(kafka, elec2_path):
     assert counts.get(2, 0) > 0  # the new partition held events
 
 
-@pytest.mark.both_clients
 def fence(kafka, transactional_id, name, proc, attempts=5):
     """Take `transactional_id` from the learner `name` until it steps down.
 
@@ -191,12 +190,12 @@ def fence(kafka, transactional_id, name, proc, attempts=5):
         intruder.init_transactions()
         intruder.close()
         deadline = time.monotonic() + 120
-        while "stepping down" not in kafka.log(name) \
-                and kafka.log(name).count("rolling back") == rollbacks:
+        while "stepping down" not in (log := kafka.log(name)) \
+                and log.count("rolling back") == rollbacks:
             assert proc.poll() is None, kafka.exited(proc)
             assert time.monotonic() < deadline, f"{name} neither stepped down nor rolled back"
             time.sleep(0.2)
-        if "stepping down" not in kafka.log(name):  # rolled back: wait until it goes on
+        if "stepping down" not in log:  # rolled back: wait until it goes on
             labelled = kafka.last_report(f"{name}.jsonl")["labelled"]
             kafka.wait_for_report(f"{name}.jsonl", lambda r: r["labelled"] > labelled, proc, 120)
         if "stepping down" in kafka.log(name):
@@ -204,6 +203,7 @@ def fence(kafka, transactional_id, name, proc, attempts=5):
     raise AssertionError(f"{name} was not fenced in {attempts} intrusions")
 
 
+@pytest.mark.both_clients
 def test_a_fenced_learner_steps_down_and_is_elected_again(kafka, elec2_path):
     # Another producer takes the learners' transactional id mid-stream (what a new active
     # learner does): the learner's open transaction is aborted and its next write refused.
