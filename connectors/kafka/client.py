@@ -22,7 +22,7 @@ log = logging.getLogger("river_pa.serve")
 
 __all__ = [
     "client_defaults", "client_settings", "close_producer", "confirm_member", "fenced",
-    "fenced_by_state", "longest_call_ms", "make_consumer", "make_lease_consumer",
+    "fence_on_stale_epoch", "fenced_by_state", "longest_call_ms", "make_consumer", "make_lease_consumer",
     "make_offsets_client", "make_producer", "member_stable", "poll", "transact",
 ]
 
@@ -121,9 +121,30 @@ def make_producer(cfg: ServeConfig, limits: dict[str, int] | None = None) -> Kaf
         **client_settings(cfg.kafka, KafkaProducer),
     }
     settings["batch_size"] = min([settings["batch_size"], *(limits or {}).values()])
-    if cfg.exactly_once:
-        settings["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
-    return KafkaProducer(**settings)
+    if not cfg.exactly_once:
+        return KafkaProducer(**settings)
+    settings["transactional_id"] = cfg.transactional_id or f"{cfg.group_id}-{cfg.client_id}"
+    producer = KafkaProducer(**settings)
+    fence_on_stale_epoch(producer)
+    return producer
+
+
+def fence_on_stale_epoch(producer: KafkaProducer) -> None:
+    """Make a batch refused for a stale epoch (INVALID_PRODUCER_EPOCH) fence the transactional
+    `producer` (a fatal error, `fenced` says so), as Java's transactional producer does.
+
+    kafka-python 3.0.12 answers it by bumping its epoch itself (KIP-360) and, when the
+    coordinator refuses the bump so, by asking for a fresh producer id: the init of a new
+    instance, which fences the producer that took the id. The coordinator also takes a bump
+    from the epoch just before the current one for a retry and hands the zombie the current
+    epoch. A learner woken from a pause deposed the learner elected meanwhile so
+    (test_a_zombie_learner_steps_down_and_writes_nothing). Set on the producer's own
+    transaction manager: its class's sets are read through the instance.
+    """
+    manager = producer._transaction_manager
+    manager._NEEDS_EPOCH_BUMP_ERRORS = (
+        type(manager)._NEEDS_EPOCH_BUMP_ERRORS - {kafka_errors.InvalidProducerEpochError})
+    manager._FATAL_ERRORS = type(manager)._FATAL_ERRORS | {kafka_errors.InvalidProducerEpochError}
 
 
 def transact(producer: KafkaProducer, call: str, *args) -> None:
@@ -153,11 +174,11 @@ def transact(producer: KafkaProducer, call: str, *args) -> None:
 def fenced_by_state(producer: KafkaProducer | None, wait_s: float) -> bool:
     """True when `producer`'s transactional state says another producer took its id.
 
-    kafka-python 3.0.12 answers a batch refused for its epoch by bumping the epoch (KIP-360);
-    the coordinator refuses the bump as fenced, and a transactional call made meanwhile fails
-    with "Invalid transition attempted from state BUMPING_PRODUCER_EPOCH", which names no
-    fencing (a fenced learner exited 1 instead of stepping down). A bump under way is waited
-    for, up to `wait_s`.
+    kafka-python 3.0.12 answers some refused batches by bumping the epoch (KIP-360; no longer
+    a stale epoch, see `fence_on_stale_epoch`); the coordinator may refuse the bump as fenced,
+    and a transactional call made meanwhile fails with "Invalid transition attempted from state
+    BUMPING_PRODUCER_EPOCH", which names no fencing (a fenced learner exited 1 instead of
+    stepping down). A bump under way is waited for, up to `wait_s`.
     """
     manager = producer and producer._transaction_manager
     if manager is None:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 from kafka import KafkaProducer
-from kafka.errors import KafkaError, ProducerFencedError
+from kafka.errors import InvalidProducerEpochError, KafkaError, ProducerFencedError
 
-from river_pa.connectors.kafka.client import fenced, fenced_by_state
+from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.kafka.client import fenced, fenced_by_state, make_producer
 
 
 def test_a_producer_whose_id_was_taken_says_it_is_fenced(kafka):
@@ -47,3 +48,35 @@ def test_a_producer_that_is_not_transactional_is_never_fenced(kafka):
         assert not fenced_by_state(None, 0)
     finally:
         producer.close()
+
+
+def test_a_fenced_producer_leaves_the_id_to_the_producer_that_took_it(kafka):
+    """A batch refused for a stale epoch fences the producer: it neither bumps its epoch nor
+    asks for a fresh producer id. kafka-python 3.0.12 does both by itself (KIP-360); the
+    coordinator took the zombie's bump for a retry of the new producer's, or its fresh id for a
+    new instance, and fenced the producer that had taken the id: a learner woken from a pause
+    deposed the one elected meanwhile (test_a_zombie_learner_steps_down_and_writes_nothing)."""
+    (topic,) = kafka.topics("out")
+    cfg = ServeConfig(bootstrap_servers=kafka.bootstrap, exactly_once=True,
+                      transactional_id=f"{topic}-txn")
+    ours = make_producer(cfg)
+    intruder = None
+    try:
+        ours.init_transactions()
+        ours.begin_transaction()
+        ours.send(topic, b"zombie").get(timeout=30)  # the partition is in ours' transaction
+        intruder = make_producer(cfg)
+        intruder.init_transactions()  # ours' transaction aborted, its epoch stale
+        with pytest.raises(InvalidProducerEpochError):
+            ours.send(topic, b"stale").get(timeout=30)  # produced straight to the partition
+        # fenced by the refused batch itself, not by a bump the coordinator refused
+        assert isinstance(ours._transaction_manager.last_error, InvalidProducerEpochError)
+        assert fenced_by_state(ours, 0)
+        intruder.begin_transaction()
+        intruder.send(topic, b"elected").get(timeout=30)
+        intruder.commit_transaction()  # raised ProducerFencedError when ours took the id back
+        assert [r.value for r in kafka.read_all(topic, committed_only=True)] == [b"elected"]
+    finally:
+        ours.close(timeout=5)
+        if intruder is not None:
+            intruder.close(timeout=5)

@@ -175,32 +175,16 @@ def test_partitions_added_later_are_learned_from(kafka, elec2_path):
     assert counts.get(2, 0) > 0  # the new partition held events
 
 
-def fence(kafka, transactional_id, name, proc, attempts=5):
-    """Take `transactional_id` from the learner `name` until it steps down.
-
-    kafka-python answers a produce refused for the old epoch (INVALID_PRODUCER_EPOCH) by
-    bumping its epoch (KIP-360) with an InitProducerId that the broker may take for a retry of
-    the intruder's own (same producer id, the epoch before it) and answer with the new epoch:
-    the learner is then not fenced, rolls back and goes on (it holds the lease: rightly; a new
-    active learner would have taken the lease first, see `_replace_producer`). That happened
-    once in 8 runs; another intrusion is made then."""
-    for _ in range(attempts):
-        rollbacks = kafka.log(name).count("rolling back")
-        intruder = KafkaProducer(bootstrap_servers=kafka.bootstrap, transactional_id=transactional_id)
-        intruder.init_transactions()
-        intruder.close()
-        deadline = time.monotonic() + 120
-        while "stepping down" not in (log := kafka.log(name)) \
-                and log.count("rolling back") == rollbacks:
-            assert proc.poll() is None, kafka.exited(proc)
-            assert time.monotonic() < deadline, f"{name} neither stepped down nor rolled back"
-            time.sleep(0.2)
-        if "stepping down" not in log:  # rolled back: wait until it goes on
-            labelled = kafka.last_report(f"{name}.jsonl")["labelled"]
-            kafka.wait_for_report(f"{name}.jsonl", lambda r: r["labelled"] > labelled, proc, 120)
-        if "stepping down" in kafka.log(name):
-            return
-    raise AssertionError(f"{name} was not fenced in {attempts} intrusions")
+def fence(kafka, transactional_id, name, proc):
+    """Take `transactional_id` from the learner `name`; it steps down, and never rolls back and
+    goes on: kafka-python 3.0.12 answered the produce refused for the old epoch with an epoch
+    bump that the broker could take for a retry of the intruder's own, and the learner kept the
+    id (once in 8 runs, before `kafka.client.fence_on_stale_epoch`)."""
+    intruder = KafkaProducer(bootstrap_servers=kafka.bootstrap, transactional_id=transactional_id)
+    intruder.init_transactions()
+    intruder.close()
+    kafka.wait_for_log(name, "stepping down", proc, 120)
+    assert "rolling back" not in kafka.log(name)
 
 
 @pytest.mark.both_clients
@@ -216,8 +200,11 @@ def test_a_fenced_learner_steps_down_and_is_elected_again(kafka, elec2_path):
     kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] >= N_EVENTS // 3, a, 240)
     fence(kafka, f"{group}.learner", "a", a)
     wait_count(kafka, "a", ACTIVE, 2, a)
-    report = kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS, a, 240)
-    assert report["events_this_run"] < N_EVENTS  # the second term went on from the state
+    # the second term went on from the state: its reports count fewer events than the stream
+    # (the first term's last report may count them all: it is written before the commit that
+    # the fencing refused)
+    kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS
+                          and r["events_this_run"] < N_EVENTS, a, 240)
     assert kafka.stop(a) == 0
     assert kafka.log("a").count("stepping down") == 1
     assert_same(kafka.checkpoint_state("a"), clean, rows)
