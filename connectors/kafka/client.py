@@ -21,9 +21,10 @@ from river_pa.connectors.kafka.errors import FENCED
 log = logging.getLogger("river_pa.serve")
 
 __all__ = [
-    "client_defaults", "client_settings", "close_producer", "confirm_member", "fenced",
-    "fence_on_stale_epoch", "fenced_by_state", "longest_call_ms", "make_consumer", "make_lease_consumer",
-    "make_offsets_client", "make_producer", "member_stable", "poll", "transact",
+    "client_defaults", "client_settings", "close_producer", "confirm_member",
+    "fence_on_stale_epoch", "fenced", "fenced_by_state", "longest_call_ms", "make_consumer",
+    "make_lease_consumer", "make_offsets_client", "make_producer", "member_stable", "poll",
+    "transact",
 ]
 
 
