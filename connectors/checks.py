@@ -21,7 +21,8 @@ POSITIVE = ("rolling_window", "checkpoint_every", "publish_every", "pending_max"
              "max_record_bytes", "max_poll_records", "max_buffered", "session_timeout_ms",
              "batch_seconds", "liveness_seconds")
 NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
-                 "poll_timeout_ms", "metrics_port", "stall_exit_seconds")
+                 "poll_timeout_ms", "metrics_port", "stall_exit_seconds", "merge_idle_ms")
+MERGE_IDLE_MAX_MS = 60_000  # a partition left empty must not hold the others back for ever
 
 
 def bound(name: str) -> str:
@@ -57,6 +58,11 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
             setattr(cfg, name, value.replace("{hostname}", socket.gethostname()))
     if cfg.role not in ("both", "learn", "predict"):
         raise SystemExit(f"river-pa serve: role must be both, learn or predict, got {cfg.role!r}")
+    if cfg.merge_idle_ms is None:  # the learner's time matters less than its order
+        cfg.merge_idle_ms = 500 if cfg.role == "learn" else 0
+    if cfg.merge_idle_ms > MERGE_IDLE_MAX_MS:
+        raise SystemExit(f"river-pa serve: merge_idle_ms must be <= {MERGE_IDLE_MAX_MS}, got "
+                         f"{cfg.merge_idle_ms}")
     if cfg.model_topic is None:
         cfg.model_topic = f"{cfg.events_topic}.model"
     if cfg.role == "learn":  # every learner of the group shares its state and fences the others

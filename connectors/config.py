@@ -70,6 +70,7 @@ class ServeConfig:
     poll_timeout_ms: int = 200
     batch_seconds: float = 5.0
     max_buffered: int = 20_000
+    merge_idle_ms: int | None = None
     session_timeout_ms: int = 10_000
     exactly_once: bool = False
     transactional_id: str | None = None
@@ -139,6 +140,11 @@ _FLAGS_HELP = {
     "poll_timeout_ms": "how long a poll waits for records when none are ready",
     "batch_seconds": "process at most this long between polls (well inside max.poll.interval.ms)",
     "max_buffered": "records buffered at most before fetching pauses (flow control)",
+    "merge_idle_ms": "how long a partition read to its end must stay empty before the merge "
+                     "releases later records of the others (Kafka Streams' max.task.idle.ms: a "
+                     "label written a little after a later event is still merged before it; "
+                     "one written later is counted in late_records), at most 60000 (default: "
+                     "500 with --role learn, 0 otherwise: predictions are not held back)",
     "session_timeout_ms": "Kafka consumer group session timeout",
     "exactly_once": "predictions and offsets in one Kafka transaction",
     "transactional_id": "the --exactly-once producer's id; give each daemon its own client id "

@@ -121,7 +121,8 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         self.topics = [cfg.events_topic] + ([labels] if labels else [])
         self._subscribe()
         self.order = EventTimeOrder(cfg.events_topic, labels, self._exhausted, TopicPartition,
-                                    self.consumer.assignment if self.policy.whole_stream else None)
+                                    self.consumer.assignment if self.policy.whole_stream else None,
+                                    (cfg.merge_idle_ms or 0) / 1000)
         self.reporter = Reporter(cfg.report_every, cfg.report_seconds, cfg.report_path,
                                  self._send_report)
         self.health.beat = time.monotonic()  # a first step that never ends turns /livez 503

@@ -5,7 +5,9 @@ labels would (River's `simulate_qa`: a label due at time t is revealed before th
 asked at t). Records are buffered per partition and released in order of (record timestamp,
 labels first, offset); a record is held back while the other side could still hold an
 older one, that is until the other side has a buffered record or is exhausted (read up to its
-high watermark). A replay of the same topics therefore yields the same sequence, which makes
+high watermark) and has stayed so for `idle_s` (`--merge-idle-ms`, Kafka Streams'
+`max.task.idle.ms`: a label its producer wrote a little after a later event still comes first;
+one written later still is counted late, see `late`). A replay of the same topics therefore yields the same sequence, which makes
 restarts after a crash reproduce the uninterrupted run exactly.
 
 The learner (`--role learn`, the one process that learns from every partition) merges all its
@@ -19,6 +21,7 @@ partition count.
 from __future__ import annotations
 
 import heapq
+import time
 from collections import defaultdict, deque
 from typing import Callable, Iterator
 
@@ -32,7 +35,10 @@ class EventTimeOrder:
 
     def __init__(self, events_topic: str, labels_topic: str | None,
                  exhausted: Callable[[Partition], bool], partition: Callable[[str, int], Partition],
-                 assigned: Callable[[], set] | None = None):
+                 assigned: Callable[[], set] | None = None, idle_s: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.idle_s, self.clock = idle_s, clock
+        self.quiet_since: dict[Partition, float] = {}  # exhausted and empty since (clock)
         self.partition = partition  # makes the client's partitions (kafka-python's TopicPartition)
         self.events_topic = events_topic
         self.assigned = assigned
@@ -43,11 +49,14 @@ class EventTimeOrder:
     def add(self, tp: Partition, records: list) -> None:
         """Append records (in offset order) fetched from `tp`."""
         self.buffers[tp].extend(records)
+        if records:
+            self.quiet_since.pop(tp, None)
 
     def drop(self, tps) -> None:
         """Forget the buffered records of partitions this daemon no longer owns."""
         for tp in tps:
             self.buffers.pop(tp, None)
+            self.quiet_since.pop(tp, None)
 
     def size(self, tp: Partition) -> int:
         """Number of records buffered for `tp`."""
@@ -83,13 +92,38 @@ class EventTimeOrder:
         while True:
             if events and labels:
                 side = labels if labels[0].timestamp <= events[0].timestamp else events
-            elif events and self.exhausted(labels_tp):
+            elif events and self._quiet(labels_tp):
                 side = events
-            elif labels and self.exhausted(events_tp):
+            elif labels and self._quiet(events_tp):
                 side = labels
             else:
                 return
             yield side.popleft()
+
+    def _quiet(self, tp: Partition) -> bool:
+        """True when the empty partition `tp` is exhausted and has been for `idle_s`."""
+        if not self.exhausted(tp):
+            self.quiet_since.pop(tp, None)
+            return False
+        if self.idle_s <= 0:
+            return True
+        return self.clock() - self.quiet_since.setdefault(tp, self.clock()) >= self.idle_s
+
+    def late(self, record, latest: dict) -> bool:
+        """True when `record` comes after a record it precedes in event-time order: released
+        once the other side was read to its end, it was written there later (a producer that
+        sends a label after a later event, or a partition lagging behind). `latest` holds the
+        greatest order key released so far per merge (the learner's whole stream, else each
+        partition pair); the daemon keeps it with its state, so that lateness is counted across
+        restarts. A replay of the topics orders such a record where it belongs, so a run with
+        no late record learns exactly what the replay learns."""
+        merge = -1 if self.assigned is not None else record.partition
+        key = (record.timestamp, record.topic == self.events_topic, record.partition,
+               record.offset)
+        if merge in latest and key < latest[merge]:
+            return True
+        latest[merge] = key
+        return False
 
     def _order(self, tp: Partition) -> tuple:
         head = self.buffers[tp][0]  # labels before events of the same time, as in _drain
@@ -98,7 +132,7 @@ class EventTimeOrder:
     def _drain_all(self, partitions: set) -> Iterator:
         """All `partitions` in one event-time order (a k-way merge of their buffers)."""
         heads = [(self._order(tp), tp) for tp in partitions if self.buffers.get(tp)]
-        if any(not self.buffers.get(tp) and not self.exhausted(tp) for tp in partitions):
+        if any(not self.buffers.get(tp) and not self._quiet(tp) for tp in partitions):
             return  # an empty partition could still hold an older record
         heapq.heapify(heads)
         while heads:
@@ -107,5 +141,5 @@ class EventTimeOrder:
             yield buffer.popleft()
             if buffer:
                 heapq.heappush(heads, (self._order(tp), tp))
-            elif not self.exhausted(tp):
+            elif not self._quiet(tp):
                 return

@@ -24,6 +24,8 @@ class Records:
     """What the loop does with each record it releases."""
 
     def _process(self, record) -> None:
+        if self.order.labels_topic and self.order.late(record, self.merged_upto):
+            self.stats.counts["late_records"] += 1
         if record.topic == self.cfg.events_topic:
             self._on_event(record)
         else:

@@ -31,6 +31,8 @@ COUNTERS = {
     "learned": ("river_pa_learned", "events learned"),
     "expired": ("river_pa_expired", "events evicted from the pending store unlabelled"),
     "orphan_labels": ("river_pa_orphan_labels", "labels whose event never came"),
+    "late_records": ("river_pa_late_records",
+                     "records merged after a later one (written late; see the docs)"),
     "invalid_snapshots": ("river_pa_invalid_snapshots",
                           "records of the state and model topics not valid, skipped"),
 }

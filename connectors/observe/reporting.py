@@ -108,6 +108,7 @@ class Stats:
             "pending": pending,
             "expired": self.counts["expired"],
             "orphan_labels": self.counts["orphan_labels"],
+            "late_records": self.counts["late_records"],
             "dead_lettered": sum(self.dead_letters.values()),
             "dead_letter_reasons": dict(self.dead_letters),
             "truncated_dead_letters": self.counts["truncated_dead_letters"],

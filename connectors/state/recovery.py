@@ -23,6 +23,16 @@ STATE_FIELDS = {"stats": Stats, "pending": PendingStore, "early": PendingStore, 
 INVALID_LINES, INVALID_EVERY = 20, 1000  # lines for skipped snapshot records (see _invalid_snapshot)
 
 
+def merge_keys(value) -> dict[int, tuple]:
+    """The merge's order keys restored (`EventTimeOrder.late`): the entries that are an int and
+    a tuple of four ints; a state written before them, or another value, gives none (lateness
+    counted afresh; a key of another type would raise at every record's comparison)."""
+    if not isinstance(value, dict):
+        return {}
+    return {merge: key for merge, key in value.items() if type(merge) is int
+            and type(key) is tuple and len(key) == 4 and all(isinstance(k, int) for k in key)}
+
+
 class Recovery:
     """The state of a daemon (model, metrics, pending events, early labels, next offsets): reset,
     saved as a dict, restored from a checkpoint or a snapshot topic."""
@@ -36,10 +46,12 @@ class Recovery:
         self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                   self.cfg.pending_max_bytes)
         self.next_offsets: dict[str, int] = {}
+        self.merged_upto: dict[int, tuple] = {}  # see EventTimeOrder.late
 
     def _state(self) -> dict:
         return {"model": self.slot.model, "stats": self.stats, "pending": self.pending,
-                "early": self.early, "offsets": dict(self.next_offsets)}
+                "early": self.early, "offsets": dict(self.next_offsets),
+                "merged_upto": dict(self.merged_upto)}
 
     def _restore(self, state: dict) -> None:
         self.slot.model = state["model"]
@@ -47,6 +59,7 @@ class Recovery:
         self.pending = state["pending"]
         self.early = state.get("early", self.early)  # checkpoints written before early labels
         self.next_offsets = dict(state["offsets"])
+        self.merged_upto = merge_keys(state.get("merged_upto"))  # none in older states
         self._apply_settings()
 
     def _apply_settings(self) -> None:

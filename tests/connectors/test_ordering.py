@@ -75,3 +75,52 @@ def test_truncate_keeps_the_oldest_and_says_where_the_dropped_ones_start(cluster
     assert order.truncate(TP("ev", 0), 2) == 2  # offsets 2, 3, 4 dropped: fetched again
     assert order.truncate(TP("ev", 0), 2) is None
     assert [r.offset for r in order.ready()] == [0, 1]
+
+
+def test_a_label_written_after_a_later_event_was_released_is_counted_late(cluster):
+    # ev@5 is released once lab:0 is read to its end; a label @4 written afterwards comes
+    # after it: late (a replay orders it before ev@5). The keys are kept per merge.
+    logs = _filled(cluster, {("ev", 0): [1, 5], ("lab", 0): [1]})
+    order = EventTimeOrder("ev", "lab", lambda tp: True, TP)
+    latest: dict = {}
+    for tp, records in logs.items():
+        order.add(tp, records)
+    released = list(order.ready())
+    assert [order.late(r, latest) for r in released] == [False, False, False]
+    assert latest == {0: (5, True, 0, 1)}  # (timestamp, an event, partition, offset)
+    cluster.append("lab", b"{}", timestamp=4, partition=0)
+    order.add(TP("lab", 0), list(cluster.logs[TP("lab", 0)])[1:])
+    (label,) = order.ready()
+    assert order.late(label, latest) and latest == {0: (5, True, 0, 1)}
+    cluster.append("ev", b"{}", timestamp=5, partition=0)  # same time, after: in order
+    order.add(TP("ev", 0), list(cluster.logs[TP("ev", 0)])[2:])
+    (event,) = order.ready()
+    assert not order.late(event, latest) and latest == {0: (5, True, 0, 2)}
+    whole = EventTimeOrder("ev", "lab", lambda tp: True, TP, lambda: set(logs))
+    assert not whole.late(label, latest) and latest[-1] == (4, False, 0, 1)  # one merge: -1
+
+
+def test_a_partition_read_to_its_end_holds_the_others_back_for_the_idle_time(cluster):
+    # --merge-idle-ms: lab:0 is exhausted and empty; ev@5 waits until it has stayed so for
+    # idle_s, and a label written meanwhile (@4) still comes first
+    logs = _filled(cluster, {("ev", 0): [5], ("lab", 0): []})
+    now = [100.0]
+    order = EventTimeOrder("ev", "lab", lambda tp: True, TP, idle_s=0.5, clock=lambda: now[0])
+    order.add(TP("ev", 0), logs[TP("ev", 0)])
+    assert _seen(order.ready()) == []  # lab:0 quiet since 100.0
+    now[0] = 100.4
+    assert _seen(order.ready()) == []
+    cluster.append("lab", b"{}", timestamp=4, partition=0)
+    order.add(TP("lab", 0), list(cluster.logs[TP("lab", 0)]))
+    assert _seen(order.ready()) == [("l", 0, 4)]  # in order; lab:0 is empty again: a new wait
+    now[0] = 100.8
+    assert _seen(order.ready()) == []
+    now[0] = 101.3
+    assert _seen(order.ready()) == [("e", 0, 5)]
+    whole = EventTimeOrder("ev", "lab", lambda tp: True, TP, lambda: {TP("ev", 0), TP("lab", 0)},
+                           idle_s=0.5, clock=lambda: now[0])
+    cluster.append("ev", b"{}", timestamp=6, partition=0)
+    whole.add(TP("ev", 0), list(cluster.logs[TP("ev", 0)])[1:])
+    assert _seen(whole.ready()) == []  # the learner's merge likewise
+    now[0] = 101.8
+    assert _seen(whole.ready()) == [("e", 0, 6)]
