@@ -132,7 +132,9 @@ class EventTimeOrder:
     def _drain_all(self, partitions: set) -> Iterator:
         """All `partitions` in one event-time order (a k-way merge of their buffers)."""
         heads = [(self._order(tp), tp) for tp in partitions if self.buffers.get(tp)]
-        if any(not self.buffers.get(tp) and not self._quiet(tp) for tp in partitions):
+        # every empty partition asked (a list, not any()): their waits run at once, not one
+        # after the other (3 empty partitions held a new user's learner 3 x --merge-idle-ms)
+        if [tp for tp in partitions if not self.buffers.get(tp) and not self._quiet(tp)]:
             return  # an empty partition could still hold an older record
         heapq.heapify(heads)
         while heads:

@@ -124,3 +124,14 @@ def test_a_partition_read_to_its_end_holds_the_others_back_for_the_idle_time(clu
     assert _seen(whole.ready()) == []  # the learner's merge likewise
     now[0] = 101.8
     assert _seen(whole.ready()) == [("e", 0, 6)]
+
+
+def test_empty_partitions_wait_for_the_idle_time_together(cluster):
+    logs = _filled(cluster, {("ev", 0): [5], ("ev", 1): [], ("lab", 0): [], ("lab", 1): []})
+    now = [10.0]
+    order = EventTimeOrder("ev", "lab", lambda tp: True, TP, lambda: set(logs), idle_s=0.5,
+                           clock=lambda: now[0])
+    order.add(TP("ev", 0), logs[TP("ev", 0)])
+    assert _seen(order.ready()) == []  # three empty partitions, quiet since 10.0 all
+    now[0] = 10.5
+    assert _seen(order.ready()) == [("e", 0, 5)]  # one wait, not three
