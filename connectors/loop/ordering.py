@@ -7,8 +7,9 @@ labels first, offset); a record is held back while the other side could still ho
 older one, that is until the other side has a buffered record or is exhausted (read up to its
 high watermark) and has stayed so for `idle_s` (`--merge-idle-ms`, Kafka Streams'
 `max.task.idle.ms`: a label its producer wrote a little after a later event still comes first;
-one written later still is counted late, see `late`). A replay of the same topics therefore yields the same sequence, which makes
-restarts after a crash reproduce the uninterrupted run exactly.
+one written later still is counted late, see `late`). A replay of the same topics therefore
+yields the same sequence, which makes restarts after a crash reproduce the uninterrupted run
+exactly.
 
 The learner (`--role learn`, the one process that learns from every partition) merges all its
 partitions of both topics in one event-time order instead (`assigned` given): a record is
@@ -107,7 +108,8 @@ class EventTimeOrder:
             return False
         if self.idle_s <= 0:
             return True
-        return self.clock() - self.quiet_since.setdefault(tp, self.clock()) >= self.idle_s
+        now = self.clock()
+        return now - self.quiet_since.setdefault(tp, now) >= self.idle_s
 
     def late(self, record, latest: dict) -> bool:
         """True when `record` comes after a record it precedes in event-time order: released
@@ -118,20 +120,19 @@ class EventTimeOrder:
         restarts. A replay of the topics orders such a record where it belongs, so a run with
         no late record learns exactly what the replay learns."""
         merge = -1 if self.assigned is not None else record.partition
-        key = (record.timestamp, record.topic == self.events_topic, record.partition,
-               record.offset)
+        key = self._key(record)
         if merge in latest and key < latest[merge]:
             return True
         latest[merge] = key
         return False
 
-    def _order(self, tp: Partition) -> tuple:
-        head = self.buffers[tp][0]  # labels before events of the same time, as in _drain
-        return head.timestamp, tp.topic == self.events_topic, tp.partition, head.offset
+    def _key(self, record) -> tuple:
+        """`record`'s place in the merge: labels before events of the same time, as in _drain."""
+        return record.timestamp, record.topic == self.events_topic, record.partition, record.offset
 
     def _drain_all(self, partitions: set) -> Iterator:
         """All `partitions` in one event-time order (a k-way merge of their buffers)."""
-        heads = [(self._order(tp), tp) for tp in partitions if self.buffers.get(tp)]
+        heads = [(self._key(self.buffers[tp][0]), tp) for tp in partitions if self.buffers.get(tp)]
         # every empty partition asked (a list, not any()): their waits run at once, not one
         # after the other (3 empty partitions held a new user's learner 3 x --merge-idle-ms)
         if [tp for tp in partitions if not self.buffers.get(tp) and not self._quiet(tp)]:
@@ -142,6 +143,6 @@ class EventTimeOrder:
             buffer = self.buffers[tp]
             yield buffer.popleft()
             if buffer:
-                heapq.heappush(heads, (self._order(tp), tp))
+                heapq.heappush(heads, (self._key(self.buffers[tp][0]), tp))
             elif not self._quiet(tp):
                 return
