@@ -72,6 +72,11 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")
+    from river_pa.connectors.observe.drift import ON_DRIFT
+
+    if cfg.on_drift not in ON_DRIFT:  # the detector's name and parameters: cli.py, status 2
+        raise SystemExit(f"river-pa serve: on_drift must be {' or '.join(ON_DRIFT)}, got "
+                         f"{cfg.on_drift!r:.60}")
     from river_pa.connectors.kafka.confluent_settings import check_client_choice
 
     check_client_choice(cfg)

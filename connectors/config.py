@@ -22,6 +22,7 @@ from river_pa.connectors.checks import (
 )
 from river_pa.connectors.errors import SettingsConflict
 from river_pa.connectors.kafka import CLIENTS
+from river_pa.connectors.observe.drift import DETECTORS, ON_DRIFT
 
 __all__ = ["ServeConfig", "SettingsConflict", "add_arguments", "build_parser", "from_args",
            "load_config"]
@@ -48,6 +49,9 @@ class ServeConfig:
     model_params: dict = field(default_factory=dict)
     metric: list = field(default_factory=list)
     rolling_window: int = 1000
+    drift_detector: str = "ADWIN"
+    drift_params: dict = field(default_factory=dict)
+    on_drift: str = "log"
     checkpoint_path: str = "river-pa-checkpoint.bin"
     checkpoint_key: str | None = None
     checkpoint_every: int = 5000
@@ -109,6 +113,13 @@ _FLAGS_HELP = {
     "metric": "river.metrics class name, repeatable or comma-separated "
               "(default: Accuracy, or MAE for regressors)",
     "rolling_window": "labels in the rolling metric's window",
+    "drift_detector": "river.drift detector watching the errors of the progressive predictions"
+                      " (ADWIN, PageHinkley, or none); each detection is logged and counted "
+                      "(river_pa_drifts_total, the report's drift)",
+    "drift_params": "JSON object of keyword arguments for the drift detector, e.g. "
+                    "'{\"delta\": 0.001}'",
+    "on_drift": "what a detected drift does besides its log line and count: log (nothing "
+                "more), or reset (the model starts afresh from the next label)",
     "checkpoint_path": "file of the checkpoint (model, metrics, pending store, offsets)",
     "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
     "checkpoint_every": "checkpoint and commit after this many records",
@@ -193,7 +204,8 @@ def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None 
 
 # flags of a few values: a bad one is argparse's error (status 2) like any bad flag
 _CHOICES = {"role": ("both", "learn", "predict"), "auto_offset_reset": ("earliest", "latest"),
-            "kafka_client": CLIENTS}
+            "kafka_client": CLIENTS, "drift_detector": (*DETECTORS, "none"),
+            "on_drift": ON_DRIFT}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -301,7 +313,7 @@ def from_args(args: dict, environ=None) -> ServeConfig:
     values.update(env)
     values.update({k: v for k, v in args.items() if v is not None})
     values["kafka"] = check_client(client)
-    for name in ("model_params",):
+    for name in ("model_params", "drift_params"):
         if name in values and not isinstance(values[name], dict):
             raise SystemExit(f"river-pa serve: {name} must be a JSON object, got "
                              f"{type(values[name]).__name__} {values[name]!r:.60}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -28,7 +30,9 @@ def compose() -> dict:
 
 def test_compose_has_broker_learner_predictors_and_producer(compose):
     services = compose["services"]
-    assert set(services) == {"kafka", "learn", "predict", "producer"}
+    assert set(services) == {"kafka", "learn", "predict", "producer", "prometheus", "grafana"}
+    assert {n for n, service in services.items() if "profiles" in service} == {
+        "prometheus", "grafana"}  # only with --profile monitoring
     assert re.fullmatch(r"apache/kafka:4\.\d+\.\d+", services["kafka"]["image"])
     for name in ("learn", "predict", "producer"):
         build = services[name]["build"]
@@ -86,6 +90,77 @@ def test_daemon_flags_and_environment_are_real_settings(compose):
     for name in ("learn", "predict"):
         key = compose["services"][name]["environment"]["RIVER_PA_CHECKPOINT_KEY"]
         assert key.startswith("${RIVER_PA_CHECKPOINT_KEY:?")
+
+
+def _exported() -> dict[str, set[str]]:
+    """{sample name: its label names} of every series a daemon's /metrics may show: the
+    collector run on a daemon whose every figure is set (a learner watching drift, a dead
+    letter, a lag, a model)."""
+    from river import drift, metrics
+
+    from river_pa.connectors.observe.metrics import collect
+    from river_pa.connectors.observe.reporting import Stats
+
+    stats = Stats([metrics.Accuracy()], 10, drift.ADWIN())
+    stats.score(True, True, None)
+    stats.dead_letter("invalid_json")
+    figures = {**stats.snapshot(0), **dict.fromkeys(
+        ("early_labels", "pending_bytes", "invalid_snapshots", "model_version", "model_learned",
+         "model_age_s", "learned_since_model", "stale_s"), 1)}
+    daemon = SimpleNamespace(cfg=ServeConfig(), slot=SimpleNamespace(name="PAClassifier"),
+                             health=SimpleNamespace(lag={("events", 0): 1}),
+                             figures=lambda: figures)
+    series: dict[str, set[str]] = {}
+    for family in collect(daemon):
+        for sample in family.samples:
+            series.setdefault(sample.name, set()).update(sample.labels)
+    return series
+
+
+def test_every_dashboard_query_names_series_the_daemons_export(compose):
+    """docker/grafana's dashboard: each panel queries the provisioned Prometheus, and each name
+    in a query is a series of `/metrics` with its labels, or a label Prometheus adds to every
+    series of the scrape (`prometheus.yml`)."""
+    grafana, prometheus = compose["services"]["grafana"], compose["services"]["prometheus"]
+    mounts = dict(v.split(":")[:2] for v in grafana["volumes"] + prometheus["volumes"])
+    for source in mounts:
+        assert (COMPOSE.parent / source).exists(), source
+    home = Path(grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"])
+    dashboards = COMPOSE.parent / next(s for s, t in mounts.items() if t == str(home.parent))
+    provisioning = COMPOSE.parent / next(s for s, t in mounts.items() if t.endswith("provisioning"))
+    [source] = yaml.safe_load((provisioning / "datasources/prometheus.yaml").read_text())[
+        "datasources"]
+    assert source["url"] == "http://prometheus:9090" and "9090:9090" in prometheus["ports"]
+    [provider] = yaml.safe_load((provisioning / "dashboards/river-pa.yaml").read_text())[
+        "providers"]
+    assert provider["options"]["path"] == str(home.parent)
+    scrape = yaml.safe_load((COMPOSE.parent / "prometheus.yml").read_text())["scrape_configs"]
+    [job] = scrape
+    [sd] = job["dns_sd_configs"]
+    assert set(sd["names"]) == {"learn", "predict"} and sd["port"] == 9100  # RIVER_PA_METRICS_PORT
+    added = {"instance", "job"} | {r["target_label"] for r in job["relabel_configs"]}
+    series = _exported()
+    panels = json.loads((dashboards / home.name).read_text())["panels"]
+    assert len(panels) >= 10
+    named = set()
+    for panel in panels:
+        assert panel["datasource"]["uid"] == source["uid"], panel["title"]
+        for target in panel["targets"]:
+            expr = target["expr"]
+            names = re.findall(r"\b(river_pa_\w+)", expr)
+            assert names, expr
+            labels = set().union(*(series.get(n, {n}) for n in names)) | added
+            for name in names:
+                assert name in series, f"{panel['title']}: {name} is not exported"
+            used = set(re.findall(r"\{\{(\w+)\}\}", target["legendFormat"]))
+            for group in re.findall(r"(?:by|on) \(([^)]*)\)", expr):
+                used |= {label.strip() for label in group.split(",")}
+            for matchers in re.findall(r"\{([^}]*)\}", expr.replace("{{", "")):
+                used |= set(re.findall(r"(\w+)\s*=~?", matchers))
+            assert used <= labels, f"{panel['title']}: {used - labels} are not labels of {names}"
+            named.update(names)
+    assert {"river_pa_drifts_total", "river_pa_labels_since_drift", "river_pa_metric",
+            "river_pa_consumer_lag", "river_pa_dead_letters_total"} <= named
 
 
 def test_producer_flags_are_the_example_producer_flags(compose, load_example):

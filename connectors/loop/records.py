@@ -4,6 +4,7 @@ row stops the daemon."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 from river_pa._core.validation import TooManyFeaturesError
@@ -16,6 +17,8 @@ from river_pa.connectors.kafka.partitions import tp_key
 from river_pa.connectors.state.pending import Pending
 
 __all__ = ["Records"]
+
+log = logging.getLogger("river_pa.serve")
 
 MODEL_FAILURES_TO_STOP = 100
 
@@ -77,7 +80,8 @@ class Records:
                 self.model_failures = 0
                 return
             y = early.y_pred  # its label came first: scored and learned now
-        self.stats.score(y, scored, None)  # delay statistics are for late labels
+        if change := self.stats.score(y, scored, None):  # delay statistics: late labels only
+            self._changed(change)
         self._learn(record, event.x, y)
 
     def _on_label(self, record) -> None:
@@ -90,8 +94,25 @@ class Records:
             early = Pending({}, label.y, self.early.clock(record.timestamp))
             self._count_orphans(self.early.add(label.id, early))  # y_pred holds the label
             return
-        self.stats.score(label.y, entry.y_pred, record.timestamp - entry.ts)
+        if change := self.stats.score(label.y, entry.y_pred, record.timestamp - entry.ts):
+            self._changed(change)
         self._learn(record, entry.x, label.y)
+
+    def _changed(self, change: str) -> None:
+        """Say that the drift watch found the model's errors rose (`change` "rise": a drift)
+        or fell; with `--on-drift reset` a drift starts the model afresh (the label that showed
+        it is its first)."""
+        watch, stats = self.stats.drift, self.stats
+        where = (f"{type(watch.detector).__name__}, model {self.slot.name}, label "
+                 f"{stats.counts['labelled']}, rolling {_rolling(stats)}")
+        if change == "fall":
+            log.info("the errors fell (%s): not a drift", where)
+            return
+        reset = self.cfg.on_drift == "reset"
+        log.warning("drift %d: the errors rose (%s)%s", watch.rises, where,
+                    ": the model starts afresh (--on-drift reset)" if reset else "")
+        if reset:
+            self.slot.reset()
 
     def _predict(self, x: dict):
         return self.slot.predict(x, self._with_proba())
@@ -183,6 +204,11 @@ class Records:
             return
         if self.outputs.dead_letter(record, exc.reason, exc.detail):
             self.stats.counts["truncated_dead_letters"] += 1
+
+
+def _rolling(stats) -> str:
+    """The rolling metrics in a few words, e.g. "Accuracy 0.8125"."""
+    return ", ".join(f"{type(m).__name__} {m.get():.4g}" for m in stats.rolling.obj)
 
 
 def _first_line(exc: Exception) -> str:

@@ -77,12 +77,32 @@ def collect(daemon) -> list:
             if value is not None:
                 family.add_metric([metric], value)
         families.append(family)
+    families += _drift(figures["drift"], daemon.slot.name)
     lag = GaugeMetricFamily("river_pa_consumer_lag", "records of the partition not processed yet",
                             labels=["topic", "partition"])
     for (topic, partition), value in sorted(daemon.health.lag.items()):
         lag.add_metric([topic, str(partition)], value)
     families.append(lag)
     return families
+
+
+def _drift(figures: dict | None, model: str) -> list:
+    """The drift watch's series (observe/drift.py), labelled by model; none where drift is not
+    watched (a predictor, --drift-detector none)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    if figures is None:
+        return []
+    found = CounterMetricFamily("river_pa_drifts", "changes of the model's errors found by the "
+                                f"drift watch ({figures['detector']}): rise is a drift",
+                                labels=["model", "direction"])
+    found.add_metric([model, "rise"], figures["rises"])
+    found.add_metric([model, "fall"], figures["falls"])
+    since = GaugeMetricFamily("river_pa_labels_since_drift", "labelled predictions scored since "
+                              "the drift watch's last change (or since it started)",
+                              labels=["model"])
+    since.add_metric([model], figures["labels_since"])
+    return [found, since]
 
 
 class _Collector:

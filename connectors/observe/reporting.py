@@ -16,6 +16,7 @@ from collections import Counter
 from river import metrics, stats, utils
 
 from river_pa import report
+from river_pa.connectors.observe.drift import DriftWatch
 
 __all__ = ["Reporter", "Stats", "check_report_path", "serve_metrics"]
 
@@ -47,9 +48,12 @@ class _Metrics(metrics.base.Metrics):
 
 
 class Stats:
-    """Cumulative and rolling metrics, label-delay statistics and event counts."""
+    """Cumulative and rolling metrics, label-delay statistics, event counts and the drift
+    watch of the prediction errors (`drift`, observe/drift.py; None: not watched)."""
 
-    def __init__(self, metric_list: list, window: int):
+    drift: DriftWatch | None = None  # a class default: stats pickled before drift was watched
+
+    def __init__(self, metric_list: list, window: int, detector=None):
         self.metric = _Metrics(metric_list)
         self.rolling = utils.Rolling(_Metrics, window_size=window,
                                      metrics=[m.clone() for m in metric_list])
@@ -59,6 +63,7 @@ class Stats:
         self.delay_max = stats.Max()
         self.counts: Counter = Counter()
         self.dead_letters: Counter = Counter()
+        self.drift = DriftWatch(detector) if detector is not None else None
 
     @functools.cached_property
     def uses_proba(self) -> bool:
@@ -78,19 +83,30 @@ class Stats:
         self.__dict__.pop("uses_proba", None)  # a cached_property, pickled with the stats
         return True
 
-    def score(self, y_true, y_pred, delay_ms: int | None) -> None:
+    def use_detector(self, detector) -> bool:
+        """Watch for drift with `detector` (a restart's settings, for restored stats; None: not
+        at all). False when the watch already uses one like it (kept, with what it has seen);
+        otherwise it starts afresh with `detector` and True."""
+        if self.drift.watches_with(detector) if self.drift is not None else detector is None:
+            return False
+        self.drift = DriftWatch(detector) if detector is not None else None
+        return True
+
+    def score(self, y_true, y_pred, delay_ms: int | None) -> str | None:
         """Update the metrics with one labelled prediction; `delay_ms` (event to label, in
         record time) feeds the delay statistics, None for a label carried by its event. A
         prediction of the other kind (probabilities for a metric of labels, or the reverse:
-        made before a restart changed the metric) is counted but not scored."""
+        made before a restart changed the metric) is counted but not scored. "rise" (a drift)
+        or "fall" when the drift watch finds the errors changed with this prediction."""
         self.counts["labelled"] += 1
         if y_pred is None or y_pred == {} or isinstance(y_pred, dict) != self.uses_proba:
-            return
+            return None
         self.metric.update(y_true, y_pred)
         self.rolling.update(y_true, y_pred)
         if delay_ms is not None:
             for stat in (self.delay_mean, self.delay_p50, self.delay_p99, self.delay_max):
                 stat.update(delay_ms)
+        return self.drift.update(y_true, y_pred) if self.drift is not None else None
 
     def dead_letter(self, reason: str) -> None:
         """Count one dead-lettered record."""
@@ -112,6 +128,7 @@ class Stats:
             "dead_lettered": sum(self.dead_letters.values()),
             "dead_letter_reasons": dict(self.dead_letters),
             "truncated_dead_letters": self.counts["truncated_dead_letters"],
+            "drift": self.drift.snapshot() if self.drift is not None else None,
             "label_delay_ms": {
                 "mean": self.delay_mean.get() if self.delay_mean.n else None,
                 "p50": self.delay_p50.get(),

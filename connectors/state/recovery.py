@@ -4,12 +4,14 @@ exactly-once, and a learner refused when it would start empty over committed off
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
 
 from river_pa.connectors.kafka.admin import ensure_topic
 from river_pa.connectors.kafka.partitions import TopicPartition
+from river_pa.connectors.observe.drift import make_detector
 from river_pa.connectors.observe.reporting import Stats, serve_metrics
 from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.connectors.state.pending import PendingStore
@@ -40,7 +42,9 @@ class Recovery:
     def _reset_state(self) -> None:
         """The state of a daemon that has seen nothing."""
         self.slot.reset()
-        self.stats = Stats(serve_metrics(self.cfg.metric, self.slot.model), self.cfg.rolling_window)
+        cfg = self.cfg
+        self.stats = Stats(serve_metrics(cfg.metric, self.slot.model), cfg.rolling_window,
+                           self._detector())
         self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                     self.cfg.pending_max_bytes)
         self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
@@ -68,7 +72,8 @@ class Recovery:
         and orphan labels), entries older than a new TTL at the next event. Another `--metric`
         or `--rolling-window` restarts the metrics from zero, said in one line: they observe
         the model, which is kept, and refusing would leave a new group (relearning everything)
-        as the only way to change a dashboard."""
+        as the only way to change a dashboard. Another drift detector (or a state written before
+        drift was watched) starts the drift watch afresh, likewise."""
         cfg = self.cfg
         expired = self.pending.bound(cfg.pending_max, cfg.pending_ttl_ms, cfg.pending_max_bytes)
         orphans = self.early.bound(cfg.pending_max, cfg.pending_ttl_ms, cfg.pending_max_bytes)
@@ -82,6 +87,16 @@ class Recovery:
             log.info("metrics %s (window %d) restart from zero as %s (window %d): counts and "
                      "the model are kept", *old, [type(m).__name__ for m in self.stats.metric],
                      cfg.rolling_window)
+        if self.stats.use_detector(self._detector()):
+            log.info("drift watch starts afresh with --drift-detector %s %s (a state written "
+                     "before it, or with another detector)", cfg.drift_detector,
+                     json.dumps(cfg.drift_params))
+
+    def _detector(self):
+        """A new detector of the drift watch; None for a daemon that scores no predictions (a
+        predictor) or with --drift-detector none."""
+        cfg = self.cfg
+        return make_detector(cfg.drift_detector, cfg.drift_params) if self.policy.learns else None
 
     def _checkpoint_to_load(self, consumer) -> Path | None:
         """The newest checkpoint, or with exactly-once the one matching committed offsets."""

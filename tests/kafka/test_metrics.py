@@ -135,6 +135,16 @@ def test_learner_and_predictor_metrics_and_probes(kafka, elec2_path):
     report = kafka.wait_for_report("learner.jsonl", lambda r: r["learned"] == N_EVENTS, learner)
     accuracy = learned[("river_pa_metric", frozenset({("metric", "Accuracy")}))]
     assert accuracy == report["metrics"]["Accuracy"] > 0.5
+    # the drift watch (ADWIN by default) of the learner's errors, labelled by model
+    drift = report["drift"]
+    assert drift["detector"] == "ADWIN"
+    model = ("model", dict(info[1])["model"])
+    assert {k: v for k, v in learned.items() if k[0] == "river_pa_drifts_total"} == {
+        ("river_pa_drifts_total", frozenset({model, ("direction", "rise")})): drift["rises"],
+        ("river_pa_drifts_total", frozenset({model, ("direction", "fall")})): drift["falls"]}
+    assert learned[("river_pa_labels_since_drift", frozenset({model}))] == drift["labels_since"]
+    assert not {k for k in staleness if k[0].startswith(("river_pa_drifts",
+                                                          "river_pa_labels_since_drift"))}
     assert kafka.stop(predictor) == 0
     p_report = kafka.last_report("p1.jsonl")
     assert p_report["learned_since_model"] == N_EVENTS - model_learned
