@@ -28,6 +28,7 @@ def run(args) -> int:
     from river_pa.connectors.config import SettingsConflict, from_args
     from river_pa.connectors.models.slot import check_model
     from river_pa.connectors.kafka.diagnostics import quiet_normal_operation
+    from river_pa.connectors.models.challengers import make_challengers
     from river_pa.connectors.observe.drift import make_detector
     from river_pa.connectors.observe.metrics import Endpoints, Watchdog
     from river_pa.connectors.observe.reporting import check_report_path, serve_metrics
@@ -49,6 +50,7 @@ def run(args) -> int:
         model = make_model(cfg.model, cfg.model_params)
         serve_metrics(cfg.metric, model)  # an unknown --metric: status 2 before any I/O
         make_detector(cfg.drift_detector, cfg.drift_params)  # likewise a bad detector
+        make_challengers(cfg.challenger, type(model).__name__)  # ... or challenger
         check_model(model)  # a model broken by its parameters: status 2, not a crash loop
     except ValueError as exc:
         print(f"river-pa serve: {exc}", file=sys.stderr)

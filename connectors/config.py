@@ -47,6 +47,7 @@ class ServeConfig:
     allow_empty_state: bool = False
     model: str = "PAClassifier"
     model_params: dict = field(default_factory=dict)
+    challenger: list = field(default_factory=list)
     metric: list = field(default_factory=list)
     rolling_window: int = 1000
     drift_detector: str = "ADWIN"
@@ -110,6 +111,10 @@ _FLAGS_HELP = {
              " up in the current folder first and imported: trusted modules only; factories "
              "are not called)",
     "model_params": "JSON object of keyword arguments for the model",
+    "challenger": "NAME=MODEL or NAME=MODEL{JSON parameters}, repeatable: a model the learner "
+                  "learns and scores beside the served one on the same stream, e.g. "
+                  "'c01=PAClassifier{\"C\": 0.1}' (its metrics in the report and on /metrics "
+                  "under its name; predictors ignore it)",
     "metric": "river.metrics class name, repeatable or comma-separated "
               "(default: Accuracy, or MAE for regressors)",
     "rolling_window": "labels in the rolling metric's window",
@@ -195,7 +200,8 @@ def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None 
         if f.type == "bool":
             parser.add_argument(flag, action="store_const", const=True, default=None, help=help_)
         elif f.type == "list":
-            parser.add_argument(flag, action="append", default=None, metavar="NAME", help=help_)
+            metavar = "NAME=MODEL" if f.name == "challenger" else "NAME"
+            parser.add_argument(flag, action="append", default=None, metavar=metavar, help=help_)
         else:
             metavar = {"int": "N", "int | None": "N", "float": "X", "dict": "JSON"}.get(f.type)
             parser.add_argument(flag, type=_parser_for(f), default=None, help=help_,
@@ -317,9 +323,10 @@ def from_args(args: dict, environ=None) -> ServeConfig:
         if name in values and not isinstance(values[name], dict):
             raise SystemExit(f"river-pa serve: {name} must be a JSON object, got "
                              f"{type(values[name]).__name__} {values[name]!r:.60}")
-    metric = values.get("metric", [])
-    metric = [metric] if isinstance(metric, str) else metric
-    if not all(isinstance(m, str) for m in metric):
-        raise SystemExit(f"river-pa serve: metric must be metric names, got {metric!r:.60}")
-    values["metric"] = metric
+    for name, what in (("metric", "metric names"), ("challenger", "NAME=MODEL strings")):
+        given = values.get(name, [])
+        given = [given] if isinstance(given, str) else given
+        if not all(isinstance(m, str) for m in given):
+            raise SystemExit(f"river-pa serve: {name} must be {what}, got {given!r:.60}")
+        values[name] = given
     return check_values(ServeConfig(**values))

@@ -101,10 +101,15 @@ def _exported() -> dict[str, set[str]]:
     from river_pa.connectors.observe.metrics import collect
     from river_pa.connectors.observe.reporting import Stats
 
+    from river_pa.connectors.models.challengers import Challenger
+    from river_pa.linear_model import PAClassifier
+
     stats = Stats([metrics.Accuracy()], 10, drift.ADWIN())
     stats.score(True, True, None)
     stats.dead_letter("invalid_json")
-    figures = {**stats.snapshot(0), **dict.fromkeys(
+    challenger = Challenger("c01", PAClassifier(), Stats([metrics.Accuracy()], 10, drift.ADWIN()))
+    figures = {**stats.snapshot(0), "challengers": {"c01": challenger.figures()},
+               **dict.fromkeys(
         ("early_labels", "pending_bytes", "invalid_snapshots", "model_version", "model_learned",
          "model_age_s", "learned_since_model", "stale_s"), 1)}
     daemon = SimpleNamespace(cfg=ServeConfig(), slot=SimpleNamespace(name="PAClassifier"),
@@ -160,7 +165,8 @@ def test_every_dashboard_query_names_series_the_daemons_export(compose):
             assert used <= labels, f"{panel['title']}: {used - labels} are not labels of {names}"
             named.update(names)
     assert {"river_pa_drifts_total", "river_pa_labels_since_drift", "river_pa_metric",
-            "river_pa_consumer_lag", "river_pa_dead_letters_total"} <= named
+            "river_pa_consumer_lag", "river_pa_dead_letters_total",
+            "river_pa_challenger_errors_total"} <= named
 
 
 def test_producer_flags_are_the_example_producer_flags(compose, load_example):

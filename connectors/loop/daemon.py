@@ -216,6 +216,8 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         """The report's figures now (also read by the metrics endpoint's thread)."""
         figures = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early),
                    "pending_bytes": self.pending.nbytes, "invalid_snapshots": self.invalid_snapshots}
+        if self.challengers:
+            figures["challengers"] = {n: c.figures() for n, c in self.challengers.items()}
         if self.policy.publishes:  # the newest model sent (visible once its transaction
             figures["model_version"] = self.slot.manifest and self.slot.manifest["version"]
             figures["model_learned"] = self.learned_at_publish  # commits, with exactly-once)

@@ -71,18 +71,21 @@ class Records:
         self._count_expired(self.pending.expire(now))
         self._count_orphans(self.early.expire(now))
         scored = proba if self.stats.uses_proba else y_pred
+        others = ({name: c.predict(event.x) for name, c in self.challengers.items()}
+                  if self.challengers else None)
         y = event.y
         if y is None:
             early = self.early.pop(event.id)
             if early is None:
-                entry = Pending(event.x, scored, now)
+                entry = Pending(event.x, scored, now, others=others)
                 self._count_expired(self.pending.add(event.id, entry))
                 self.model_failures = 0
                 return
             y = early.y_pred  # its label came first: scored and learned now
         if change := self.stats.score(y, scored, None):  # delay statistics: late labels only
             self._changed(change)
-        self._learn(record, event.x, y)
+        if self._learn(record, event.x, y) and self.challengers:
+            self._challengers_learn(event.x, y, others, None)
 
     def _on_label(self, record) -> None:
         try:
@@ -94,9 +97,18 @@ class Records:
             early = Pending({}, label.y, self.early.clock(record.timestamp))
             self._count_orphans(self.early.add(label.id, early))  # y_pred holds the label
             return
-        if change := self.stats.score(label.y, entry.y_pred, record.timestamp - entry.ts):
+        delay = record.timestamp - entry.ts
+        if change := self.stats.score(label.y, entry.y_pred, delay):
             self._changed(change)
-        self._learn(record, entry.x, label.y)
+        if self._learn(record, entry.x, label.y) and self.challengers:
+            self._challengers_learn(entry.x, label.y, entry.others, delay)
+
+    def _challengers_learn(self, x: dict, y, others: dict | None, delay_ms: int | None) -> None:
+        """Score and teach every challenger a label the champion took; `others` holds their
+        predictions of the event (a challenger added since it came has none: not scored)."""
+        others = others or {}
+        for name, challenger in self.challengers.items():
+            challenger.learn(x, y, others.get(name), delay_ms)
 
     def _changed(self, change: str) -> None:
         """Say that the drift watch found the model's errors rose (`change` "rise": a drift)
@@ -122,22 +134,25 @@ class Records:
         # probabilities
         return self.policy.emits or self.stats.uses_proba
 
-    def _learn(self, record, x: dict, y) -> None:
+    def _learn(self, record, x: dict, y) -> bool:
+        """Teach the model (x, y); False when it refused them (dead-lettered)."""
         try:
             self.slot.model.learn_one(x, y)
         except TooManyClassesError as exc:  # whoever writes labels would control our memory
             self._dead_letter(record, BadRecord("too_many_classes", str(exc)))
-            return
+            return False
         except TooManyFeaturesError as exc:  # whoever writes events, likewise
             self._dead_letter(record, BadRecord("too_many_features", str(exc)))
-            return
+            return False
         except (ValueError, TypeError) as exc:  # a label the checks let through
             self._dead_letter(record, BadRecord("label_rejected", f"{type(exc).__name__}: {exc}"))
-            return
+            return False
         except Exception as exc:  # a broken model (e.g. a bad parameter only used by learn_one)
-            return self._model_error(record, exc)
+            self._model_error(record, exc)
+            return False
         self.model_failures = 0
         self.stats.counts["learned"] += 1
+        return True
 
     def _refused(self, record, event, exc: Exception) -> None:
         """Dead-letter `record`, whose prediction raised `exc`: as ``feature_rejected`` with the

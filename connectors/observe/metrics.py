@@ -69,15 +69,21 @@ def collect(daemon) -> list:
     for key, (name, text) in GAUGES.items():
         if figures.get(key) is not None:
             families.append(GaugeMetricFamily(name, text, value=figures[key]))
+    # the served model's figures, then each challenger's (connectors/models/challengers.py)
+    models = [(daemon.slot.name, figures), *figures.get("challengers", {}).items()]
     for key, name in (("metrics", "river_pa_metric"), ("rolling", "river_pa_rolling_metric")):
         if not figures["labelled"]:  # a predictor, a standby: no metric, not a metric of 0
             continue
-        family = GaugeMetricFamily(name, f"progressive validation ({key})", labels=["metric"])
-        for metric, value in figures[key].items():
-            if value is not None:
-                family.add_metric([metric], value)
+        family = GaugeMetricFamily(name, f"progressive validation ({key})",
+                                   labels=["metric", "model"])
+        for model, of_model in models:
+            for metric, value in of_model[key].items():
+                if value is not None:
+                    family.add_metric([metric, model], value)
         families.append(family)
-    families += _drift(figures["drift"], daemon.slot.name)
+    families += _drift([(model, of_model["drift"]) for model, of_model in models
+                        if of_model["drift"] is not None])
+    families += _challengers(figures.get("challengers", {}))
     lag = GaugeMetricFamily("river_pa_consumer_lag", "records of the partition not processed yet",
                             labels=["topic", "partition"])
     for (topic, partition), value in sorted(daemon.health.lag.items()):
@@ -86,23 +92,40 @@ def collect(daemon) -> list:
     return families
 
 
-def _drift(figures: dict | None, model: str) -> list:
-    """The drift watch's series (observe/drift.py), labelled by model; none where drift is not
-    watched (a predictor, --drift-detector none)."""
+def _drift(watches: list[tuple[str, dict]]) -> list:
+    """The drift watch's series (observe/drift.py) of each (model, figures) in `watches`,
+    labelled by model; none where drift is not watched (a predictor, --drift-detector none)."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-    if figures is None:
+    if not watches:
         return []
     found = CounterMetricFamily("river_pa_drifts", "changes of the model's errors found by the "
-                                f"drift watch ({figures['detector']}): rise is a drift",
+                                f"drift watch ({watches[0][1]['detector']}): rise is a drift",
                                 labels=["model", "direction"])
-    found.add_metric([model, "rise"], figures["rises"])
-    found.add_metric([model, "fall"], figures["falls"])
     since = GaugeMetricFamily("river_pa_labels_since_drift", "labelled predictions scored since "
                               "the drift watch's last change (or since it started)",
                               labels=["model"])
-    since.add_metric([model], figures["labels_since"])
+    for model, figures in watches:
+        found.add_metric([model, "rise"], figures["rises"])
+        found.add_metric([model, "fall"], figures["falls"])
+        since.add_metric([model], figures["labels_since"])
     return [found, since]
+
+
+def _challengers(challengers: dict) -> list:
+    """The events each challenger learned and the records it raised on, labelled by name."""
+    from prometheus_client.core import CounterMetricFamily
+
+    if not challengers:
+        return []
+    families = []
+    for key, text in (("learned", "events a challenger learned"),
+                      ("errors", "records a challenger raised on (predicting or learning)")):
+        family = CounterMetricFamily(f"river_pa_challenger_{key}", text, labels=["model"])
+        for name, figures in challengers.items():
+            family.add_metric([name], figures[key])
+        families.append(family)
+    return families
 
 
 class _Collector:

@@ -23,13 +23,19 @@ from typing import Any
 __all__ = ["Pending", "PendingStore", "entry_bytes"]
 
 
-def entry_bytes(rid: str, x: dict, y_pred: Any) -> int:
+def entry_bytes(rid: str, x: dict, y_pred: Any, others: dict | None = None) -> int:
     """Memory held by a pending entry: its id (the store's key), its features and its
     prediction (an early label: the label), the dicts with their keys and values (the small
-    ints and floats of an event; nested objects are not followed)."""
-    size = sys.getsizeof(rid) + _dict_bytes(x)
-    size += _dict_bytes(y_pred) if isinstance(y_pred, dict) else sys.getsizeof(y_pred)
+    ints and floats of an event; nested objects are not followed), and the challengers'
+    predictions (`others`, name -> prediction)."""
+    size = sys.getsizeof(rid) + _dict_bytes(x) + _value_bytes(y_pred)
+    if others:
+        size += _dict_bytes(others) + sum(_value_bytes(p) for p in others.values())
     return size + 200  # the entry and the store's slot
+
+
+def _value_bytes(value: Any) -> int:
+    return _dict_bytes(value) if isinstance(value, dict) else sys.getsizeof(value)
 
 
 def _dict_bytes(d: dict) -> int:
@@ -45,6 +51,7 @@ class Pending:
     y_pred: Any
     ts: int
     nbytes: int = 0
+    others: dict | None = None  # the challengers' predictions by name (models/challengers.py)
 
 
 class PendingStore:
@@ -71,7 +78,7 @@ class PendingStore:
         evicted = []
         if rid in self._items:
             evicted.append(self._remove(rid))
-        entry.nbytes = entry_bytes(rid, entry.x, entry.y_pred)
+        entry.nbytes = entry_bytes(rid, entry.x, entry.y_pred, entry.others)
         self._items[rid] = entry
         self.nbytes += entry.nbytes
         return evicted + self._evict()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from river_pa.connectors.kafka.admin import ensure_topic
 from river_pa.connectors.kafka.partitions import TopicPartition
+from river_pa.connectors.models.challengers import Challenger, make_challengers
 from river_pa.connectors.observe.drift import make_detector
 from river_pa.connectors.observe.reporting import Stats, serve_metrics
 from river_pa.connectors.state import checkpoint, snapshots
@@ -42,9 +43,10 @@ class Recovery:
     def _reset_state(self) -> None:
         """The state of a daemon that has seen nothing."""
         self.slot.reset()
-        cfg = self.cfg
-        self.stats = Stats(serve_metrics(cfg.metric, self.slot.model), cfg.rolling_window,
-                           self._detector())
+        self.stats = self._new_stats(self.slot.model)
+        self.challengers = {name: Challenger(name, model, self._new_stats(model)) for name, model
+                            in (make_challengers(self.cfg.challenger, self.slot.name)
+                                if self.policy.learns else ())}
         self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                     self.cfg.pending_max_bytes)
         self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
@@ -52,10 +54,15 @@ class Recovery:
         self.next_offsets: dict[str, int] = {}
         self.merged_upto: dict[int, tuple] = {}  # see EventTimeOrder.late
 
+    def _new_stats(self, model) -> Stats:
+        cfg = self.cfg
+        return Stats(serve_metrics(cfg.metric, model), cfg.rolling_window, self._detector())
+
     def _state(self) -> dict:
         return {"model": self.slot.model, "stats": self.stats, "pending": self.pending,
                 "early": self.early, "offsets": dict(self.next_offsets),
-                "merged_upto": dict(self.merged_upto)}
+                "merged_upto": dict(self.merged_upto),
+                "challengers": {name: c.state() for name, c in self.challengers.items()}}
 
     def _restore(self, state: dict) -> None:
         self.slot.model = state["model"]
@@ -64,7 +71,21 @@ class Recovery:
         self.early = state.get("early", self.early)  # checkpoints written before early labels
         self.next_offsets = dict(state["offsets"])
         self.merged_upto = merge_keys(state.get("merged_upto"))  # none in older states
+        self._restore_challengers(state.get("challengers"))
         self._apply_settings()
+
+    def _restore_challengers(self, saved) -> None:
+        """Continue the challengers the restored state holds with the same model and
+        parameters; the others start afresh, and the state's challengers no longer named are
+        dropped, each said in one line."""
+        saved = saved if isinstance(saved, dict) else {}  # none in older states
+        for name, challenger in self.challengers.items():
+            if not challenger.restore(saved.get(name)):
+                log.info("challenger %s starts from nothing: %s", name, "its model or "
+                         "parameters changed" if name in saved else "new to this state")
+        for name in sorted(set(saved) - set(self.challengers)):
+            log.info("challenger %s of the restored state dropped: not named by --challenger",
+                     name)
 
     def _apply_settings(self) -> None:
         """Apply this start's bounds and metrics to a restored state (they were ignored): the
@@ -82,14 +103,21 @@ class Recovery:
         if expired or orphans:
             log.info("the restored state was over --pending-max/--pending-max-bytes: %d pending "
                      "events expired, %d early labels orphaned", len(expired), len(orphans))
-        old = [type(m).__name__ for m in self.stats.metric], self.stats.rolling.window_size
-        if self.stats.use_metrics(serve_metrics(cfg.metric, self.slot.model), cfg.rolling_window):
-            log.info("metrics %s (window %d) restart from zero as %s (window %d): counts and "
-                     "the model are kept", *old, [type(m).__name__ for m in self.stats.metric],
+        self._use_settings(self.stats, self.slot.model, "")
+        for name, challenger in self.challengers.items():
+            self._use_settings(challenger.stats, challenger.slot.model, f"challenger {name}: ")
+
+    def _use_settings(self, stats: Stats, model, whose: str) -> None:
+        """Give restored `stats` (of `model`) this start's metrics and drift detector."""
+        cfg = self.cfg
+        old = [type(m).__name__ for m in stats.metric], stats.rolling.window_size
+        if stats.use_metrics(serve_metrics(cfg.metric, model), cfg.rolling_window):
+            log.info("%smetrics %s (window %d) restart from zero as %s (window %d): counts and "
+                     "the model are kept", whose, *old, [type(m).__name__ for m in stats.metric],
                      cfg.rolling_window)
-        if self.stats.use_detector(self._detector()):
-            log.info("drift watch starts afresh with --drift-detector %s %s (a state written "
-                     "before it, or with another detector)", cfg.drift_detector,
+        if stats.use_detector(self._detector()):
+            log.info("%sdrift watch starts afresh with --drift-detector %s %s (a state written "
+                     "before it, or with another detector)", whose, cfg.drift_detector,
                      json.dumps(cfg.drift_params))
 
     def _detector(self):

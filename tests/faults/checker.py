@@ -17,7 +17,9 @@ after heal. It then stops every daemon with SIGTERM and reads the topics:
     stream was in Kafka before the faults or the learner merged no record late (its state's
     `late_records`: written after a later record had been released), the metric within
     `TOLERANCE` events otherwise;
-    the newest model snapshot in the model topic (what a new predictor loads) likewise;
+    the newest model snapshot in the model topic (what a new predictor loads) likewise; the
+    learner's challenger (daemons.py's `CHALLENGER`) and both drift watches likewise against
+    the same replay (the challenger's learned count always);
 (d) no daemon froze (the progress above), exited on its own after the heal, exited on its own
     `LOOP` times or more (a restart loop), or exited non-zero on a SIGTERM (but -15, the
     signal itself when it came before the daemon's handler was installed, and 1 with the
@@ -40,8 +42,11 @@ from collections import Counter
 from kafka import KafkaConsumer
 from river import metrics
 
+from river_pa.connectors.observe.drift import DriftWatch, make_detector
 from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.registry import make_model
+
+from tests.faults.daemons import CHALLENGER
 
 __all__ = ["check", "message"]
 
@@ -208,32 +213,46 @@ def predictions(run) -> list[str]:
 
 # ---- (b), (c) the learner's state and model -------------------------------------------------
 
-def reference(run):
-    """(model, metric value, learned) of the documented merge replayed over both topics."""
+class _Replayed:
+    """One model of the replay: the model, its metric and its drift watch (the daemon's)."""
+
+    def __init__(self, params: dict):
+        self.model, self.metric = make_model("PAClassifier", params), metrics.Accuracy()
+        self.watch = DriftWatch(make_detector("ADWIN", {}))
+
+    def learn(self, x: dict, y, y_pred) -> None:
+        if y_pred is not None and y_pred != {}:
+            self.metric.update(y, y_pred)
+            self.watch.update(y, y_pred)
+        self.model.learn_one(x, y)
+
+
+def reference(run) -> tuple[_Replayed, _Replayed, int]:
+    """(the served model, the challenger, learned) of the documented merge replayed over both
+    topics."""
     events, labels, _ = run.topics
     records = run.kafka.read_all(events) + run.kafka.read_all(labels)
     records.sort(key=lambda r: (r.timestamp, r.topic == events, r.partition, r.offset))
-    model, metric, learned = make_model("PAClassifier", {}), metrics.Accuracy(), 0
+    models, learned = (_Replayed({}), _Replayed(CHALLENGER[1])), 0
     pending, early = {}, {}
     for record in records:
         value = json.loads(record.value)
         rid = value["id"]
         if record.topic == events:
-            y_pred = model.predict_one(value["x"])
+            y_preds = [m.model.predict_one(value["x"]) for m in models]
             if rid not in early:
-                pending[rid] = (value["x"], y_pred)
+                pending[rid] = (value["x"], y_preds)
                 continue
             x, y = value["x"], early.pop(rid)
         elif rid in pending:
-            (x, y_pred), y = pending.pop(rid), value["y"]
+            (x, y_preds), y = pending.pop(rid), value["y"]
         else:
             early[rid] = value["y"]
             continue
-        if y_pred is not None and y_pred != {}:
-            metric.update(y, y_pred)
-        model.learn_one(x, y)
+        for replayed, y_pred in zip(models, y_preds):
+            replayed.learn(x, y, y_pred)
         learned += 1
-    return model, metric.get(), learned
+    return *models, learned
 
 
 def restored(run, topic: str, name: str) -> dict:
@@ -265,7 +284,8 @@ def restored(run, topic: str, name: str) -> dict:
 
 def learned_and_model(run) -> list[str]:
     events = run.topics[0]
-    model, accuracy, labelled = reference(run)
+    served, challenger, labelled = reference(run)
+    model, accuracy = served.model, served.metric.get()
     found = []
     try:
         state = restored(run, f"{events}.state", f"{run.fleet.learn_group}.learner")
@@ -282,8 +302,30 @@ def learned_and_model(run) -> list[str]:
         found.append("(c) the final model's pickle differs from the replay's")
     if (got != accuracy) if exact else abs(got - accuracy) * labelled > TOLERANCE:
         found.append(f"(c) accuracy {got} where the replay gives {accuracy}")
+    if exact and state["stats"].drift.snapshot() != served.watch.snapshot():
+        found.append(f"(c) drift {state['stats'].drift.snapshot()} where the replay gives "
+                     f"{served.watch.snapshot()}")
+    found += challenged(state["challengers"].get(CHALLENGER[0]), challenger, labelled, exact)
     found += published_model(run, model, labelled, exact)
     return found
+
+
+def challenged(state, replayed: _Replayed, labelled: int, exact: bool) -> list[str]:
+    """The challenger in the restored state against its replay."""
+    if state is None:
+        return [f"(c) the state has no challenger {CHALLENGER[0]}"]
+    stats = state["stats"]
+    if stats.counts["learned"] != labelled or state["errors"]:
+        return [f"(b) the challenger learned {stats.counts['learned']} of {labelled} labelled "
+                f"events ({state['errors']} errors)"]
+    if not exact:
+        return []
+    if pickle.dumps(state["model"]) != pickle.dumps(replayed.model):
+        return ["(c) the challenger's pickle differs from the replay's"]
+    got, want = (stats.metric.get()[0], stats.drift.snapshot()), (replayed.metric.get(),
+                                                                  replayed.watch.snapshot())
+    return [] if got == want else [f"(c) the challenger's accuracy and drift {got} where the "
+                                   f"replay gives {want}"]
 
 
 def published_model(run, model, labelled: int, exact: bool) -> list[str]:

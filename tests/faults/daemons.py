@@ -11,6 +11,7 @@ is kept with its status and cause, for the checker. `tick()` is called by the ru
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -23,8 +24,10 @@ NOT_ACTIVE = ("stepping down, writing nothing more", "standby: the lease")
 RESTARTED = "=== fault harness: restarted ==="
 SESSION = ("--session-timeout-ms", "6000")
 STALL_EXIT_S = 150  # --stall-exit-seconds: over the 60 s the loop's longest bounded wait takes
+CHALLENGER = ("c", {"C": 0.1})  # the learners' challenger (checker.py replays it too)
 LEARNER = ("--role", "learn", "--max-poll-records", "25", "--checkpoint-every", "150",
-           "--publish-every", "300", "--publish-seconds", "0.5")
+           "--publish-every", "300", "--publish-seconds", "0.5",
+           "--challenger", f"{CHALLENGER[0]}=PAClassifier{json.dumps(CHALLENGER[1])}")
 PREDICTOR = ("--role", "predict", "--max-poll-records", "50", "--checkpoint-seconds", "0.5")
 
 

@@ -75,6 +75,7 @@ def test_learner_and_predictor_metrics_and_probes(kafka, elec2_path):
     # sent once it has learned the others, are learned after the last model, and only the
     # progress record says so
     learner = kafka.serve_stream(events, labels, f"{events}-unused", "--role", "learn",
+                                 "--challenger", 'c01=PAClassifier{"C": 0.01}',
                                  "--metrics-port", "0", "--publish-every", "200",
                                  "--publish-seconds", "3600", "--checkpoint-seconds", "0.5",
                                  name="learner")
@@ -133,18 +134,26 @@ def test_learner_and_predictor_metrics_and_probes(kafka, elec2_path):
     assert not {k for k in staleness if k[0] in ("river_pa_metric", "river_pa_rolling_metric")}
     # the learner's progressive metric, on its endpoint and in its report
     report = kafka.wait_for_report("learner.jsonl", lambda r: r["learned"] == N_EVENTS, learner)
-    accuracy = learned[("river_pa_metric", frozenset({("metric", "Accuracy")}))]
+    model = ("model", dict(info[1])["model"])  # the series of the served model are labelled so
+    accuracy = learned[("river_pa_metric", frozenset({("metric", "Accuracy"), model}))]
     assert accuracy == report["metrics"]["Accuracy"] > 0.5
     # the drift watch (ADWIN by default) of the learner's errors, labelled by model
     drift = report["drift"]
     assert drift["detector"] == "ADWIN"
-    model = ("model", dict(info[1])["model"])
-    assert {k: v for k, v in learned.items() if k[0] == "river_pa_drifts_total"} == {
+    drifts = {k: v for k, v in learned.items() if k[0] == "river_pa_drifts_total" and model in k[1]}
+    assert drifts == {
         ("river_pa_drifts_total", frozenset({model, ("direction", "rise")})): drift["rises"],
         ("river_pa_drifts_total", frozenset({model, ("direction", "fall")})): drift["falls"]}
     assert learned[("river_pa_labels_since_drift", frozenset({model}))] == drift["labels_since"]
     assert not {k for k in staleness if k[0].startswith(("river_pa_drifts",
                                                           "river_pa_labels_since_drift"))}
+    # a challenger learned every label the served model learned, scored on the same stream
+    c01 = report["challengers"]["c01"]
+    assert (c01["model"], c01["learned"], c01["labelled"], c01["errors"]) == (
+        "PAClassifier", N_EVENTS, N_EVENTS, 0)
+    assert learned[("river_pa_metric", frozenset({("metric", "Accuracy"), ("model", "c01")}))] \
+        == c01["metrics"]["Accuracy"] != accuracy
+    assert learned[("river_pa_challenger_learned_total", frozenset({("model", "c01")}))] == N_EVENTS
     assert kafka.stop(predictor) == 0
     p_report = kafka.last_report("p1.jsonl")
     assert p_report["learned_since_model"] == N_EVENTS - model_learned

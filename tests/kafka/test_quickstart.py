@@ -63,7 +63,7 @@ def test_the_serving_quick_start_runs_as_written(kafka, tmp_path):
                                                metrics.Accuracy(), delay=100)
     learner = json.loads((tmp_path / "run" / "learn.jsonl").read_text().splitlines()[-1])
     assert learner["learned"] == 1250 and learner["metrics"] == {"Accuracy": reference.get()}
-    assert f'river_pa_metric{{metric="Accuracy"}} {reference.get()}' in out
+    assert f'river_pa_metric{{metric="Accuracy",model="PAClassifier"}} {reference.get()}' in out
     for n in (1, 2):  # each predictor served a partition with a model the learner published
         report = json.loads((tmp_path / "run" / f"predict-{n}.jsonl").read_text().splitlines()[-1])
         assert report["events"] > 0 and report["model_version"] >= 1
@@ -93,7 +93,7 @@ def test_the_pipeline_page_runs_as_written(kafka, tmp_path):
         delay=100)
     learner = json.loads((tmp_path / "run" / "shop-learn.jsonl").read_text().splitlines()[-1])
     assert learner["learned"] == 2000 and learner["metrics"] == {"Accuracy": reference.get()}
-    assert f'river_pa_metric{{metric="Accuracy"}} {reference.get()}' in done.stdout
+    assert f'river_pa_metric{{metric="Accuracy",model="Pipeline"}} {reference.get()}' in done.stdout
     # the page's river-pa evaluate of the same stream prints the same accuracy
     assert re.search(rf"Accuracy\W+{reference.get():.6f}", done.stdout), done.stdout[-3000:]
     report = json.loads((tmp_path / "run" / "shop-predict.jsonl").read_text().splitlines()[-1])

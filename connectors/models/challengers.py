@@ -1,0 +1,146 @@
+"""Challengers: named models the learner learns beside the model it serves (the champion), on
+the same merged stream, each scored by progressive validation on the same delayed labels.
+
+`--challenger NAME=SPEC` (repeatable; SPEC is a `--model` value, optionally followed by its
+parameters as a JSON object: `c01=PAClassifier{"C": 0.1}`) adds one. Each challenger predicts
+every event when the champion does, keeps its prediction with the champion's in the pending
+store, is scored and learns when the label comes (only a label the champion took: what the
+champion refuses is dead-lettered once), and has its own metrics, rolling metrics and drift
+watch. Challengers are part of the learner's state: a restored learner continues them; a
+learner started with another set keeps the ones it still names (same model and parameters),
+starts the new ones from nothing and drops the others, each said in one line. A challenger
+that raises is counted (`errors`) and the record goes on; it never stops the daemon or the
+champion. Predictors serve the champion only.
+
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from river_pa.connectors.models.slot import ModelSlot
+from river_pa.connectors.observe.reporting import Stats
+
+__all__ = ["Challenger", "make_challengers", "parse_challenger"]
+
+log = logging.getLogger("river_pa.serve")
+
+NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+ERROR_LINES = 10  # lines for a challenger's first errors; then one per power of ten
+
+
+def parse_challenger(text: str) -> tuple[str, str, dict]:
+    """(name, model, parameters) of a `--challenger` value; ValueError naming it otherwise.
+
+    >>> parse_challenger('c01=PAClassifier{"C": 0.1}')
+    ('c01', 'PAClassifier', {'C': 0.1})
+    >>> parse_challenger("arow=mymodels:arow")
+    ('arow', 'mymodels:arow', {})
+    >>> parse_challenger("PAClassifier")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: challenger 'PAClassifier' must be NAME=MODEL or NAME=MODEL{JSON parameters}, ...
+
+    """
+    name, eq, spec = text.partition("=")
+    model, brace, params = spec.partition("{")
+    if not (eq and NAME.fullmatch(name) and model.strip()):
+        raise ValueError(f"challenger {text!r:.80} must be NAME=MODEL or NAME=MODEL{{JSON "
+                         "parameters}, NAME of 1-64 of a-z A-Z 0-9 _ . -")
+    try:
+        kwargs = json.loads(brace + params) if brace else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"challenger {name}: parameters {brace + params!r:.80} are not a JSON "
+                         f"object ({exc})") from None
+    return name, model.strip(), kwargs
+
+
+def make_challengers(specs: list[str], champion: str) -> list[tuple[str, object]]:
+    """(name, new model) of each `--challenger` value in `specs`, for a champion named
+    `champion`; ValueError naming the value for a bad one, a name given twice or the
+    champion's (its series on /metrics are labelled by it), or a model that cannot be made or
+    fails on a synthetic event."""
+    from river_pa.connectors.models.slot import check_model
+    from river_pa.registry import make_model
+
+    made = []
+    for text in specs:
+        name, spec, params = parse_challenger(text)
+        if name == champion or name in dict(made):
+            raise ValueError(f"challenger {name}: the name is "
+                             f"{'the served model' if name == champion else 'given twice'}")
+        try:
+            model = make_model(spec, params)
+            check_model(model)
+        except ValueError as exc:  # make_model's words are --model's
+            raise ValueError(f"challenger {name}: {str(exc).replace('--model ', 'model ')}") \
+                from None
+        made.append((name, model))
+    return made
+
+
+class Challenger:
+    """One challenger: its `slot` (model, pristine copy, label check), its `stats` and the
+    count of records it raised on (`errors`)."""
+
+    def __init__(self, name: str, model, stats: Stats):
+        self.name = name
+        self.slot = ModelSlot(model)
+        self.stats = stats
+        self.errors = 0
+
+    def predict(self, x: dict):
+        """What its metric scores for event `x` (probabilities or a label); None when it
+        raises (counted)."""
+        uses_proba = self.stats.uses_proba
+        try:
+            y_pred, proba = self.slot.predict(x, uses_proba)
+        except Exception as exc:
+            return self._failed("predicting", exc)
+        return proba if uses_proba else y_pred
+
+    def learn(self, x: dict, y, y_pred, delay_ms: int | None) -> None:
+        """Score `y_pred` (its prediction when the event came; None: it had none) against the
+        label `y`, then learn (x, y)."""
+        self.stats.score(y, y_pred, delay_ms)
+        try:
+            self.slot.model.learn_one(x, y)
+        except Exception as exc:
+            self._failed("learning", exc)
+            return
+        self.stats.counts["learned"] += 1
+
+    def _failed(self, doing: str, exc: Exception) -> None:
+        self.errors += 1
+        if self.errors <= ERROR_LINES or str(self.errors).strip("0") == "1":
+            line = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            log.warning("challenger %s failed %s (%d so far; the record goes on): %s",
+                        self.name, doing, self.errors, line)
+
+    def state(self) -> dict:
+        """What the learner's state keeps of it."""
+        return {"model": self.slot.model, "stats": self.stats, "errors": self.errors,
+                "meta": self.slot.meta}
+
+    def restore(self, saved) -> bool:
+        """Continue from `saved` (a `state()` of the state restored) when it is this
+        challenger's model with these parameters; False otherwise (it starts afresh)."""
+        if not (isinstance(saved, dict) and saved.get("meta") == self.slot.meta
+                and isinstance(saved.get("model"), type(self.slot.pristine))
+                and isinstance(saved.get("stats"), Stats)
+                and isinstance(saved.get("errors"), int)):
+            return False
+        self.slot.model, self.stats, self.errors = saved["model"], saved["stats"], saved["errors"]
+        return True
+
+    def figures(self) -> dict:
+        """The report's figures of this challenger."""
+        stats = self.stats
+        return {"model": self.slot.name,
+                "metrics": {type(m).__name__: m.get() for m in stats.metric},
+                "rolling": {type(m).__name__: m.get() for m in stats.rolling.obj},
+                "labelled": stats.counts["labelled"], "learned": stats.counts["learned"],
+                "errors": self.errors,
+                "drift": stats.drift.snapshot() if stats.drift is not None else None}

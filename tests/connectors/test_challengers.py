@@ -1,0 +1,179 @@
+"""Challengers (models/challengers.py) in the daemon's loop, on the in-memory topics of
+fake_kafka.py: each is River's progressive validation of its own model on the same stream, a
+restored learner continues them, another set keeps, adds and drops them, and one that raises
+leaves the champion as it would be alone."""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import pytest
+from river import base, evaluate, linear_model, metrics
+
+from river_pa import cli
+from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.loop.daemon import Daemon
+from river_pa.connectors.observe.metrics import collect
+from river_pa.connectors.replay import records
+from river_pa.connectors.state.pending import entry_bytes
+from river_pa.linear_model import PAClassifier
+
+N, DELAY, STOP = 600, 25, 240
+C01 = 'c01=PAClassifier{"C": 0.01}'
+LR = "lr=river.linear_model:LogisticRegression"
+
+
+class Flaky(base.Classifier):
+    """A classifier that raises on events whose `a` is above 0.8 (about a fifth of them)."""
+
+    def learn_one(self, x, y):
+        if x["a"] > 0.8:
+            raise RuntimeError("flaky learn")
+
+    def predict_proba_one(self, x):
+        if x["a"] > 0.8:
+            raise RuntimeError("flaky predict")
+        return {True: 0.5, False: 0.5}
+
+
+def _rows() -> list[tuple[dict, bool]]:
+    rng = random.Random(11)
+    rows = []
+    for _ in range(N):
+        x = {"a": rng.random(), "b": rng.random()}
+        rows.append((x, x["a"] + 0.2 * rng.random() > x["b"]))
+    return rows
+
+
+@pytest.fixture
+def stream(fake_clients):
+    fake_clients.topic("ev"), fake_clients.topic("lab")
+    fake_clients.send_all(records(_rows(), DELAY, start_ms=0), "ev", "lab")
+    return fake_clients
+
+
+def _daemon(tmp_path, challengers: list[str], metric=("Accuracy",)) -> Daemon:
+    cfg = ServeConfig(model="PAClassifier", events_topic="ev", labels_topic="lab",
+                      predictions_topic="preds", metrics_topic=None, report_path=None,
+                      checkpoint_path=str(tmp_path / "ckpt"), checkpoint_every=60,
+                      challenger=challengers, metric=list(metric))
+    return Daemon(cfg, PAClassifier())
+
+
+def _serve(daemon: Daemon, learned: int) -> Daemon:
+    step = daemon._step
+
+    def step_then_check():
+        step()
+        daemon.stopping = daemon.stats.counts["learned"] >= learned
+
+    daemon._step = step_then_check
+    assert daemon.run() == 0
+    return daemon
+
+
+def _river(model, metric=metrics.Accuracy) -> float:
+    return evaluate.progressive_val_score(_rows(), model, metric(), delay=DELAY).get()
+
+
+def _same_model(a, b) -> bool:
+    return [a.predict_proba_one(x) for x, _ in _rows()] == [b.predict_proba_one(x) for x, _ in
+                                                             _rows()]
+
+
+def test_each_challenger_is_rivers_progressive_validation_of_its_model(stream, tmp_path):
+    daemon = _serve(_daemon(tmp_path, [C01, LR]), N)
+    figures = daemon.figures()
+    assert figures["metrics"] == {"Accuracy": _river(PAClassifier())}
+    challengers = figures["challengers"]
+    assert challengers["c01"] == {
+        "model": "PAClassifier", "metrics": {"Accuracy": _river(PAClassifier(C=0.01))},
+        "rolling": challengers["c01"]["rolling"], "labelled": N, "learned": N, "errors": 0,
+        "drift": daemon.challengers["c01"].stats.drift.snapshot()}
+    assert challengers["lr"]["metrics"] == {"Accuracy": _river(linear_model.LogisticRegression())}
+    assert challengers["c01"]["metrics"] != figures["metrics"]  # another model, other figures
+    reference = PAClassifier(C=0.01)
+    for x, y in _rows():
+        reference.learn_one(x, y)
+    assert _same_model(daemon.challengers["c01"].slot.model, reference)
+    families = {f.name: f for f in collect(daemon)}
+    series = {(s.labels["model"], s.labels["metric"]): s.value
+              for s in families["river_pa_metric"].samples}
+    assert series == {("PAClassifier", "Accuracy"): figures["metrics"]["Accuracy"],
+                      ("c01", "Accuracy"): challengers["c01"]["metrics"]["Accuracy"],
+                      ("lr", "Accuracy"): challengers["lr"]["metrics"]["Accuracy"]}
+    drifts = {s.labels["model"] for s in families["river_pa_drifts"].samples}
+    assert drifts == {"PAClassifier", "c01", "lr"}
+    assert {s.labels["model"]: s.value for s in families["river_pa_challenger_learned"].samples} \
+        == {"c01": N, "lr": N}
+
+
+def test_a_restored_learner_continues_them_and_another_set_keeps_adds_and_drops(
+        stream, tmp_path, caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    first = _serve(_daemon(tmp_path, [C01, LR]), STOP)
+    at_checkpoint = first.stats.counts["learned"]  # the final checkpoint holds them all
+    changed = 'lr=PAClassifier{"variant": "PA-II"}'
+    restored = _serve(_daemon(tmp_path, [C01, "c1=PAClassifier", changed]), N)
+    kept, new, replaced = (restored.challengers[n] for n in ("c01", "c1", "lr"))
+    assert kept.stats.counts["learned"] == N and kept.stats.metric[0].get() == \
+        _river(PAClassifier(C=0.01))
+    assert new.stats.counts["learned"] == replaced.stats.counts["learned"] == N - at_checkpoint
+    reference = PAClassifier()
+    for x, y in _rows()[at_checkpoint:]:  # labels are learned in event order here
+        reference.learn_one(x, y)
+    assert _same_model(new.slot.model, reference)
+    assert "challenger c1 starts from nothing: new to this state" in caplog.text
+    assert "challenger lr starts from nothing: its model or parameters changed" in caplog.text
+    caplog.clear()
+    again = _daemon(tmp_path, [C01])
+    again.consumer = None  # not asked without --exactly-once
+    again.load()
+    assert list(again.challengers) == ["c01"] and again.challengers["c01"].stats.counts[
+        "learned"] == N
+    assert "challenger c1 of the restored state dropped: not named by --challenger" in caplog.text
+    assert "challenger lr of the restored state dropped" in caplog.text
+
+
+def test_a_challenger_that_raises_is_counted_and_changes_nothing_else(stream, tmp_path, caplog):
+    flaky = f"flaky={__name__}:Flaky"
+    daemon = _serve(_daemon(tmp_path, [flaky]), N)
+    figures = daemon.figures()
+    assert figures["metrics"] == {"Accuracy": _river(PAClassifier())}
+    assert figures["dead_lettered"] == 0 and figures["learned"] == N
+    high = sum(x["a"] > 0.8 for x, _ in _rows())
+    flaky = figures["challengers"]["flaky"]
+    assert flaky["errors"] == 2 * high  # predicting and learning each of them
+    assert flaky["learned"] == N - high and flaky["labelled"] == N
+    assert "challenger flaky failed predicting (1 so far; the record goes on): RuntimeError: " \
+           "flaky predict" in caplog.text
+
+
+def test_the_pending_store_counts_the_challengers_predictions():
+    alone = entry_bytes("e1", {"a": 1.0}, True)
+    assert entry_bytes("e1", {"a": 1.0}, True, {"c01": True, "lr": {True: 0.4, False: 0.6}}) \
+        > alone + 2 * 50
+
+
+@pytest.mark.parametrize("value,line", [
+    ("PAClassifier", "challenger 'PAClassifier' must be NAME=MODEL or NAME=MODEL{JSON "
+                     "parameters}, NAME of 1-64 of a-z A-Z 0-9 _ . -"),
+    ("PAClassifier=PARegressor", "challenger PAClassifier: the name is the served model"),
+    ("c=PAClassifier{C: 1}", "challenger c: parameters '{C: 1}' are not a JSON object"),
+    ("c=NoSuchModel", "challenger c: model 'NoSuchModel': unknown model; choose one of "),
+    ('c=PAClassifier{"c": 1}', "challenger c: unknown parameter 'c' for PAClassifier"),
+])
+def test_a_bad_challenger_is_status_2_naming_it(capsys, value, line):
+    argv = ["serve", "--challenger", "a=PAClassifier", "--challenger", value,
+            "--bootstrap-servers", "127.0.0.1:1"]
+    assert cli.main(argv) == 2
+    [err] = capsys.readouterr().err.strip().splitlines()
+    assert err.startswith(f"river-pa serve: {line}"), err
+
+
+def test_a_name_given_twice_is_refused(capsys):
+    argv = ["serve", "--challenger", "a=PAClassifier", "--challenger", "a=PARegressor",
+            "--bootstrap-servers", "127.0.0.1:1"]
+    assert cli.main(argv) == 2
+    assert "challenger a: the name is given twice" in capsys.readouterr().err
