@@ -92,6 +92,17 @@ class Stats:
         self.drift = DriftWatch(detector) if detector is not None else None
         return True
 
+    def swap_scores(self, other: "Stats") -> None:
+        """Exchange the metrics, rolling metrics and drift watch with `other` (a promoted
+        challenger's: its figures continue as the served model's; the counts of the stream
+        stay with the daemon's stats)."""
+        for name in ("metric", "rolling", "drift"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(self, name, theirs)
+            setattr(other, name, mine)
+        for stats in (self, other):
+            stats.__dict__.pop("uses_proba", None)
+
     def score(self, y_true, y_pred, delay_ms: int | None) -> str | None:
         """Update the metrics with one labelled prediction; `delay_ms` (event to label, in
         record time) feeds the delay statistics, None for a label carried by its event. A

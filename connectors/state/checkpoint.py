@@ -206,6 +206,9 @@ def dumps(state: dict, model, offsets: dict[str, int], key: bytes | None,
     payload = pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
     header = {**metadata(model), "offsets": offsets, "sha256": hashlib.sha256(payload).hexdigest(),
               **(stamp or {})}
+    if state.get("challengers"):  # a learner may start with one of them as its --model
+        header["challengers"] = {name: {f: c["meta"][f] for f in MODEL_META}
+                                 for name, c in state["challengers"].items()}
     if key:
         header["hmac"] = _signature(key, header, payload)
     return json.dumps(header, sort_keys=True).encode() + b"\n" + payload
@@ -325,11 +328,21 @@ def loads(data: bytes, model_factory_meta: dict, key: bytes | None, where,
     return header, _unpickle(where, payload)
 
 
+MODEL_META = ("model_class", "model_config")  # of `metadata`: what names the model
+
+
 def _check_versions(path, header: dict, expected: dict) -> None:
+    """Raise VersionMismatch unless the header's fields are `expected`'s, or differ only in the
+    model, which is then one of the header's challengers (a promotion: the caller swaps it in)."""
+    challengers = header.get("challengers")
+    if isinstance(challengers, dict) and {f: expected[f] for f in MODEL_META} in \
+            challengers.values():
+        expected = {k: v for k, v in expected.items() if k not in MODEL_META}
     for field, want in expected.items():
         if header.get(field) != want:
             raise VersionMismatch(
                 f"{path}: checkpoint has {field}={header.get(field)!r}, this daemon runs "
                 f"{want!r}; refusing to load it (give the daemon the --model, --model-params and "
-                f"versions that wrote it; a learner with another model needs a new --group-id)"
+                f"versions that wrote it, or those of one of its challengers to promote it; a "
+                f"learner with another model needs a new --group-id)"
             )

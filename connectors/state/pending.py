@@ -101,6 +101,10 @@ class PendingStore:
         self.nbytes -= entry.nbytes
         return entry
 
+    def entries(self):
+        """The entries, oldest first."""
+        return self._items.values()
+
     def pop(self, rid: str) -> Pending | None:
         """Remove and return the entry for `rid`, or None when it is unknown."""
         return self._remove(rid) if rid in self._items else None

@@ -36,6 +36,30 @@ def merge_keys(value) -> dict[int, tuple]:
             and type(key) is tuple and len(key) == 4 and all(isinstance(k, int) for k in key)}
 
 
+FORMER = "the former served model"  # a promotion's challenger (`Recovery._promote`)
+
+
+def promoted(state, meta: dict) -> str | None:
+    """The challenger of `state` (a restored state dict) whose model and parameters are
+    `meta`'s (this start's --model) when its served model's are not: a promotion."""
+    challengers = state.get("challengers") if isinstance(state, dict) else None
+    if not isinstance(challengers, dict) or _meta_of(state.get("model")) == meta:
+        return None
+    return next((name for name, c in challengers.items()
+                 if isinstance(c, dict) and c.get("meta") == meta), None)
+
+
+def _meta_of(model) -> dict | None:
+    try:
+        return checkpoint.metadata(model)
+    except Exception:  # noqa: BLE001 (a payload that is no model: no promotion; refused later)
+        return None
+
+
+def _scores(stats: Stats) -> str:
+    return ", ".join(f"{type(m).__name__} {m.get():.4g}" for m in stats.metric)
+
+
 class Recovery:
     """The state of a daemon (model, metrics, pending events, early labels, next offsets): reset,
     saved as a dict, restored from a checkpoint or a snapshot topic."""
@@ -65,6 +89,8 @@ class Recovery:
                 "challengers": {name: c.state() for name, c in self.challengers.items()}}
 
     def _restore(self, state: dict) -> None:
+        if promoted(state, self.slot.meta):
+            self._promote(state, promoted(state, self.slot.meta))
         self.slot.model = state["model"]
         self.stats = state["stats"]
         self.pending = state["pending"]
@@ -74,16 +100,55 @@ class Recovery:
         self._restore_challengers(state.get("challengers"))
         self._apply_settings()
 
+    def _promote(self, state: dict, name: str) -> None:
+        """Make challenger `name` of `state` its served model (this start's --model is that
+        challenger's model): its model, metrics and drift watch, and its predictions of the
+        pending events, continue as the served model's; the former served model becomes a
+        challenger, `FORMER`, which a --challenger with its model and parameters continues."""
+        promoted = state["challengers"].pop(name)
+        if not (isinstance(promoted.get("model"), type(self.slot.pristine))
+                and isinstance(promoted.get("stats"), Stats)):
+            raise checkpoint.CheckpointError(f"the state's challenger {name} is not valid")
+        former, stats = state["model"], state["stats"]
+        stats.swap_scores(promoted["stats"])
+        state["model"] = promoted["model"]
+        state["challengers"][FORMER] = {"model": former, "stats": promoted["stats"], "errors": 0,
+                                        "meta": checkpoint.metadata(former)}
+        for entry in state["pending"].entries():
+            others = entry.others or {}
+            entry.y_pred, others[FORMER] = others.pop(name, None), entry.y_pred
+            entry.others = others
+        log.info("challenger %s promoted: it is the served model from now on, its metrics "
+                 "continue (%s); the former served model %s goes on as a challenger if "
+                 "--challenger names its model and parameters", name, _scores(stats),
+                 type(former).__name__)
+
+    def _rename_predictions(self, old: str, new: str) -> None:
+        """The pending events' predictions by challenger `old` are challenger `new`'s."""
+        for entry in self.pending.entries():
+            if entry.others and old in entry.others:
+                entry.others[new] = entry.others.pop(old)
+
     def _restore_challengers(self, saved) -> None:
         """Continue the challengers the restored state holds with the same model and
-        parameters; the others start afresh, and the state's challengers no longer named are
-        dropped, each said in one line."""
-        saved = saved if isinstance(saved, dict) else {}  # none in older states
+        parameters (by name, or else the one with them: a renamed challenger, the former
+        served model after a promotion); the others start afresh, and the state's challengers
+        no longer named are dropped, each said in one line."""
+        saved = dict(saved) if isinstance(saved, dict) else {}  # none in older states
         for name, challenger in self.challengers.items():
-            if not challenger.restore(saved.get(name)):
-                log.info("challenger %s starts from nothing: %s", name, "its model or "
-                         "parameters changed" if name in saved else "new to this state")
-        for name in sorted(set(saved) - set(self.challengers)):
+            if challenger.restore(saved.get(name)):
+                saved.pop(name)
+                continue
+            same = next((n for n, c in saved.items() if challenger.restore(c)), None)
+            if same is not None:
+                log.info("challenger %s continues %s of the restored state (its model and "
+                         "parameters)", name, same)
+                saved.pop(same)
+                self._rename_predictions(same, name)
+                continue
+            log.info("challenger %s starts from nothing: %s", name, "its model or "
+                     "parameters changed" if name in saved else "new to this state")
+        for name in sorted(saved):
             log.info("challenger %s of the restored state dropped: not named by --challenger",
                      name)
 
@@ -221,7 +286,6 @@ class Recovery:
         checkpoint (its signed header naming its term and version) and holds a dict with
         `fields` (name -> type; "model" always, of the configured model's class), or None;
         each one that does not is reported and dropped (errors of the types `fatal` raise)."""
-        fields = {"model": type(self.slot.pristine), **fields}
         for manifest, payload in reader.candidates():
             try:
                 stamp = {"term": manifest["term"], "version": manifest["version"]}
@@ -232,7 +296,10 @@ class Recovery:
             except checkpoint.CheckpointError as exc:
                 reader.reject(manifest, str(exc))
                 continue
-            wrong = [k for k, t in fields.items() if not isinstance(
+            # the model of this --model, or a challenger of the state to promote (`_promote`)
+            served = {"model": type(self.slot.pristine)} if not promoted(state, self.slot.meta) \
+                else {"challengers": dict}
+            wrong = [k for k, t in {**served, **fields}.items() if not isinstance(
                 state.get(k) if isinstance(state, dict) else None, t)]
             if wrong:
                 reader.reject(manifest, f"its payload lacks or mistypes {wrong[0]!r}")

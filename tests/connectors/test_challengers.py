@@ -16,6 +16,7 @@ from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.loop.daemon import Daemon
 from river_pa.connectors.observe.metrics import collect
 from river_pa.connectors.replay import records
+from river_pa.connectors.state import checkpoint
 from river_pa.connectors.state.pending import entry_bytes
 from river_pa.linear_model import PAClassifier
 
@@ -177,3 +178,47 @@ def test_a_name_given_twice_is_refused(capsys):
             "--bootstrap-servers", "127.0.0.1:1"]
     assert cli.main(argv) == 2
     assert "challenger a: the name is given twice" in capsys.readouterr().err
+
+
+def _promoting(tmp_path, params: dict, challengers: list[str]) -> Daemon:
+    cfg = ServeConfig(model="PAClassifier", model_params=params, events_topic="ev",
+                      labels_topic="lab", predictions_topic="preds", metrics_topic=None,
+                      report_path=None, checkpoint_path=str(tmp_path / "ckpt"),
+                      checkpoint_every=60, challenger=challengers)
+    return Daemon(cfg, PAClassifier(**params))
+
+
+def test_a_learner_started_with_a_challengers_model_promotes_it(stream, tmp_path, caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    first = _serve(_daemon(tmp_path, [C01]), STOP)
+    assert len(first.pending)  # events whose label comes after the promotion
+    # the next start serves c01's model and keeps the former one as challenger "old"
+    promoted = _serve(_promoting(tmp_path, {"C": 0.01}, ["old=PAClassifier"]), N)
+    assert "challenger c01 promoted: it is the served model from now on" in caplog.text
+    assert "challenger old continues the former served model of the restored state" in caplog.text
+    figures = promoted.figures()
+    # both continue exactly: as if each had been learned alone over the whole stream
+    assert figures["metrics"] == {"Accuracy": _river(PAClassifier(C=0.01))}
+    assert figures["challengers"]["old"]["metrics"] == {"Accuracy": _river(PAClassifier())}
+    assert (figures["events"], figures["learned"], figures["labelled"]) == (N, N, N)
+    for model, reference in ((promoted.slot.model, PAClassifier(C=0.01)),
+                             (promoted.challengers["old"].slot.model, PAClassifier())):
+        for x, y in _rows():
+            reference.learn_one(x, y)
+        assert _same_model(model, reference)
+
+
+def test_a_promotion_without_the_former_model_drops_it_and_another_model_is_refused(
+        stream, tmp_path, caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    _serve(_daemon(tmp_path, [C01]), STOP)
+    refused = _promoting(tmp_path, {"C": 0.5}, [])  # neither the model nor a challenger's
+    refused.consumer = None
+    with pytest.raises(checkpoint.VersionMismatch, match="or those of one of its challengers"):
+        refused.load()
+    promoted = _promoting(tmp_path, {"C": 0.01}, [])
+    promoted.consumer = None  # not asked without --exactly-once
+    promoted.load()  # (the refused one raised before it asked)
+    assert not promoted.challengers and isinstance(promoted.slot.model, PAClassifier)
+    assert promoted.slot.model.C == 0.01
+    assert "challenger the former served model of the restored state dropped" in caplog.text
