@@ -17,12 +17,14 @@ if TYPE_CHECKING:
 __all__ = ["NOT_NEGATIVE", "POSITIVE", "bound", "check_client", "check_keys", "check_types",
            "check_values", "out_of_range"]
 
-POSITIVE = ("rolling_window", "checkpoint_every", "publish_every", "pending_max", "pending_max_bytes",
-             "max_record_bytes", "max_poll_records", "max_buffered", "session_timeout_ms",
-             "batch_seconds", "liveness_seconds")
+POSITIVE = ("rolling_window", "challenger_alpha", "challenger_min_labels", "checkpoint_every",
+            "publish_every", "pending_max", "pending_max_bytes", "max_record_bytes",
+            "max_poll_records", "max_buffered", "session_timeout_ms", "batch_seconds",
+            "liveness_seconds")
 NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
                  "poll_timeout_ms", "metrics_port", "stall_exit_seconds", "merge_idle_ms")
-MAXIMUM = {"merge_idle_ms": 60_000}  # a partition left empty must not hold the others for ever
+MAXIMUM = {"merge_idle_ms": 60_000,  # a partition left empty must not hold the others for ever
+           "challenger_alpha": 0.05}  # Duel's pre-check of the normal approximation
 
 
 def bound(name: str) -> str:

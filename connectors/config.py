@@ -48,6 +48,8 @@ class ServeConfig:
     model: str = "PAClassifier"
     model_params: dict = field(default_factory=dict)
     challenger: list = field(default_factory=list)
+    challenger_alpha: float = 0.01
+    challenger_min_labels: int = 500
     metric: list = field(default_factory=list)
     rolling_window: int = 1000
     drift_detector: str = "ADWIN"
@@ -115,6 +117,11 @@ _FLAGS_HELP = {
                   "learns and scores beside the served one on the same stream, e.g. "
                   "'c01=PAClassifier{\"C\": 0.1}' (its metrics in the report and on /metrics "
                   "under its name; predictors ignore it)",
+    "challenger_alpha": "level of the test that says a challenger beats the served model on "
+                        "the last --rolling-window labels (McNemar's exact test; for a "
+                        "regressor the sign test of the absolute errors), at most 0.05",
+    "challenger_min_labels": "labels the window must hold before the test says a challenger "
+                             "beats the served model",
     "metric": "river.metrics class name, repeatable or comma-separated "
               "(default: Accuracy, or MAE for regressors)",
     "rolling_window": "labels in the rolling metric's window",

@@ -101,13 +101,14 @@ def _exported() -> dict[str, set[str]]:
     from river_pa.connectors.observe.metrics import collect
     from river_pa.connectors.observe.reporting import Stats
 
-    from river_pa.connectors.models.challengers import Challenger
+    from river_pa.connectors.models.challengers import Challenger, Duel
     from river_pa.linear_model import PAClassifier
 
     stats = Stats([metrics.Accuracy()], 10, drift.ADWIN())
     stats.score(True, True, None)
     stats.dead_letter("invalid_json")
-    challenger = Challenger("c01", PAClassifier(), Stats([metrics.Accuracy()], 10, drift.ADWIN()))
+    challenger = Challenger("c01", PAClassifier(), Stats([metrics.Accuracy()], 10, drift.ADWIN()),
+                            Duel(10, 0.01, 5))
     figures = {**stats.snapshot(0), "challengers": {"c01": challenger.figures()},
                **dict.fromkeys(
         ("early_labels", "pending_bytes", "invalid_snapshots", "model_version", "model_learned",
@@ -166,7 +167,7 @@ def test_every_dashboard_query_names_series_the_daemons_export(compose):
             named.update(names)
     assert {"river_pa_drifts_total", "river_pa_labels_since_drift", "river_pa_metric",
             "river_pa_consumer_lag", "river_pa_dead_letters_total",
-            "river_pa_challenger_errors_total"} <= named
+            "river_pa_challenger_errors_total", "river_pa_challenger_beats"} <= named
 
 
 def test_producer_flags_are_the_example_producer_flags(compose, load_example):

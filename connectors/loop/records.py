@@ -85,7 +85,7 @@ class Records:
         if change := self.stats.score(y, scored, None):  # delay statistics: late labels only
             self._changed(change)
         if self._learn(record, event.x, y) and self.challengers:
-            self._challengers_learn(event.x, y, others, None)
+            self._challengers_learn(event.x, y, scored, others, None)
 
     def _on_label(self, record) -> None:
         try:
@@ -101,14 +101,16 @@ class Records:
         if change := self.stats.score(label.y, entry.y_pred, delay):
             self._changed(change)
         if self._learn(record, entry.x, label.y) and self.challengers:
-            self._challengers_learn(entry.x, label.y, entry.others, delay)
+            self._challengers_learn(entry.x, label.y, entry.y_pred, entry.others, delay)
 
-    def _challengers_learn(self, x: dict, y, others: dict | None, delay_ms: int | None) -> None:
-        """Score and teach every challenger a label the champion took; `others` holds their
-        predictions of the event (a challenger added since it came has none: not scored)."""
+    def _challengers_learn(self, x: dict, y, served, others: dict | None,
+                           delay_ms: int | None) -> None:
+        """Score and teach every challenger a label the champion took; `served` is the
+        champion's prediction of the event, `others` the challengers' (a challenger added since
+        it came has none: not scored)."""
         others = others or {}
         for name, challenger in self.challengers.items():
-            challenger.learn(x, y, others.get(name), delay_ms)
+            challenger.learn(x, y, others.get(name), delay_ms, served)
 
     def _changed(self, change: str) -> None:
         """Say that the drift watch found the model's errors rose (`change` "rise": a drift)

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
+from collections import deque
 
 from river_pa.connectors.models.slot import ModelSlot
+from river_pa.connectors.observe.drift import prediction_error
 from river_pa.connectors.observe.reporting import Stats
 
-__all__ = ["Challenger", "make_challengers", "parse_challenger"]
+__all__ = ["Challenger", "Duel", "make_challengers", "parse_challenger"]
 
 log = logging.getLogger("river_pa.serve")
 
@@ -81,14 +84,84 @@ def make_challengers(specs: list[str], champion: str) -> list[tuple[str, object]
     return made
 
 
-class Challenger:
-    """One challenger: its `slot` (model, pristine copy, label check), its `stats` and the
-    count of records it raised on (`errors`)."""
+class Duel:
+    """A challenger against the served model on the last `window` labels both predicted: how
+    often it was better (a smaller error: right where the served model was wrong, for a
+    classifier), how often worse, and the one-sided exact binomial test of those discordant
+    pairs (McNemar's exact test for a classifier, the sign test of the absolute errors for a
+    regressor: Dietterich 1998, "Approximate statistical tests for comparing supervised
+    classification learning algorithms", section 3.1).
 
-    def __init__(self, name: str, model, stats: Stats):
+    `beats` says whether the last check found it better at level `alpha` (at most 0.05) with
+    at least `min_labels` labels in the window; `update` returns the new `beats` when it
+    changes, else None. The test is repeated at every label: its level holds for each check,
+    not for the stream (a long stream of equally good models crosses it now and then).
+
+    >>> duel = Duel(window=100, alpha=0.01, min_labels=50)
+    >>> found = [duel.update(True, False, True) for _ in range(30)]  # it is right, served wrong
+    >>> found.count(None), duel.figures()["p_value"]  # too few labels yet
+    (30, 9.313225746154785e-10)
+    >>> found = [duel.update(True, True, True) for _ in range(20)]  # both right: ties
+    >>> found.index(True), duel.beats, duel.figures()["better"], duel.figures()["worse"]
+    (19, True, 30, 0)
+
+    """
+
+    def __init__(self, window: int, alpha: float, min_labels: int):
+        self.alpha, self.min_labels = alpha, min_labels
+        self.outcomes: deque = deque(maxlen=window)  # +1 better, -1 worse, 0 a tie
+        self.better = self.worse = 0
+        self.beats = False
+
+    def update(self, y, served, challenger) -> bool | None:
+        """Take one label `y` and both predictions (None: none); the new `beats` when it
+        changed."""
+        mine, theirs = prediction_error(y, challenger), prediction_error(y, served)
+        if mine is None or theirs is None:
+            return None
+        if len(self.outcomes) == self.outcomes.maxlen:
+            dropped = self.outcomes[0]
+            self.better -= dropped == 1
+            self.worse -= dropped == -1
+        outcome = (mine < theirs) - (mine > theirs)
+        self.outcomes.append(outcome)
+        self.better += outcome == 1
+        self.worse += outcome == -1
+        was, self.beats = self.beats, self._significant()
+        return self.beats if self.beats != was else None
+
+    def _significant(self) -> bool:
+        b, w = self.better, self.worse
+        if len(self.outcomes) < self.min_labels or b <= w:
+            return False
+        # the exact test (40 us) only when the normal approximation is near: z > 1.5, where
+        # its one-sided p is 0.067 (alpha <= 0.05)
+        return (b - w) / math.sqrt(b + w) > 1.5 and self.p_value() <= self.alpha
+
+    def p_value(self) -> float:
+        """P(at least `better` of the discordant pairs | both equally good)."""
+        if self.better + self.worse == 0:
+            return 1.0
+        from scipy.stats import binomtest
+
+        return float(binomtest(self.better, self.better + self.worse, 0.5,
+                               alternative="greater").pvalue)
+
+    def figures(self) -> dict:
+        """The report's figures."""
+        return {"window": len(self.outcomes), "better": self.better, "worse": self.worse,
+                "p_value": self.p_value(), "beats": self.beats}
+
+
+class Challenger:
+    """One challenger: its `slot` (model, pristine copy, label check), its `stats`, its `duel`
+    with the served model and the count of records it raised on (`errors`)."""
+
+    def __init__(self, name: str, model, stats: Stats, duel: Duel):
         self.name = name
         self.slot = ModelSlot(model)
         self.stats = stats
+        self.duel = duel
         self.errors = 0
 
     def predict(self, x: dict):
@@ -101,16 +174,27 @@ class Challenger:
             return self._failed("predicting", exc)
         return proba if uses_proba else y_pred
 
-    def learn(self, x: dict, y, y_pred, delay_ms: int | None) -> None:
+    def learn(self, x: dict, y, y_pred, delay_ms: int | None, served) -> None:
         """Score `y_pred` (its prediction when the event came; None: it had none) against the
-        label `y`, then learn (x, y)."""
+        label `y`, and against the served model's prediction `served`, then learn (x, y)."""
         self.stats.score(y, y_pred, delay_ms)
+        if (beats := self.duel.update(y, served, y_pred)) is not None:
+            self._beats(beats)
         try:
             self.slot.model.learn_one(x, y)
         except Exception as exc:
             self._failed("learning", exc)
             return
         self.stats.counts["learned"] += 1
+
+    def _beats(self, beats: bool) -> None:
+        figures = self.duel.figures()
+        log.log(logging.WARNING if beats else logging.INFO,
+                "challenger %s %s the served model on the last %d labels: better on %d, worse "
+                "on %d (exact binomial test of the discordant pairs, p = %.3g, level %g)%s",
+                self.name, "beats" if beats else "no longer beats", figures["window"],
+                figures["better"], figures["worse"], figures["p_value"], self.duel.alpha,
+                ": promote it by starting the learner with its model as --model" if beats else "")
 
     def _failed(self, doing: str, exc: Exception) -> None:
         self.errors += 1
@@ -122,7 +206,7 @@ class Challenger:
     def state(self) -> dict:
         """What the learner's state keeps of it."""
         return {"model": self.slot.model, "stats": self.stats, "errors": self.errors,
-                "meta": self.slot.meta}
+                "meta": self.slot.meta, "duel": self.duel}
 
     def restore(self, saved) -> bool:
         """Continue from `saved` (a `state()` of the state restored) when it is this
@@ -133,6 +217,10 @@ class Challenger:
                 and isinstance(saved.get("errors"), int)):
             return False
         self.slot.model, self.stats, self.errors = saved["model"], saved["stats"], saved["errors"]
+        duel = saved.get("duel")  # none after a promotion (another served model) or in older
+        if isinstance(duel, Duel) and (duel.alpha, duel.min_labels, duel.outcomes.maxlen) == (
+                self.duel.alpha, self.duel.min_labels, self.duel.outcomes.maxlen):
+            self.duel = duel  # ... states; settings changed: it starts afresh
         return True
 
     def figures(self) -> dict:
@@ -142,5 +230,5 @@ class Challenger:
                 "metrics": {type(m).__name__: m.get() for m in stats.metric},
                 "rolling": {type(m).__name__: m.get() for m in stats.rolling.obj},
                 "labelled": stats.counts["labelled"], "learned": stats.counts["learned"],
-                "errors": self.errors,
+                "errors": self.errors, "versus_served": self.duel.figures(),
                 "drift": stats.drift.snapshot() if stats.drift is not None else None}

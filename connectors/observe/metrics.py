@@ -113,8 +113,9 @@ def _drift(watches: list[tuple[str, dict]]) -> list:
 
 
 def _challengers(challengers: dict) -> list:
-    """The events each challenger learned and the records it raised on, labelled by name."""
-    from prometheus_client.core import CounterMetricFamily
+    """The events each challenger learned, the records it raised on and its test against the
+    served model (connectors/models/challengers.py's `Duel`), labelled by name."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     if not challengers:
         return []
@@ -124,6 +125,15 @@ def _challengers(challengers: dict) -> list:
         family = CounterMetricFamily(f"river_pa_challenger_{key}", text, labels=["model"])
         for name, figures in challengers.items():
             family.add_metric([name], figures[key])
+        families.append(family)
+    for key, name, text in (
+            ("p_value", "river_pa_challenger_p_value", "p of the exact binomial test that the "
+             "challenger is no better than the served model (rolling window)"),
+            ("beats", "river_pa_challenger_beats", "1 when the test says the challenger beats "
+             "the served model at --challenger-alpha")):
+        family = GaugeMetricFamily(name, text, labels=["model"])
+        for model, figures in challengers.items():
+            family.add_metric([model], float(figures["versus_served"][key]))
         families.append(family)
     return families
 

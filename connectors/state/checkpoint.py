@@ -47,7 +47,7 @@ SAFE_PACKAGES = tuple(f"river.{p}" for p in (
 )) + tuple(f"river_pa.{p}" for p in (
     "_core", "anomaly", "kernel", "linear_model", "multiclass", "multilabel", "paramfree",
     "structured", "connectors.state.pending", "connectors.observe.reporting",
-    "connectors.observe.drift",
+    "connectors.observe.drift", "connectors.models.challengers",
 ))
 # ... these classes (containers and scalars; bytes and bytearray are left out: called with an
 # int they allocate that many bytes, and pickle has opcodes of its own for them) ...

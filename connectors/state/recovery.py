@@ -11,7 +11,7 @@ from pathlib import Path
 
 from river_pa.connectors.kafka.admin import ensure_topic
 from river_pa.connectors.kafka.partitions import TopicPartition
-from river_pa.connectors.models.challengers import Challenger, make_challengers
+from river_pa.connectors.models.challengers import Challenger, Duel, make_challengers
 from river_pa.connectors.observe.drift import make_detector
 from river_pa.connectors.observe.reporting import Stats, serve_metrics
 from river_pa.connectors.state import checkpoint, snapshots
@@ -68,15 +68,20 @@ class Recovery:
         """The state of a daemon that has seen nothing."""
         self.slot.reset()
         self.stats = self._new_stats(self.slot.model)
-        self.challengers = {name: Challenger(name, model, self._new_stats(model)) for name, model
-                            in (make_challengers(self.cfg.challenger, self.slot.name)
-                                if self.policy.learns else ())}
+        self.challengers = {name: Challenger(name, model, self._new_stats(model), self._duel())
+                            for name, model in (make_challengers(self.cfg.challenger,
+                                                                 self.slot.name)
+                                                if self.policy.learns else ())}
         self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                     self.cfg.pending_max_bytes)
         self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                   self.cfg.pending_max_bytes)
         self.next_offsets: dict[str, int] = {}
         self.merged_upto: dict[int, tuple] = {}  # see EventTimeOrder.late
+
+    def _duel(self) -> Duel:
+        cfg = self.cfg
+        return Duel(cfg.rolling_window, cfg.challenger_alpha, cfg.challenger_min_labels)
 
     def _new_stats(self, model) -> Stats:
         cfg = self.cfg
@@ -114,6 +119,9 @@ class Recovery:
         state["model"] = promoted["model"]
         state["challengers"][FORMER] = {"model": former, "stats": promoted["stats"], "errors": 0,
                                         "meta": checkpoint.metadata(former)}
+        for challenger in state["challengers"].values():
+            if isinstance(challenger, dict):  # their duels were with the former served model
+                challenger.pop("duel", None)
         for entry in state["pending"].entries():
             others = entry.others or {}
             entry.y_pred, others[FORMER] = others.pop(name, None), entry.y_pred

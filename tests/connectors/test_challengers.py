@@ -78,6 +78,23 @@ def _river(model, metric=metrics.Accuracy) -> float:
     return evaluate.progressive_val_score(_rows(), model, metric(), delay=DELAY).get()
 
 
+def _duel(served, challenger) -> tuple[int, int]:
+    """(better, worse): the labels where `challenger` was right and `served` wrong, and the
+    reverse, each model predicting every event and learning its label DELAY events later."""
+    rows, waiting, counts = _rows(), {}, [0, 0]
+    for kind, rid, _, _ in records(rows, DELAY, start_ms=0):
+        x, y = rows[int(rid[1:])]
+        if kind == "event":
+            waiting[rid] = (served.predict_one(x), challenger.predict_one(x))
+            continue
+        mine, theirs = (p == y for p in waiting.pop(rid)[::-1])
+        counts[0] += mine and not theirs
+        counts[1] += theirs and not mine
+        served.learn_one(x, y)
+        challenger.learn_one(x, y)
+    return counts[0], counts[1]
+
+
 def _same_model(a, b) -> bool:
     return [a.predict_proba_one(x) for x, _ in _rows()] == [b.predict_proba_one(x) for x, _ in
                                                              _rows()]
@@ -88,10 +105,14 @@ def test_each_challenger_is_rivers_progressive_validation_of_its_model(stream, t
     figures = daemon.figures()
     assert figures["metrics"] == {"Accuracy": _river(PAClassifier())}
     challengers = figures["challengers"]
+    better, worse = _duel(PAClassifier(), PAClassifier(C=0.01))
     assert challengers["c01"] == {
         "model": "PAClassifier", "metrics": {"Accuracy": _river(PAClassifier(C=0.01))},
         "rolling": challengers["c01"]["rolling"], "labelled": N, "learned": N, "errors": 0,
-        "drift": daemon.challengers["c01"].stats.drift.snapshot()}
+        "drift": daemon.challengers["c01"].stats.drift.snapshot(),
+        "versus_served": {"window": N, "better": better, "worse": worse, "beats": False,
+                          "p_value": daemon.challengers["c01"].duel.p_value()}}
+    assert worse > better and challengers["c01"]["versus_served"]["p_value"] > 0.99
     assert challengers["lr"]["metrics"] == {"Accuracy": _river(linear_model.LogisticRegression())}
     assert challengers["c01"]["metrics"] != figures["metrics"]  # another model, other figures
     reference = PAClassifier(C=0.01)
@@ -108,6 +129,27 @@ def test_each_challenger_is_rivers_progressive_validation_of_its_model(stream, t
     assert drifts == {"PAClassifier", "c01", "lr"}
     assert {s.labels["model"]: s.value for s in families["river_pa_challenger_learned"].samples} \
         == {"c01": N, "lr": N}
+
+
+def test_a_challenger_better_than_the_served_model_is_said_to_beat_it(stream, tmp_path,
+                                                                      caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    cfg = ServeConfig(model="PAClassifier", model_params={"C": 0.01}, events_topic="ev",
+                      labels_topic="lab", predictions_topic="preds", metrics_topic=None,
+                      report_path=None, checkpoint_path=str(tmp_path / "ckpt"),
+                      challenger=["c1=PAClassifier"], challenger_min_labels=100,
+                      rolling_window=300)
+    daemon = _serve(Daemon(cfg, PAClassifier(C=0.01)), N)
+    duel = daemon.figures()["challengers"]["c1"]["versus_served"]
+    assert duel["beats"] and duel["window"] == 300 and duel["p_value"] <= 0.01
+    assert duel["better"] > 2 * duel["worse"]
+    [line] = [r.getMessage() for r in caplog.records if "beats the served model" in r.getMessage()]
+    assert line.startswith("challenger c1 beats the served model on the last ")
+    assert line.endswith("level 0.01): promote it by starting the learner with its model as "
+                         "--model")
+    families = {f.name: f for f in collect(daemon)}
+    assert [(s.labels, s.value) for s in families["river_pa_challenger_beats"].samples] == [
+        ({"model": "c1"}, 1.0)]
 
 
 def test_a_restored_learner_continues_them_and_another_set_keeps_adds_and_drops(
