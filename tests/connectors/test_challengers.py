@@ -264,3 +264,24 @@ def test_a_promotion_without_the_former_model_drops_it_and_another_model_is_refu
     assert not promoted.challengers and isinstance(promoted.slot.model, PAClassifier)
     assert promoted.slot.model.C == 0.01
     assert "challenger the former served model of the restored state dropped" in caplog.text
+
+
+def test_a_state_written_before_challengers_and_drift_is_restored_and_goes_on(stream, tmp_path,
+                                                                             caplog):
+    # what an older release pickled: no drift watch in the stats, no challengers' predictions
+    # in the pending entries, no challengers in the state
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    old = _serve(_daemon(tmp_path, []), STOP)
+    state = old._state()
+    del state["challengers"], state["stats"].__dict__["drift"]
+    for entry in state["pending"].entries():
+        del entry.__dict__["others"]
+    checkpoint.save(tmp_path / "ckpt", state, old.slot.model, state["offsets"], None)
+    new = _serve(_daemon(tmp_path, [C01]), N)
+    figures = new.figures()
+    assert figures["metrics"] == {"Accuracy": _river(PAClassifier())}  # nothing skipped
+    assert (figures["learned"], figures["challengers"]["c01"]["learned"]) == (
+        N, N - state["stats"].counts["learned"])
+    assert figures["drift"]["detector"] == "ADWIN"
+    assert "challenger c01 starts from nothing: new to this state" in caplog.text
+    assert "drift watch starts afresh with --drift-detector ADWIN {}" in caplog.text
