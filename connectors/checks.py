@@ -24,7 +24,7 @@ POSITIVE = ("rolling_window", "challenger_alpha", "challenger_min_labels", "chec
 NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
                  "poll_timeout_ms", "metrics_port", "stall_exit_seconds", "merge_idle_ms")
 MAXIMUM = {"merge_idle_ms": 60_000,  # a partition left empty must not hold the others for ever
-           "challenger_alpha": 0.05}  # Duel's pre-check of the normal approximation
+           "challenger_alpha": 0.5}  # a level of a one-sided test
 
 
 def bound(name: str) -> str:

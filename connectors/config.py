@@ -119,7 +119,7 @@ _FLAGS_HELP = {
                   "under its name; predictors ignore it)",
     "challenger_alpha": "level of the test that says a challenger beats the served model on "
                         "the last --rolling-window labels (McNemar's exact test; for a "
-                        "regressor the sign test of the absolute errors), at most 0.05",
+                        "regressor the sign test of the absolute errors), at most 0.5",
     "challenger_min_labels": "labels the window must hold before the test says a challenger "
                              "beats the served model",
     "metric": "river.metrics class name, repeatable or comma-separated "

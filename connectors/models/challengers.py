@@ -16,9 +16,9 @@ champion. Predictors serve the champion only.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-import math
 import re
 from collections import deque
 
@@ -84,6 +84,21 @@ def make_challengers(specs: list[str], champion: str) -> list[tuple[str, object]
     return made
 
 
+@functools.lru_cache(maxsize=4096)
+def critical(n: int, alpha: float) -> int:
+    """The fewest successes of `n` fair coin flips whose one-sided exact binomial p is at most
+    `alpha` (the test's rejection bound: computed once per n, the test itself at every label
+    cost 40 us, a learner's whole budget, when a challenger led).
+
+    >>> critical(10, 0.05), critical(30, 0.01)
+    (9, 22)
+
+    """
+    from scipy.stats import binom
+
+    return int(binom.isf(alpha, n, 0.5)) + 1
+
+
 class Duel:
     """A challenger against the served model on the last `window` labels both predicted: how
     often it was better (a smaller error: right where the served model was wrong, for a
@@ -92,8 +107,7 @@ class Duel:
     regressor: Dietterich 1998, "Approximate statistical tests for comparing supervised
     classification learning algorithms", section 3.1).
 
-    `beats` says whether the last check found it better at level `alpha` (at most 0.05) with
-    at least `min_labels` labels in the window; `update` returns the new `beats` when it
+    `beats` says whether the last check found it better at level `alpha` with at least `min_labels` labels in the window; `update` returns the new `beats` when it
     changes, else None. The test is repeated at every label: its level holds for each check,
     not for the stream (a long stream of equally good models crosses it now and then).
 
@@ -132,11 +146,8 @@ class Duel:
 
     def _significant(self) -> bool:
         b, w = self.better, self.worse
-        if len(self.outcomes) < self.min_labels or b <= w:
-            return False
-        # the exact test (40 us) only when the normal approximation is near: z > 1.5, where
-        # its one-sided p is 0.067 (alpha <= 0.05)
-        return (b - w) / math.sqrt(b + w) > 1.5 and self.p_value() <= self.alpha
+        return (len(self.outcomes) >= self.min_labels and b > w
+                and b >= critical(b + w, self.alpha))
 
     def p_value(self) -> float:
         """P(at least `better` of the discordant pairs | both equally good)."""

@@ -285,3 +285,15 @@ def test_a_state_written_before_challengers_and_drift_is_restored_and_goes_on(st
     assert figures["drift"]["detector"] == "ADWIN"
     assert "challenger c01 starts from nothing: new to this state" in caplog.text
     assert "drift watch starts afresh with --drift-detector ADWIN {}" in caplog.text
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.3])
+def test_the_rejection_bound_is_scipys_exact_binomial_test(alpha):
+    from scipy.stats import binomtest
+
+    from river_pa.connectors.models.challengers import critical
+
+    for n in range(1, 200):
+        k = critical(n, alpha)
+        assert k > n or binomtest(k, n, 0.5, alternative="greater").pvalue <= alpha
+        assert binomtest(k - 1, n, 0.5, alternative="greater").pvalue > alpha
