@@ -79,6 +79,13 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
     if cfg.on_drift not in ON_DRIFT:  # the detector's name and parameters: cli.py, status 2
         raise SystemExit(f"river-pa serve: on_drift must be {' or '.join(ON_DRIFT)}, got "
                          f"{cfg.on_drift!r:.60}")
+    if cfg.on_drift == "reset" and cfg.drift_detector == "none":
+        raise SettingsConflict("river-pa serve: on_drift=reset needs a drift detector, and "
+                               "drift_detector is none")
+    if cfg.challenger and cfg.challenger_min_labels > cfg.rolling_window:  # never in the window
+        raise SettingsConflict(f"river-pa serve: challenger_min_labels="
+                               f"{cfg.challenger_min_labels} is above rolling_window="
+                               f"{cfg.rolling_window}, the labels the test looks at")
     from river_pa.connectors.kafka.confluent_settings import check_client_choice
 
     check_client_choice(cfg)

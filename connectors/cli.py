@@ -50,7 +50,7 @@ def run(args) -> int:
         model = make_model(cfg.model, cfg.model_params)
         serve_metrics(cfg.metric, model)  # an unknown --metric: status 2 before any I/O
         make_detector(cfg.drift_detector, cfg.drift_params)  # likewise a bad detector
-        make_challengers(cfg.challenger, type(model).__name__)  # ... or challenger
+        make_challengers(cfg.challenger, model, cfg.metric)  # ... or challenger
         check_model(model)  # a model broken by its parameters: status 2, not a crash loop
     except ValueError as exc:
         print(f"river-pa serve: {exc}", file=sys.stderr)

@@ -131,7 +131,8 @@ _FLAGS_HELP = {
     "drift_params": "JSON object of keyword arguments for the drift detector, e.g. "
                     "'{\"delta\": 0.001}'",
     "on_drift": "what a detected drift does besides its log line and count: log (nothing "
-                "more), or reset (the model starts afresh from the next label)",
+                "more), or reset (the model, served or challenger, starts afresh: the label "
+                "that showed the drift is its first)",
     "checkpoint_path": "file of the checkpoint (model, metrics, pending store, offsets)",
     "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
     "checkpoint_every": "checkpoint and commit after this many records",

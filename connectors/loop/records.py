@@ -83,7 +83,7 @@ class Records:
                 return
             y = early.y_pred  # its label came first: scored and learned now
         if change := self.stats.score(y, scored, None):  # delay statistics: late labels only
-            self._changed(change)
+            self._changed(change, self.stats, self.slot, self.slot.name)
         if self._learn(record, event.x, y) and self.challengers:
             self._challengers_learn(event.x, y, scored, others, None)
 
@@ -99,7 +99,7 @@ class Records:
             return
         delay = record.timestamp - entry.ts
         if change := self.stats.score(label.y, entry.y_pred, delay):
-            self._changed(change)
+            self._changed(change, self.stats, self.slot, self.slot.name)
         if self._learn(record, entry.x, label.y) and self.challengers:
             self._challengers_learn(entry.x, label.y, entry.y_pred, entry.others, delay)
 
@@ -110,14 +110,17 @@ class Records:
         it came has none: not scored)."""
         others = others or {}
         for name, challenger in self.challengers.items():
-            challenger.learn(x, y, others.get(name), delay_ms, served)
+            if change := challenger.score(y, others.get(name), delay_ms, served):
+                self._changed(change, challenger.stats, challenger.slot, name)
+            challenger.learn(x, y)
 
-    def _changed(self, change: str) -> None:
-        """Say that the drift watch found the model's errors rose (`change` "rise": a drift)
-        or fell; with `--on-drift reset` a drift starts the model afresh (the label that showed
-        it is its first)."""
-        watch, stats = self.stats.drift, self.stats
-        where = (f"{type(watch.detector).__name__}, model {self.slot.name}, label "
+    def _changed(self, change: str, stats, slot, name: str) -> None:
+        """Say that the drift watch of model `name` (its `stats` and `slot`: the served model's
+        or a challenger's) found its errors rose (`change` "rise": a drift) or fell; with
+        `--on-drift reset` a drift starts the model afresh (the label that showed it is its
+        first)."""
+        watch = stats.drift
+        where = (f"{type(watch.detector).__name__}, model {name}, label "
                  f"{stats.counts['labelled']}, rolling {_rolling(stats)}")
         if change == "fall":
             log.info("the errors fell (%s): not a drift", where)
@@ -126,7 +129,7 @@ class Records:
         log.warning("drift %d: the errors rose (%s)%s", watch.rises, where,
                     ": the model starts afresh (--on-drift reset)" if reset else "")
         if reset:
-            self.slot.reset()
+            slot.reset()
 
     def _predict(self, x: dict):
         return self.slot.predict(x, self._with_proba())

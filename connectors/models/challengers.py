@@ -25,6 +25,7 @@ from collections import deque
 from river_pa.connectors.models.slot import ModelSlot
 from river_pa.connectors.observe.drift import prediction_error
 from river_pa.connectors.observe.reporting import Stats
+from river_pa.connectors.state import checkpoint
 
 __all__ = ["Challenger", "Duel", "make_challengers", "parse_challenger"]
 
@@ -60,28 +61,51 @@ def parse_challenger(text: str) -> tuple[str, str, dict]:
     return name, model.strip(), kwargs
 
 
-def make_challengers(specs: list[str], champion: str) -> list[tuple[str, object]]:
-    """(name, new model) of each `--challenger` value in `specs`, for a champion named
-    `champion`; ValueError naming the value for a bad one, a name given twice or the
-    champion's (its series on /metrics are labelled by it), or a model that cannot be made or
-    fails on a synthetic event."""
+def make_challengers(specs: list[str], champion, metric: list[str]) -> list[tuple[str, object]]:
+    """(name, new model) of each `--challenger` value in `specs`, for the served model
+    `champion` scored by the `metric` names; ValueError naming the value for a bad one, a name
+    given twice or the champion's (its series on /metrics are labelled by it), a model given
+    twice, one of another task than the champion's (a regressor's numbers are all wrong
+    labels), one that cannot be made, fails on a synthetic event or that the metric does not
+    fit."""
     from river_pa.connectors.models.slot import check_model
+    from river_pa.connectors.observe.reporting import serve_metrics
     from river_pa.registry import make_model
 
-    made = []
+    made, served = [], type(champion).__name__
     for text in specs:
         name, spec, params = parse_challenger(text)
-        if name == champion or name in dict(made):
+        if name == served or name in dict(made):
             raise ValueError(f"challenger {name}: the name is "
-                             f"{'the served model' if name == champion else 'given twice'}")
+                             f"{'the served model' if name == served else 'given twice'}")
         try:
             model = make_model(spec, params)
             check_model(model)
+            serve_metrics(metric, model)
         except ValueError as exc:  # make_model's words are --model's
             raise ValueError(f"challenger {name}: {str(exc).replace('--model ', 'model ')}") \
                 from None
+        if _task(model) != _task(champion):
+            raise ValueError(f"challenger {name}: a {_task(model)} cannot challenge the served "
+                             f"model, a {_task(champion)}")
+        twin = next((n for n, m in made if checkpoint.same_meta(
+            checkpoint.metadata(m), checkpoint.metadata(model))), None)
+        if twin is not None:
+            raise ValueError(f"challenger {name}: the same model and parameters as challenger "
+                             f"{twin}")
         made.append((name, model))
     return made
+
+
+def _task(model) -> str:
+    from river import base
+
+    for kind, name in ((base.Regressor, "regressor"),
+                       (base.MultiLabelClassifier, "multilabel classifier"),
+                       (base.Classifier, "classifier")):
+        if isinstance(model, kind):  # a pipeline is its last step's kind
+            return name
+    return type(model).__name__
 
 
 @functools.lru_cache(maxsize=4096)
@@ -107,9 +131,11 @@ class Duel:
     regressor: Dietterich 1998, "Approximate statistical tests for comparing supervised
     classification learning algorithms", section 3.1).
 
-    `beats` says whether the last check found it better at level `alpha` with at least `min_labels` labels in the window; `update` returns the new `beats` when it
-    changes, else None. The test is repeated at every label: its level holds for each check,
-    not for the stream (a long stream of equally good models crosses it now and then).
+    `beats` turns true when the test finds it better at level `alpha` with at least
+    `min_labels` labels in the window, and false again only when p rises above ten times
+    `alpha` (at most 0.5): a p wandering about `alpha` said "beats" and "no longer beats" 78
+    times in 20,000 labels. `update` returns the new `beats` when it changes, else None. The
+    test is repeated at every label: its level holds for each check, not for the stream.
 
     >>> duel = Duel(window=100, alpha=0.01, min_labels=50)
     >>> found = [duel.update(True, False, True) for _ in range(30)]  # it is right, served wrong
@@ -146,8 +172,9 @@ class Duel:
 
     def _significant(self) -> bool:
         b, w = self.better, self.worse
+        level = min(0.5, 10 * self.alpha) if self.beats else self.alpha  # hysteresis
         return (len(self.outcomes) >= self.min_labels and b > w
-                and b >= critical(b + w, self.alpha))
+                and b >= critical(b + w, level))
 
     def p_value(self) -> float:
         """P(at least `better` of the discordant pairs | both equally good)."""
@@ -185,12 +212,17 @@ class Challenger:
             return self._failed("predicting", exc)
         return proba if uses_proba else y_pred
 
-    def learn(self, x: dict, y, y_pred, delay_ms: int | None, served) -> None:
+    def score(self, y, y_pred, delay_ms: int | None, served) -> str | None:
         """Score `y_pred` (its prediction when the event came; None: it had none) against the
-        label `y`, and against the served model's prediction `served`, then learn (x, y)."""
-        self.stats.score(y, y_pred, delay_ms)
+        label `y`, and against the served model's prediction `served`; what its drift watch
+        found ("rise", "fall" or None)."""
+        change = self.stats.score(y, y_pred, delay_ms)
         if (beats := self.duel.update(y, served, y_pred)) is not None:
             self._beats(beats)
+        return change
+
+    def learn(self, x: dict, y) -> None:
+        """Learn (x, y)."""
         try:
             self.slot.model.learn_one(x, y)
         except Exception as exc:
@@ -222,7 +254,7 @@ class Challenger:
     def restore(self, saved) -> bool:
         """Continue from `saved` (a `state()` of the state restored) when it is this
         challenger's model with these parameters; False otherwise (it starts afresh)."""
-        if not (isinstance(saved, dict) and saved.get("meta") == self.slot.meta
+        if not (isinstance(saved, dict) and checkpoint.same_meta(saved.get("meta"), self.slot.meta)
                 and isinstance(saved.get("model"), type(self.slot.pristine))
                 and isinstance(saved.get("stats"), Stats)
                 and isinstance(saved.get("errors"), int)):

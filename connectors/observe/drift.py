@@ -21,6 +21,8 @@ labels.
 
 from __future__ import annotations
 
+import math
+
 __all__ = ["DETECTORS", "ON_DRIFT", "DriftWatch", "make_detector", "prediction_error"]
 
 # River's detectors of a stream of real values (KSWIN is left out: a Kolmogorov-Smirnov test
@@ -44,13 +46,15 @@ def make_detector(name: str, params: dict):
     )
     >>> make_detector("none", {}) is None
     True
-    >>> make_detector("ADWIN", {"delta": "x"})
+    >>> make_detector("ADWIN", {"delta": 2})
     Traceback (most recent call last):
     ...
-    ValueError: drift_params {'delta': 'x'} are not ADWIN's: ...
+    ValueError: drift_params {'delta': 2}: delta must be a probability: > 0 and < 1, got 2
 
     """
     if name == "none":
+        if params:
+            raise ValueError(f"drift_params {params!r:.80} are given but drift_detector is none")
         return None
     if name not in DETECTORS:
         raise ValueError(f"drift_detector must be one of {', '.join(DETECTORS)} or none, got "
@@ -59,6 +63,9 @@ def make_detector(name: str, params: dict):
 
     if name == "PageHinkley":
         params = {"mode": "up", **params}
+    for key, value in params.items():
+        if why := _out_of_range(name, key, value):
+            raise ValueError(f"drift_params {params!r:.80}: {key} {why}, got {value!r:.40}")
     try:
         detector = getattr(drift, name)(**params)
         detector.update(0.0)  # a value of the wrong type fails at the first update, not here
@@ -66,6 +73,34 @@ def make_detector(name: str, params: dict):
         raise ValueError(f"drift_params {params!r:.80} are not {name}'s: "
                          f"{type(exc).__name__}: {exc}") from None
     return detector.clone()
+
+
+# what River's detectors take without complaint but cannot use (a delta of 2 or -1 detected
+# nothing; a negative threshold reset the model 541 times on a stream with one drift)
+_BOUNDS = {
+    ("ADWIN", "delta"): (0, 1, "a probability: > 0 and < 1"),
+    ("PageHinkley", "delta"): (0, math.inf, ">= 0"),
+    ("PageHinkley", "threshold"): (0, math.inf, "> 0"),
+    ("PageHinkley", "alpha"): (0, 1, "a forgetting factor: > 0 and <= 1"),
+}
+_COUNTS = {"clock", "max_buckets", "min_window_length", "grace_period", "min_instances"}
+
+
+def _out_of_range(name: str, key: str, value) -> str | None:
+    """Why `value` cannot be parameter `key` of detector `name`, or None (unknown parameters
+    are River's to refuse)."""
+    if key == "mode":
+        return None if value in ("up", "down", "both") else "must be up, down or both"
+    if key not in _COUNTS and (name, key) not in _BOUNDS:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "must be a finite number"
+    if key in _COUNTS:
+        return None if isinstance(value, int) and value >= 1 else "must be a whole number >= 1"
+    low, high, what = _BOUNDS[name, key]
+    inside = (value >= low if key == "delta" and name == "PageHinkley" else value > low) and (
+        value <= high if key == "alpha" else value < high)
+    return None if inside else f"must be {what}"
 
 
 def prediction_error(y_true, y_pred) -> float | None:

@@ -81,9 +81,10 @@ def collect(daemon) -> list:
                 if value is not None:
                     family.add_metric([metric, model], value)
         families.append(family)
-    families += _drift([(model, of_model["drift"]) for model, of_model in models
-                        if of_model["drift"] is not None])
-    families += _challengers(figures.get("challengers", {}))
+    if figures["labelled"]:  # a standby's are those of nothing (and a predictor has none)
+        families += _drift([(model, of_model["drift"]) for model, of_model in models
+                            if of_model["drift"] is not None])
+        families += _challengers(figures.get("challengers", {}))
     lag = GaugeMetricFamily("river_pa_consumer_lag", "records of the partition not processed yet",
                             labels=["topic", "partition"])
     for (topic, partition), value in sorted(daemon.health.lag.items()):

@@ -331,15 +331,32 @@ def loads(data: bytes, model_factory_meta: dict, key: bytes | None, where,
 MODEL_META = ("model_class", "model_config")  # of `metadata`: what names the model
 
 
+def same_meta(a, b) -> bool:
+    """Whether metadata `a` and `b` (or their model fields only) name the same model: equal
+    fields, the configurations compared as values (`{"C": 1}` is `{"C": 1.0}`: written either
+    way on the command line, the model is the same)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)) or set(a) != set(b):
+        return False
+    return all(_config(a[k]) == _config(b[k]) if k == "model_config" else a[k] == b[k]
+               for k in a)
+
+
+def _config(text):
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return text
+
+
 def _check_versions(path, header: dict, expected: dict) -> None:
     """Raise VersionMismatch unless the header's fields are `expected`'s, or differ only in the
     model, which is then one of the header's challengers (a promotion: the caller swaps it in)."""
     challengers = header.get("challengers")
-    if isinstance(challengers, dict) and {f: expected[f] for f in MODEL_META} in \
-            challengers.values():
+    model = {f: expected[f] for f in MODEL_META}
+    if isinstance(challengers, dict) and any(same_meta(model, c) for c in challengers.values()):
         expected = {k: v for k, v in expected.items() if k not in MODEL_META}
     for field, want in expected.items():
-        if header.get(field) != want:
+        if not same_meta({field: header.get(field)}, {field: want}):
             raise VersionMismatch(
                 f"{path}: checkpoint has {field}={header.get(field)!r}, this daemon runs "
                 f"{want!r}; refusing to load it (give the daemon the --model, --model-params and "

@@ -43,10 +43,11 @@ def promoted(state, meta: dict) -> str | None:
     """The challenger of `state` (a restored state dict) whose model and parameters are
     `meta`'s (this start's --model) when its served model's are not: a promotion."""
     challengers = state.get("challengers") if isinstance(state, dict) else None
-    if not isinstance(challengers, dict) or _meta_of(state.get("model")) == meta:
+    if not isinstance(challengers, dict) or checkpoint.same_meta(_meta_of(state.get("model")),
+                                                                 meta):
         return None
     return next((name for name, c in challengers.items()
-                 if isinstance(c, dict) and c.get("meta") == meta), None)
+                 if isinstance(c, dict) and checkpoint.same_meta(c.get("meta"), meta)), None)
 
 
 def _meta_of(model) -> dict | None:
@@ -69,9 +70,9 @@ class Recovery:
         self.slot.reset()
         self.stats = self._new_stats(self.slot.model)
         self.challengers = {name: Challenger(name, model, self._new_stats(model), self._duel())
-                            for name, model in (make_challengers(self.cfg.challenger,
-                                                                 self.slot.name)
-                                                if self.policy.learns else ())}
+                            for name, model in (make_challengers(
+                                self.cfg.challenger, self.slot.pristine, self.cfg.metric)
+                                if self.policy.learns else ())}
         self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                     self.cfg.pending_max_bytes)
         self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
@@ -117,6 +118,8 @@ class Recovery:
         former, stats = state["model"], state["stats"]
         stats.swap_scores(promoted["stats"])
         state["model"] = promoted["model"]
+        for count in ("labelled", "learned"):  # the former served model learned them all
+            promoted["stats"].counts[count] = stats.counts[count]
         state["challengers"][FORMER] = {"model": former, "stats": promoted["stats"], "errors": 0,
                                         "meta": checkpoint.metadata(former)}
         for challenger in state["challengers"].values():
@@ -155,7 +158,7 @@ class Recovery:
                 self._rename_predictions(same, name)
                 continue
             log.info("challenger %s starts from nothing: %s", name, "its model or "
-                     "parameters changed" if name in saved else "new to this state")
+                     "parameters changed" if saved.pop(name, None) else "new to this state")
         for name in sorted(saved):
             log.info("challenger %s of the restored state dropped: not named by --challenger",
                      name)

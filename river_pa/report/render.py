@@ -209,10 +209,19 @@ def _rows(snapshot: dict):
         if isinstance(value, float) and key in _FORMATS:
             yield _LABELS[key], format(value, _FORMATS[key])
         elif isinstance(value, dict):
-            for sub, v in value.items():
-                yield f"{key}: {sub}", _text(v)
+            yield from _nested(key, value)
         else:
             yield _LABELS.get(key, key), _text(value)
+
+
+def _nested(prefix: str, figures: dict):
+    """A line per figure of a nested dict (a serve report's challengers, each with its
+    metrics), labelled by its path: "challengers: c01: metrics: Accuracy"."""
+    for key, value in figures.items():
+        if isinstance(value, dict):
+            yield from _nested(f"{prefix}: {key}", value)
+        else:
+            yield f"{prefix}: {key}", _text(value)
 
 
 def _scored(snapshot: dict) -> bool:

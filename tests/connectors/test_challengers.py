@@ -14,6 +14,7 @@ from river import base, evaluate, linear_model, metrics
 from river_pa import cli
 from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.loop.daemon import Daemon
+from river_pa.connectors.models.challengers import Duel
 from river_pa.connectors.observe.metrics import collect
 from river_pa.connectors.replay import records
 from river_pa.connectors.state import checkpoint
@@ -169,6 +170,7 @@ def test_a_restored_learner_continues_them_and_another_set_keeps_adds_and_drops(
     assert _same_model(new.slot.model, reference)
     assert "challenger c1 starts from nothing: new to this state" in caplog.text
     assert "challenger lr starts from nothing: its model or parameters changed" in caplog.text
+    assert "dropped" not in caplog.text  # lr was replaced, not dropped
     caplog.clear()
     again = _daemon(tmp_path, [C01])
     again.consumer = None  # not asked without --exactly-once
@@ -206,6 +208,11 @@ def test_the_pending_store_counts_the_challengers_predictions():
     ("c=PAClassifier{C: 1}", "challenger c: parameters '{C: 1}' are not a JSON object"),
     ("c=NoSuchModel", "challenger c: model 'NoSuchModel': unknown model; choose one of "),
     ('c=PAClassifier{"c": 1}', "challenger c: unknown parameter 'c' for PAClassifier"),
+    ("r=PARegressor", "challenger r: a regressor cannot challenge the served model, a "
+                      "classifier"),
+    ("ml=PAMultiLabelClassifier", "challenger ml: metric Accuracy does not work with "
+                                  "PAMultiLabelClassifier"),
+    ('b=PAClassifier{"C": 1}', "challenger b: the same model and parameters as challenger a"),
 ])
 def test_a_bad_challenger_is_status_2_naming_it(capsys, value, line):
     argv = ["serve", "--challenger", "a=PAClassifier", "--challenger", value,
@@ -213,6 +220,24 @@ def test_a_bad_challenger_is_status_2_naming_it(capsys, value, line):
     assert cli.main(argv) == 2
     [err] = capsys.readouterr().err.strip().splitlines()
     assert err.startswith(f"river-pa serve: {line}"), err
+
+
+def test_a_minimum_the_window_cannot_hold_is_refused(capsys):
+    argv = ["serve", "--challenger", "a=PAClassifier", "--challenger-min-labels", "2000",
+            "--bootstrap-servers", "127.0.0.1:1"]
+    assert cli.main(argv) == 2
+    assert "challenger_min_labels=2000 is above rolling_window=1000" in capsys.readouterr().err
+
+
+def test_beats_turns_false_only_when_p_is_ten_times_the_level():
+    duel = Duel(window=1000, alpha=0.01, min_labels=1)
+    changes = [duel.update(True, False, True) for _ in range(12)]  # p = 2**-n
+    assert changes.count(True) == 1 and duel.beats
+    for _ in range(3):  # p between 0.01 and 0.1: still beats (was: flapping at every label)
+        assert duel.update(True, True, False) is None
+    assert 0.01 < duel.p_value() <= 0.1 and duel.beats
+    changes = [duel.update(True, True, False) for _ in range(3)]  # p 0.038, 0.072, 0.119
+    assert changes == [None, None, False] and duel.p_value() > 0.1 and not duel.beats
 
 
 def test_a_name_given_twice_is_refused(capsys):
@@ -235,7 +260,8 @@ def test_a_learner_started_with_a_challengers_model_promotes_it(stream, tmp_path
     first = _serve(_daemon(tmp_path, [C01]), STOP)
     assert len(first.pending)  # events whose label comes after the promotion
     # the next start serves c01's model and keeps the former one as challenger "old"
-    promoted = _serve(_promoting(tmp_path, {"C": 0.01}, ["old=PAClassifier"]), N)
+    # {"C": 1} is PAClassifier()'s C=1.0: the same parameters, written otherwise
+    promoted = _serve(_promoting(tmp_path, {"C": 0.01}, ['old=PAClassifier{"C": 1}']), N)
     assert "challenger c01 promoted: it is the served model from now on" in caplog.text
     assert "challenger old continues the former served model of the restored state" in caplog.text
     figures = promoted.figures()
@@ -243,6 +269,8 @@ def test_a_learner_started_with_a_challengers_model_promotes_it(stream, tmp_path
     assert figures["metrics"] == {"Accuracy": _river(PAClassifier(C=0.01))}
     assert figures["challengers"]["old"]["metrics"] == {"Accuracy": _river(PAClassifier())}
     assert (figures["events"], figures["learned"], figures["labelled"]) == (N, N, N)
+    old = figures["challengers"]["old"]
+    assert (old["labelled"], old["learned"]) == (N, N)  # the former model learned them all
     for model, reference in ((promoted.slot.model, PAClassifier(C=0.01)),
                              (promoted.challengers["old"].slot.model, PAClassifier())):
         for x, y in _rows():

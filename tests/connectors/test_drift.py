@@ -68,10 +68,10 @@ def stream(fake_clients):
     return fake_clients
 
 
-def _replayed_watch(on_drift: str) -> tuple[DriftWatch, PAClassifier]:
+def _replayed_watch(on_drift: str, **params) -> tuple[DriftWatch, PAClassifier]:
     """The watch and the model of an independent replay: predict each event, score and learn
     its label DELAY events later, in the order `records` sends them."""
-    model, watch, waiting = PAClassifier(), DriftWatch(drift.ADWIN()), {}
+    model, watch, waiting = PAClassifier(**params), DriftWatch(drift.ADWIN()), {}
     rows = _rows()
     for kind, rid, _, _ in records(rows, DELAY, start_ms=0):
         x, y = rows[int(rid[1:])]
@@ -79,7 +79,7 @@ def _replayed_watch(on_drift: str) -> tuple[DriftWatch, PAClassifier]:
             waiting[rid] = model.predict_one(x)
             continue
         if watch.update(y, waiting.pop(rid)) == "rise" and on_drift == "reset":
-            model = PAClassifier()
+            model = PAClassifier(**params)
         model.learn_one(x, y)
     return watch, model
 
@@ -127,6 +127,19 @@ def test_reset_on_drift_starts_the_model_afresh_at_the_drift(stream, tmp_path, c
     assert accuracy.get() > 0.9
 
 
+def test_a_challenger_follows_on_drift_too(stream, tmp_path, caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    daemon = _daemon(stream, tmp_path, on_drift="reset", challenger=['c05=PAClassifier{"C": 0.5}'])
+    _serve(daemon, N)
+    watch, model = _replayed_watch("reset", C=0.5)
+    challenger = daemon.challengers["c05"]
+    assert challenger.stats.drift.snapshot() == watch.snapshot() and watch.rises
+    rows = _rows()
+    assert [challenger.slot.model.predict_proba_one(x) for x, _ in rows] == \
+        [model.predict_proba_one(x) for x, _ in rows]
+    assert "the errors rose (ADWIN, model c05, label " in caplog.text
+
+
 def test_a_restored_daemon_finds_the_drifts_of_an_uninterrupted_one(stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
     _serve(_daemon(stream, tmp_path, on_drift="reset"), FLIP + 10)  # stopped mid-change
@@ -164,8 +177,16 @@ def test_a_predictor_watches_nothing(fake_clients, tmp_path):
 
 
 @pytest.mark.parametrize("argv,line", [
-    (["--drift-params", '{"delta": "x"}'], "river-pa serve: drift_params {'delta': 'x'} are not "
-     "ADWIN's: TypeError: "),
+    (["--drift-params", '{"delta": "x"}'], "river-pa serve: drift_params {'delta': 'x'}: delta "
+     "must be a finite number, got 'x'"),
+    (["--drift-params", '{"delta": 2}'], "river-pa serve: drift_params {'delta': 2}: delta must "
+     "be a probability: > 0 and < 1, got 2"),
+    (["--drift-detector", "PageHinkley", "--drift-params", '{"threshold": -5}'],
+     "river-pa serve: drift_params {'mode': 'up', 'threshold': -5}: threshold must be > 0"),
+    (["--drift-detector", "none", "--drift-params", '{"delta": 0.1}'],
+     "river-pa serve: drift_params {'delta': 0.1} are given but drift_detector is none"),
+    (["--drift-detector", "none", "--on-drift", "reset"],
+     "river-pa serve: on_drift=reset needs a drift detector, and drift_detector is none"),
     (["--drift-detector", "PageHinkley", "--drift-params", '{"speed": 1}'],
      "river-pa serve: drift_params {'mode': 'up', 'speed': 1} are not PageHinkley's: TypeError: "),
 ])

@@ -33,12 +33,15 @@ def test_a_daemon_report_renders(tmp_path, capsys):
     for i, (y, p) in enumerate([(True, True), (False, True), (True, True), (True, False)]):
         stats.counts["events"] += 1
         stats.score(y, p, delay_ms=100 * i)
-        reporter.publish(stats.snapshot(pending=0), i + 1)
+        snapshot = stats.snapshot(pending=0)
+        snapshot["challengers"] = {"c01": {"metrics": {"Accuracy": 0.625}, "errors": 0}}
+        reporter.publish(snapshot, i + 1)
     with open(path, "a") as fh:
         fh.write('{"torn')
     out = render(capsys, path)
     assert "0.500000" in out and "0.333333" in out  # cumulative 2/4, rolling 1/3
     assert "label_delay_ms: p50" in out and "300" in out  # the largest delay
+    assert "challengers: c01: metrics: Accuracy" in out and "0.625" in out  # not a raw dict
 
 
 def test_an_evaluate_report_renders(tmp_path, capsys):
