@@ -212,3 +212,17 @@ def fake_clients(cluster, monkeypatch) -> Cluster:
     monkeypatch.setattr(daemon, "adapter", lambda name: fake)
     monkeypatch.setattr(daemon, "topic_limits", lambda cfg, topics: {})
     return cluster
+
+
+def serve_until_learned(daemon, learned: int):
+    """Run the daemon's own `run` until it has learned `learned` events, then stop it as a
+    signal would (after the current step); it must exit 0. Returns the daemon."""
+    step = daemon._step
+
+    def step_then_check():
+        step()
+        daemon.stopping = daemon.stats.counts["learned"] >= learned
+
+    daemon._step = step_then_check
+    assert daemon.run() == 0
+    return daemon

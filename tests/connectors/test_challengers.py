@@ -20,6 +20,7 @@ from river_pa.connectors.replay import records
 from river_pa.connectors.state import checkpoint
 from river_pa.connectors.state.pending import entry_bytes
 from river_pa.linear_model import PAClassifier
+from tests.connectors.fake_kafka import serve_until_learned
 
 N, DELAY, STOP = 600, 25, 240
 C01 = 'c01=PAClassifier{"C": 0.01}'
@@ -63,18 +64,6 @@ def _daemon(tmp_path, challengers: list[str], metric=("Accuracy",)) -> Daemon:
     return Daemon(cfg, PAClassifier())
 
 
-def _serve(daemon: Daemon, learned: int) -> Daemon:
-    step = daemon._step
-
-    def step_then_check():
-        step()
-        daemon.stopping = daemon.stats.counts["learned"] >= learned
-
-    daemon._step = step_then_check
-    assert daemon.run() == 0
-    return daemon
-
-
 def _river(model, metric=metrics.Accuracy) -> float:
     return evaluate.progressive_val_score(_rows(), model, metric(), delay=DELAY).get()
 
@@ -102,7 +91,7 @@ def _same_model(a, b) -> bool:
 
 
 def test_each_challenger_is_rivers_progressive_validation_of_its_model(stream, tmp_path):
-    daemon = _serve(_daemon(tmp_path, [C01, LR]), N)
+    daemon = serve_until_learned(_daemon(tmp_path, [C01, LR]), N)
     figures = daemon.figures()
     assert figures["metrics"] == {"Accuracy": _river(PAClassifier())}
     challengers = figures["challengers"]
@@ -140,7 +129,7 @@ def test_a_challenger_better_than_the_served_model_is_said_to_beat_it(stream, tm
                       report_path=None, checkpoint_path=str(tmp_path / "ckpt"),
                       challenger=["c1=PAClassifier"], challenger_min_labels=100,
                       rolling_window=300)
-    daemon = _serve(Daemon(cfg, PAClassifier(C=0.01)), N)
+    daemon = serve_until_learned(Daemon(cfg, PAClassifier(C=0.01)), N)
     duel = daemon.figures()["challengers"]["c1"]["versus_served"]
     assert duel["beats"] and duel["window"] == 300 and duel["p_value"] <= 0.01
     assert duel["better"] > 2 * duel["worse"]
@@ -156,10 +145,10 @@ def test_a_challenger_better_than_the_served_model_is_said_to_beat_it(stream, tm
 def test_a_restored_learner_continues_them_and_another_set_keeps_adds_and_drops(
         stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
-    first = _serve(_daemon(tmp_path, [C01, LR]), STOP)
+    first = serve_until_learned(_daemon(tmp_path, [C01, LR]), STOP)
     at_checkpoint = first.stats.counts["learned"]  # the final checkpoint holds them all
     changed = 'lr=PAClassifier{"variant": "PA-II"}'
-    restored = _serve(_daemon(tmp_path, [C01, "c1=PAClassifier", changed]), N)
+    restored = serve_until_learned(_daemon(tmp_path, [C01, "c1=PAClassifier", changed]), N)
     kept, new, replaced = (restored.challengers[n] for n in ("c01", "c1", "lr"))
     assert kept.stats.counts["learned"] == N and kept.stats.metric[0].get() == \
         _river(PAClassifier(C=0.01))
@@ -183,7 +172,7 @@ def test_a_restored_learner_continues_them_and_another_set_keeps_adds_and_drops(
 
 def test_a_challenger_that_raises_is_counted_and_changes_nothing_else(stream, tmp_path, caplog):
     flaky = f"flaky={__name__}:Flaky"
-    daemon = _serve(_daemon(tmp_path, [flaky]), N)
+    daemon = serve_until_learned(_daemon(tmp_path, [flaky]), N)
     figures = daemon.figures()
     assert figures["metrics"] == {"Accuracy": _river(PAClassifier())}
     assert figures["dead_lettered"] == 0 and figures["learned"] == N
@@ -257,11 +246,12 @@ def _promoting(tmp_path, params: dict, challengers: list[str]) -> Daemon:
 
 def test_a_learner_started_with_a_challengers_model_promotes_it(stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
-    first = _serve(_daemon(tmp_path, [C01]), STOP)
+    first = serve_until_learned(_daemon(tmp_path, [C01]), STOP)
     assert len(first.pending)  # events whose label comes after the promotion
     # the next start serves c01's model and keeps the former one as challenger "old"
     # {"C": 1} is PAClassifier()'s C=1.0: the same parameters, written otherwise
-    promoted = _serve(_promoting(tmp_path, {"C": 0.01}, ['old=PAClassifier{"C": 1}']), N)
+    promoting = _promoting(tmp_path, {"C": 0.01}, ['old=PAClassifier{"C": 1}'])
+    promoted = serve_until_learned(promoting, N)
     assert "challenger c01 promoted: it is the served model from now on" in caplog.text
     assert "challenger old continues the former served model of the restored state" in caplog.text
     figures = promoted.figures()
@@ -281,7 +271,7 @@ def test_a_learner_started_with_a_challengers_model_promotes_it(stream, tmp_path
 def test_a_promotion_without_the_former_model_drops_it_and_another_model_is_refused(
         stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
-    _serve(_daemon(tmp_path, [C01]), STOP)
+    serve_until_learned(_daemon(tmp_path, [C01]), STOP)
     refused = _promoting(tmp_path, {"C": 0.5}, [])  # neither the model nor a challenger's
     refused.consumer = None
     with pytest.raises(checkpoint.VersionMismatch, match="or those of one of its challengers"):
@@ -299,13 +289,13 @@ def test_a_state_written_before_challengers_and_drift_is_restored_and_goes_on(st
     # what an older release pickled: no drift watch in the stats, no challengers' predictions
     # in the pending entries, no challengers in the state
     caplog.set_level(logging.INFO, "river_pa.serve")
-    old = _serve(_daemon(tmp_path, []), STOP)
+    old = serve_until_learned(_daemon(tmp_path, []), STOP)
     state = old._state()
     del state["challengers"], state["stats"].__dict__["drift"]
     for entry in state["pending"].entries():
         del entry.__dict__["others"]
     checkpoint.save(tmp_path / "ckpt", state, old.slot.model, state["offsets"], None)
-    new = _serve(_daemon(tmp_path, [C01]), N)
+    new = serve_until_learned(_daemon(tmp_path, [C01]), N)
     figures = new.figures()
     assert figures["metrics"] == {"Accuracy": _river(PAClassifier())}  # nothing skipped
     assert (figures["learned"], figures["challengers"]["c01"]["learned"]) == (

@@ -21,6 +21,7 @@ from river_pa.connectors.observe.reporting import Stats
 from river_pa.connectors.replay import records
 from river_pa.connectors.roles.predictor import Predictor
 from river_pa.linear_model import PAClassifier
+from tests.connectors.fake_kafka import serve_until_learned
 
 N, FLIP, DELAY = 1200, 600, 20
 
@@ -41,18 +42,6 @@ def _daemon(cluster, tmp_path, **settings) -> Daemon:
                       predictions_topic="preds", metrics_topic=None, report_path=None,
                       checkpoint_path=str(tmp_path / "ckpt"), checkpoint_every=100, **settings)
     return Daemon(cfg, PAClassifier())
-
-
-def _serve(daemon: Daemon, learned: int) -> None:
-    """Run the daemon until it has learned `learned` events, then stop it as a signal would."""
-    step = daemon._step
-
-    def step_then_check():
-        step()
-        daemon.stopping = daemon.stats.counts["learned"] >= learned
-
-    daemon._step = step_then_check
-    assert daemon.run() == 0
 
 
 def _rises(caplog) -> list[int]:
@@ -87,7 +76,7 @@ def _replayed_watch(on_drift: str, **params) -> tuple[DriftWatch, PAClassifier]:
 def test_a_flipped_concept_is_a_drift_within_a_few_dozen_labels(stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
     daemon = _daemon(stream, tmp_path)
-    _serve(daemon, N)
+    serve_until_learned(daemon, N)
     rises = _rises(caplog)
     assert rises and FLIP < rises[0] <= FLIP + 60, rises  # labels are counted from 1
     assert all(r > FLIP for r in rises)  # the stream's first concept raised no alarm
@@ -112,7 +101,7 @@ def test_a_flipped_concept_is_a_drift_within_a_few_dozen_labels(stream, tmp_path
 def test_reset_on_drift_starts_the_model_afresh_at_the_drift(stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
     daemon = _daemon(stream, tmp_path, on_drift="reset")
-    _serve(daemon, N)
+    serve_until_learned(daemon, N)
     rises = _rises(caplog)
     assert rises and "the model starts afresh (--on-drift reset)" in caplog.text
     watch, model = _replayed_watch("reset")
@@ -130,7 +119,7 @@ def test_reset_on_drift_starts_the_model_afresh_at_the_drift(stream, tmp_path, c
 def test_a_challenger_follows_on_drift_too(stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
     daemon = _daemon(stream, tmp_path, on_drift="reset", challenger=['c05=PAClassifier{"C": 0.5}'])
-    _serve(daemon, N)
+    serve_until_learned(daemon, N)
     watch, model = _replayed_watch("reset", C=0.5)
     challenger = daemon.challengers["c05"]
     assert challenger.stats.drift.snapshot() == watch.snapshot() and watch.rises
@@ -142,9 +131,10 @@ def test_a_challenger_follows_on_drift_too(stream, tmp_path, caplog):
 
 def test_a_restored_daemon_finds_the_drifts_of_an_uninterrupted_one(stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
-    _serve(_daemon(stream, tmp_path, on_drift="reset"), FLIP + 10)  # stopped mid-change
+    stopped = _daemon(stream, tmp_path, on_drift="reset")
+    serve_until_learned(stopped, FLIP + 10)  # stopped mid-change
     restored = _daemon(stream, tmp_path, on_drift="reset")
-    _serve(restored, N)
+    serve_until_learned(restored, N)
     watch, model = _replayed_watch("reset")
     assert restored.figures()["drift"] == watch.snapshot()
     assert _rises(caplog)[0] > FLIP + 10  # found by the restored daemon

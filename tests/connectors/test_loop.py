@@ -17,7 +17,7 @@ from river_pa.connectors.replay import records
 from river_pa.connectors.roles.learner import Learner
 from river_pa.linear_model import PAClassifier
 
-from tests.connectors.fake_kafka import TP, FakeConsumer
+from tests.connectors.fake_kafka import TP, FakeConsumer, serve_until_learned
 
 N, DELAY = 300, 20
 
@@ -31,19 +31,6 @@ def _rows(n: int) -> list[tuple[dict, bool]]:
     return rows
 
 
-def _serve_until_learned(daemon: Daemon, n: int) -> int:
-    """Run the daemon's own `run` until it has learned `n` events, then stop it as a signal
-    would (after the current step)."""
-    step = daemon._step
-
-    def step_then_check():
-        step()
-        daemon.stopping = daemon.stats.counts["learned"] >= n
-
-    daemon._step = step_then_check
-    return daemon.run()
-
-
 def test_two_partition_pairs_are_served_learned_and_committed_to_their_end(fake_clients, tmp_path):
     rows = _rows(N)
     events, labels = fake_clients.topic("ev", 2), fake_clients.topic("lab", 2)
@@ -52,7 +39,7 @@ def test_two_partition_pairs_are_served_learned_and_committed_to_their_end(fake_
                       predictions_topic="preds", metrics_topic=None, report_path=None,
                       checkpoint_path=str(tmp_path / "ckpt"), checkpoint_every=50)
     daemon = Daemon(cfg, PAClassifier())
-    assert _serve_until_learned(daemon, N) == 0
+    serve_until_learned(daemon, N)
     figures = daemon.figures()
     assert figures["events"] == figures["labelled"] == figures["learned"] == N
     assert figures["pending"] == figures["orphan_labels"] == figures["dead_lettered"] == 0
@@ -71,7 +58,7 @@ def test_a_partition_pair_with_its_labels_in_time_matches_river(fake_clients, tm
                       predictions_topic="preds", metrics_topic=None, report_path=None,
                       checkpoint_path=str(tmp_path / "ckpt"), max_poll_records=37)
     daemon = Daemon(cfg, PAClassifier())
-    assert _serve_until_learned(daemon, N) == 0
+    serve_until_learned(daemon, N)
     steps = evaluate.iter_progressive_val_score(rows, PAClassifier(), metrics.Accuracy(),
                                                 delay=DELAY, step=N)
     assert daemon.figures()["metrics"]["Accuracy"] == list(steps)[-1]["Accuracy"].get()
@@ -150,7 +137,7 @@ def test_a_stream_of_strings_a_learner_refuses_is_dead_lettered_and_stops_nothin
                       predictions_topic="preds", metrics_topic=None, report_path=None,
                       checkpoint_path=str(tmp_path / "ckpt"))
     daemon = Daemon(cfg, PAClassifier())
-    assert _serve_until_learned(daemon, N) == 0
+    serve_until_learned(daemon, N)
     letters = [dict(r.headers) for r in fake_clients.logs[TP("dead-letters", 0)]]
     assert len(letters) == n_strings
     assert {(h["reason"], h["detail"]) for h in letters} == {(
