@@ -121,7 +121,7 @@ class Records:
         first)."""
         watch = stats.drift
         where = (f"{type(watch.detector).__name__}, model {name}, label "
-                 f"{stats.counts['labelled']}, rolling {_rolling(stats)}")
+                 f"{stats.counts['labelled']}, rolling {stats.in_words(rolling=True)}")
         if change == "fall":
             log.info("the errors fell (%s): not a drift", where)
             return
@@ -224,11 +224,6 @@ class Records:
             return
         if self.outputs.dead_letter(record, exc.reason, exc.detail):
             self.stats.counts["truncated_dead_letters"] += 1
-
-
-def _rolling(stats) -> str:
-    """The rolling metrics in a few words, e.g. "Accuracy 0.8125"."""
-    return ", ".join(f"{type(m).__name__} {m.get():.4g}" for m in stats.rolling.obj)
 
 
 def _first_line(exc: Exception) -> str:

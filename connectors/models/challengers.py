@@ -268,10 +268,8 @@ class Challenger:
 
     def figures(self) -> dict:
         """The report's figures of this challenger."""
-        stats = self.stats
-        return {"model": self.slot.name,
-                "metrics": {type(m).__name__: m.get() for m in stats.metric},
-                "rolling": {type(m).__name__: m.get() for m in stats.rolling.obj},
-                "labelled": stats.counts["labelled"], "learned": stats.counts["learned"],
-                "errors": self.errors, "versus_served": self.duel.figures(),
-                "drift": stats.drift.snapshot() if stats.drift is not None else None}
+        scores, counts = self.stats.scores(), self.stats.counts
+        return {"model": self.slot.name, "metrics": scores["metrics"],
+                "rolling": scores["rolling"], "labelled": counts["labelled"],
+                "learned": counts["learned"], "errors": self.errors,
+                "versus_served": self.duel.figures(), "drift": scores["drift"]}

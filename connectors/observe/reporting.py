@@ -119,15 +119,27 @@ class Stats:
                 stat.update(delay_ms)
         return self.drift.update(y_true, y_pred) if self.drift is not None else None
 
+    def scores(self) -> dict:
+        """The figures of the model's scoring: cumulative and rolling metrics, drift watch."""
+        return {"metrics": {type(m).__name__: m.get() for m in self.metric},
+                "rolling": {type(m).__name__: m.get() for m in self.rolling.obj},
+                "drift": self.drift.snapshot() if self.drift is not None else None}
+
+    def in_words(self, rolling: bool = False) -> str:
+        """The metrics (the rolling ones with `rolling`) for a log line: "Accuracy 0.8125"."""
+        return ", ".join(f"{type(m).__name__} {m.get():.4g}"
+                         for m in (self.rolling.obj if rolling else self.metric))
+
     def dead_letter(self, reason: str) -> None:
         """Count one dead-lettered record."""
         self.dead_letters[reason] += 1
 
     def snapshot(self, pending: int) -> dict:
         """The figures as a JSON-able dict (a snapshot of `river_pa.report`'s format)."""
+        scores = self.scores()
         return {
-            "metrics": {type(m).__name__: m.get() for m in self.metric},
-            "rolling": {type(m).__name__: m.get() for m in self.rolling.obj},
+            "metrics": scores["metrics"],
+            "rolling": scores["rolling"],
             "window": self.rolling.window_size,
             "events": self.counts["events"],
             "labelled": self.counts["labelled"],
@@ -139,7 +151,7 @@ class Stats:
             "dead_lettered": sum(self.dead_letters.values()),
             "dead_letter_reasons": dict(self.dead_letters),
             "truncated_dead_letters": self.counts["truncated_dead_letters"],
-            "drift": self.drift.snapshot() if self.drift is not None else None,
+            "drift": scores["drift"],
             "label_delay_ms": {
                 "mean": self.delay_mean.get() if self.delay_mean.n else None,
                 "p50": self.delay_p50.get(),

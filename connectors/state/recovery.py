@@ -4,6 +4,7 @@ exactly-once, and a learner refused when it would start empty over committed off
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -57,10 +58,6 @@ def _meta_of(model) -> dict | None:
         return None
 
 
-def _scores(stats: Stats) -> str:
-    return ", ".join(f"{type(m).__name__} {m.get():.4g}" for m in stats.metric)
-
-
 class Recovery:
     """The state of a daemon (model, metrics, pending events, early labels, next offsets): reset,
     saved as a dict, restored from a checkpoint or a snapshot topic."""
@@ -70,15 +67,21 @@ class Recovery:
         self.slot.reset()
         self.stats = self._new_stats(self.slot.model)
         self.challengers = {name: Challenger(name, model, self._new_stats(model), self._duel())
-                            for name, model in (make_challengers(
-                                self.cfg.challenger, self.slot.pristine, self.cfg.metric)
-                                if self.policy.learns else ())}
+                            for name, model in self._challenger_models}
         self.pending = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                     self.cfg.pending_max_bytes)
         self.early = PendingStore(self.cfg.pending_max, self.cfg.pending_ttl_ms,
                                   self.cfg.pending_max_bytes)
         self.next_offsets: dict[str, int] = {}
         self.merged_upto: dict[int, tuple] = {}  # see EventTimeOrder.late
+
+    @functools.cached_property
+    def _challenger_models(self) -> list[tuple[str, object]]:
+        """(name, model) of each --challenger, made and checked once (each reset and
+        rollback clones them: `ModelSlot`); none for a daemon that learns nothing."""
+        cfg = self.cfg
+        return make_challengers(cfg.challenger, self.slot.pristine, cfg.metric) \
+            if self.policy.learns else []
 
     def _duel(self) -> Duel:
         cfg = self.cfg
@@ -95,8 +98,8 @@ class Recovery:
                 "challengers": {name: c.state() for name, c in self.challengers.items()}}
 
     def _restore(self, state: dict) -> None:
-        if promoted(state, self.slot.meta):
-            self._promote(state, promoted(state, self.slot.meta))
+        if name := promoted(state, self.slot.meta):
+            self._promote(state, name)
         self.slot.model = state["model"]
         self.stats = state["stats"]
         self.pending = state["pending"]
@@ -131,7 +134,7 @@ class Recovery:
             entry.others = others
         log.info("challenger %s promoted: it is the served model from now on, its metrics "
                  "continue (%s); the former served model %s goes on as a challenger if "
-                 "--challenger names its model and parameters", name, _scores(stats),
+                 "--challenger names its model and parameters", name, stats.in_words(),
                  type(former).__name__)
 
     def _rename_predictions(self, old: str, new: str) -> None:
