@@ -65,6 +65,8 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
         cfg.merge_idle_ms = 500 if cfg.role == "learn" else 0
     if cfg.model_topic is None:
         cfg.model_topic = f"{cfg.events_topic}.model"
+    if cfg.control_topic is None:
+        cfg.control_topic = f"{cfg.events_topic}.control"
     if cfg.role == "learn":  # every learner of the group shares its state and fences the others
         cfg.state_topic = cfg.state_topic or f"{cfg.events_topic}.state"
         cfg.transactional_id = cfg.transactional_id or f"{cfg.group_id}.learner"
@@ -82,6 +84,8 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
     if cfg.on_drift == "reset" and cfg.drift_detector == "none":
         raise SettingsConflict("river-pa serve: on_drift=reset needs a drift detector, and "
                                "drift_detector is none")
+    if cfg.auto_promote and not cfg.challenger:
+        raise SettingsConflict("river-pa serve: auto_promote needs a challenger to promote")
     if cfg.challenger and cfg.challenger_min_labels > cfg.rolling_window:  # never in the window
         raise SettingsConflict(f"river-pa serve: challenger_min_labels="
                                f"{cfg.challenger_min_labels} is above rolling_window="

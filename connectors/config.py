@@ -50,6 +50,7 @@ class ServeConfig:
     challenger: list = field(default_factory=list)
     challenger_alpha: float = 0.01
     challenger_min_labels: int = 500
+    auto_promote: bool = False
     metric: list = field(default_factory=list)
     rolling_window: int = 1000
     drift_detector: str = "ADWIN"
@@ -61,6 +62,7 @@ class ServeConfig:
     checkpoint_seconds: float = 10.0
     state_topic: str | None = None
     model_topic: str | None = None
+    control_topic: str | None = None
     publish_every: int = 5000
     publish_seconds: float = 5.0
     report_every: int = 1000
@@ -122,6 +124,9 @@ _FLAGS_HELP = {
                         "regressor the sign test of the absolute errors), at most 0.5",
     "challenger_min_labels": "labels the window must hold before the test says a challenger "
                              "beats the served model",
+    "auto_promote": "promote a challenger to the served model as soon as the test says it "
+                    "beats it (the one with the smallest p when several do), logged with the "
+                    "figures; the former served model goes on as a challenger",
     "metric": "river.metrics class name, repeatable or comma-separated "
               "(default: Accuracy, or MAE for regressors)",
     "rolling_window": "labels in the rolling metric's window",
@@ -142,6 +147,8 @@ _FLAGS_HELP = {
                    "always restored (default: none; with --role learn '<events_topic>.state')",
     "model_topic": "compacted topic of the model snapshots the learner publishes and the "
                    "predictors restore (default: '<events_topic>.model')",
+    "control_topic": "compacted topic of the commands `river-pa models` writes (promote), "
+                     "read by a learner with challengers (default: '<events_topic>.control')",
     "publish_every": "the learner publishes the model after this many events",
     "publish_seconds": "the learner publishes the model after this many seconds (if it learned)",
     "report_every": "a report snapshot after this many events",

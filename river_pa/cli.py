@@ -7,7 +7,9 @@
 * `river-pa report FILE`: the learning curves and summary of a report either of them wrote
   (`river_pa.report`);
 * `river-pa topics create`: the Kafka topics `serve` uses, with the settings its roles need
-  (`river_pa.connectors.kafka.topics`; the same topic flags as `serve`).
+  (`river_pa.connectors.kafka.topics`; the same topic flags as `serve`);
+* `river-pa models list | promote NAME`: a running deployment's models, and a challenger made
+  the served model without a restart (`river_pa.connectors.models.commands`).
 
 The same things have the same flags in `evaluate` and `serve`: `--model`, `--model-params`,
 repeatable `--metric`, `--report-path`. A usage error is one line on stderr with exit status 2.
@@ -127,8 +129,8 @@ def _add_serve(sub, flags: bool) -> None:
 
 # serve's flags that name the topics and the cluster: `topics create` takes them too
 TOPIC_FLAGS = ("bootstrap_servers", "events_topic", "labels_topic", "predictions_topic",
-               "metrics_topic", "dead_letter_topic", "model_topic", "state_topic", "client_id",
-               "kafka")
+               "metrics_topic", "dead_letter_topic", "model_topic", "state_topic", "control_topic",
+               "client_id", "kafka")
 
 
 def _add_topics(sub, flags: bool) -> None:
@@ -153,6 +155,29 @@ def _add_topics(sub, flags: bool) -> None:
                         help="replicas of every topic (default: min(3, brokers))")
     config.add_arguments(create, only=TOPIC_FLAGS)
     create.set_defaults(run=_run_topics)
+
+
+def _add_models(sub, flags: bool) -> None:
+    summary = "the models of a running deployment: list them, promote a challenger"
+    if not flags:
+        sub.add_parser("models", help=summary)
+        return
+    from river_pa.connectors import config
+    from river_pa.connectors.models import commands
+
+    p = sub.add_parser("models", help=summary, description=commands.__doc__.split("\n\n")[0])
+    actions = p.add_subparsers(title="actions", dest="action", metavar="{list,promote}",
+                               required=True)
+    listing = actions.add_parser("list", help="the served model and each challenger: metrics, "
+                                 "events learned, test against the served model (from the "
+                                 "learner's newest report in the metrics topic)")
+    listing.add_argument("--json", action="store_true", help="the report as one JSON line")
+    promote = actions.add_parser("promote", help="make challenger NAME the served model "
+                                 "(a control record the learner obeys at its next batch)")
+    promote.add_argument("name", metavar="NAME", help="the challenger's --challenger name")
+    for action in (listing, promote):
+        config.add_arguments(action, only=TOPIC_FLAGS + ("checkpoint_key",))
+        action.set_defaults(run=_run_models, json=False)
 
 
 def _positive(text: str) -> int:
@@ -190,6 +215,12 @@ def _run_topics(args) -> int:
     return run(args)
 
 
+def _run_models(args) -> int:
+    from river_pa.connectors.models.commands import run
+
+    return run(args)
+
+
 def _run_report(args) -> int:
     from river_pa.report import main
 
@@ -204,11 +235,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="river-pa", description="Passive-Aggressive and parameter-free "
                      "online learners for River: evaluate on files, serve on Kafka.")
     parser.add_argument("--version", action="version", version=f"river-pa {__version__}")
-    sub = parser.add_subparsers(title="commands", metavar="{evaluate,serve,report,topics}")
+    sub = parser.add_subparsers(title="commands",
+                                metavar="{evaluate,serve,report,topics,models}")
     _add_evaluate(sub)
-    _add_serve(sub, command not in ("evaluate", "report", "topics"))
+    _add_serve(sub, command not in ("evaluate", "report", "topics", "models"))
     _add_report(sub)
-    _add_topics(sub, command not in ("evaluate", "report", "serve"))
+    _add_topics(sub, command not in ("evaluate", "report", "serve", "models"))
+    _add_models(sub, command not in ("evaluate", "report", "serve", "topics"))
     return parser
 
 

@@ -60,7 +60,7 @@ def test_the_old_evaluate_names_still_work(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["nope"], "river-pa: argument {evaluate,serve,report,topics}: invalid choice: 'nope'"),
+    (["nope"], "river-pa: argument {evaluate,serve,report,topics,models}: invalid choice: 'nope'"),
     (["topics"], "river-pa topics: the following arguments are required: {create}"),
     (["evaluate", "--delay", "x"], "river-pa evaluate: argument --delay: invalid int value: 'x'"),
     (["serve", "--rolling-window", "x"], "argument --rolling-window: invalid int value: 'x'"),

@@ -7,8 +7,9 @@ reads and writes with the same settings:
 * the events and labels topics: `--partitions` each (co-partitioned: an id's label lands on its
   event's partition only when both topics have the same count);
 * predictions, metrics and dead letters: as many partitions (any count works);
-* `<events>.model` (`--model-topic`), `<events>.state` (`--state-topic`) and `<events>.lease`:
-  one partition, `cleanup.policy=compact` (snapshots and the learners' lease).
+* `<events>.model` (`--model-topic`), `<events>.state` (`--state-topic`), `<events>.lease` and
+  `<events>.control` (`--control-topic`): one partition, `cleanup.policy=compact` (snapshots,
+  the learners' lease, the commands of `river-pa models`).
 
 Every topic is replicated `--replication-factor` times (default min(3, brokers)), with
 `min.insync.replicas` 2 from a factor of 3 (a write is then on two brokers before it is
@@ -57,8 +58,10 @@ def wanted(cfg: ServeConfig, partitions: int) -> list[Topic]:
         if name:
             topics.append(Topic(name, role, None))
     state = cfg.state_topic or f"{cfg.events_topic}.state"
+    control = cfg.control_topic or f"{cfg.events_topic}.control"
     for name, role in ((cfg.model_topic, "model topic"), (state, "state topic"),
-                       (f"{cfg.events_topic}.lease", "lease topic")):
+                       (f"{cfg.events_topic}.lease", "lease topic"),
+                       (control, "control topic")):
         topics.append(Topic(name, role, 1, compact=True))
     return topics
 

@@ -30,6 +30,7 @@ from river_pa.connectors.loop.ordering import EventTimeOrder
 from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.loop.positions import Positions
 from river_pa.connectors.loop.records import Records
+from river_pa.connectors.models.control import ControlFollowing
 from river_pa.connectors.models.publishing import ModelPublishing
 from river_pa.connectors.models.slot import ModelSlot
 from river_pa.connectors.observe.metrics import Health
@@ -62,7 +63,7 @@ def watch_stop(cfg: ServeConfig) -> None:
     threading.Thread(target=watch, name="river-pa-stop", daemon=True).start()
 
 
-class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
+class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFollowing):
     """One serving process: a consumer, a producer, a model and its bookkeeping."""
 
     policy = Policy()  # --role both: predicts, emits, learns, checkpoints
@@ -72,6 +73,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         self.client = adapter(cfg.kafka_client)  # the data path's client library
         self.key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
         self.slot = ModelSlot(model)
+        self.configured = self.slot  # --model's (another serves after a promotion)
         self._reset_state()
         self.stopping = False
         self.model_failures = 0  # consecutive records the model raised on
@@ -115,6 +117,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
             self.producer.init_transactions()
             self.producer.begin_transaction()
         self._start()
+        self._start_control()
         self._publish_committed()
         self.rebalances = RebalanceQueue()
         labels = cfg.labels_topic if self.policy.learns else None
@@ -146,6 +149,8 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
                   partial(self.consumer.close, autocommit=False)]
         if self.offsets_client is not None:
             closes.append(self.offsets_client.close)
+        if self.control_reader is not None:
+            closes.append(self.control_reader.close)
         for close in closes:
             try:
                 close()
@@ -187,6 +192,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         self.backlog = batch > 0 and (batch == self.cfg.max_poll_records
                                       or time.monotonic() > deadline)
         self._flow_control()
+        self._follow_control()
         if self.policy.publishes:
             self._publish()
         if self.reporter.due(self.stats.counts["events"]):
@@ -216,7 +222,8 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing):
         """The report's figures now (also read by the metrics endpoint's thread)."""
         figures = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early),
                    "pending_bytes": self.pending.nbytes, "invalid_snapshots": self.invalid_snapshots}
-        if self.challengers:
+        if self.challengers:  # `river-pa models list` reads them from the metrics topic
+            figures["served"] = self.slot.name
             figures["challengers"] = {n: c.figures() for n, c in self.challengers.items()}
         if self.policy.publishes:  # the newest model sent (visible once its transaction
             figures["model_version"] = self.slot.manifest and self.slot.manifest["version"]

@@ -113,6 +113,14 @@ class Records:
             if change := challenger.score(y, others.get(name), delay_ms, served):
                 self._changed(change, challenger.stats, challenger.slot, name)
             challenger.learn(x, y)
+        if self.cfg.auto_promote:  # at this label: a restored learner promotes at the same one
+            beating = [c for c in self.challengers.values() if c.duel.beats]
+            if beating:
+                best = min(beating, key=lambda c: c.duel.p_value())
+                figures = best.duel.figures()
+                self._promote_live(best.name, f"--auto-promote (better on {figures['better']}, "
+                                   f"worse on {figures['worse']} of the last {figures['window']} "
+                                   f"labels, p = {figures['p_value']:.3g})")
 
     def _changed(self, change: str, stats, slot, name: str) -> None:
         """Say that the drift watch of model `name` (its `stats` and `slot`: the served model's

@@ -10,7 +10,8 @@ watch. Challengers are part of the learner's state: a restored learner continues
 learner started with another set keeps the ones it still names (same model and parameters),
 starts the new ones from nothing and drops the others, each said in one line. A challenger
 that raises is counted (`errors`) and the record goes on; it never stops the daemon or the
-champion. Predictors serve the champion only.
+champion. Predictors serve the champion only; `river-pa models promote NAME` (a control record,
+models/control.py) or `--auto-promote` makes a challenger the champion while serving.
 
 """
 
@@ -237,7 +238,8 @@ class Challenger:
                 "on %d (exact binomial test of the discordant pairs, p = %.3g, level %g)%s",
                 self.name, "beats" if beats else "no longer beats", figures["window"],
                 figures["better"], figures["worse"], figures["p_value"], self.duel.alpha,
-                ": promote it by starting the learner with its model as --model" if beats else "")
+                f": promote it with `river-pa models promote {self.name}` (or --auto-promote)"
+                if beats else "")
 
     def _failed(self, doing: str, exc: Exception) -> None:
         self.errors += 1

@@ -56,13 +56,20 @@ class ModelPublishing:
             self.stats.counts["events"] - self.events_at_publish >= self.cfg.publish_every
             or time.monotonic() - self.last_publish >= self.cfg.publish_seconds)
 
+    def _publish_soon(self) -> None:
+        """Publish the model at the next `_publish` (another model serves: a promotion)."""
+        self.learned_at_publish, self.last_publish = -1, float("-inf")
+
     def _publish_model(self) -> None:
         """Send the live model to the model topic as a signed checkpoint-format snapshot
         (checked, or committed with the transaction, at the next checkpoint)."""
         self._before_write()
         counts, publisher = self.stats.counts, self.slot.publisher
+        # its name, and every model of the deployment: a predictor configured with any of them
+        # serves it (`checkpoint.dumps` names them in the header)
         state = {"model": self.slot.model, "learned": counts["learned"], "events": counts["events"],
-                 "published_at_ms": int(time.time() * 1000)}
+                 "published_at_ms": int(time.time() * 1000), "name": self.slot.name,
+                 "challengers": {n: {"meta": c.slot.meta} for n, c in self.challengers.items()}}
         payload = checkpoint.dumps(state, self.slot.model, {}, self.key, publisher.next_stamp())
         self.slot.manifest = publisher.publish(self.outputs.send, payload)
         self.last_publish = time.monotonic()

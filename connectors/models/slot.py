@@ -57,8 +57,20 @@ class ModelSlot:
         self.snapshot = snapshot
         self.manifest: dict | None = None  # of the newest snapshot in the model topic
         self.publisher = None  # the learner's snapshots.Publisher
+        self._kind(model)
+
+    def _kind(self, model) -> None:
         self._is_classifier = hasattr(model, "predict_proba_one")
         self._label_from_proba = type(model).predict_one is base.Classifier.predict_one
+
+    def adopt(self, model, name) -> None:
+        """Serve `model`, a snapshot's, under `name` (a predictor following the learner's
+        served model, another one than its --model after a promotion; a `name` that is not a
+        string: the model's class)."""
+        self.model = model
+        self.name = name if isinstance(name, str) else type(model).__name__
+        if type(model) is not type(self.pristine):
+            self._kind(model)
 
     def reset(self) -> None:
         """Serve a model that has learned nothing."""

@@ -113,10 +113,11 @@ class Predictor(Daemon):
             return self.slot.manifest is not None
         manifest, _, state = found
         self.model_reader.accept(manifest)
-        self.slot.model, self.slot.manifest = state["model"], manifest
+        self.slot.adopt(state["model"], state.get("name"))
+        self.slot.manifest = manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
-        log.info("model version %d/%d from %s (%d events learned)", manifest["term"],
-                 manifest["version"], self.cfg.model_topic, state["learned"])
+        log.info("model %s version %d/%d from %s (%d events learned)", self.slot.name,
+                 manifest["term"], manifest["version"], self.cfg.model_topic, state["learned"])
         return True
 
     def _model_fields(self) -> dict:

@@ -13,6 +13,7 @@ from pathlib import Path
 from river_pa.connectors.kafka.admin import ensure_topic
 from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.models.challengers import Challenger, Duel, make_challengers
+from river_pa.connectors.models.slot import ModelSlot
 from river_pa.connectors.observe.drift import make_detector
 from river_pa.connectors.observe.reporting import Stats, serve_metrics
 from river_pa.connectors.state import checkpoint, snapshots
@@ -51,6 +52,19 @@ def promoted(state, meta: dict) -> str | None:
                  if isinstance(c, dict) and checkpoint.same_meta(c.get("meta"), meta)), None)
 
 
+def control_of(state) -> dict:
+    """The control state of a restored `state` (models/control.py), checked; a state
+    written before control records, or another value, gives a fresh one."""
+    control = state.get("control") if isinstance(state, dict) else None
+    fresh = {"offset": 0, "served": None, "configured": None}
+    if not (isinstance(control, dict) and set(control) == set(fresh)
+            and type(control["offset"]) is int and control["offset"] >= 0
+            and (control["served"] is None or isinstance(control["served"], str))
+            and (control["configured"] is None or isinstance(control["configured"], dict))):
+        return fresh
+    return dict(control)
+
+
 def _meta_of(model) -> dict | None:
     try:
         return checkpoint.metadata(model)
@@ -63,7 +77,9 @@ class Recovery:
     saved as a dict, restored from a checkpoint or a snapshot topic."""
 
     def _reset_state(self) -> None:
-        """The state of a daemon that has seen nothing."""
+        """The state of a daemon that has seen nothing (serving its --model)."""
+        if self.slot is not self.configured:  # a control record promoted another model
+            self.slot = self._slot_for(self.configured.pristine.clone(), self.configured.name)
         self.slot.reset()
         self.stats = self._new_stats(self.slot.model)
         self.challengers = {name: Challenger(name, model, self._new_stats(model), self._duel())
@@ -74,6 +90,18 @@ class Recovery:
                                   self.cfg.pending_max_bytes)
         self.next_offsets: dict[str, int] = {}
         self.merged_upto: dict[int, tuple] = {}  # see EventTimeOrder.late
+        # the control topic's next offset to obey; the challenger serving since a control
+        # record (None: --model serves) and the --model it replaced (models/control.py)
+        self.control = {"offset": 0, "served": None, "configured": None}
+        self.control_seek = True
+
+    def _slot_for(self, model, name: str) -> ModelSlot:
+        """A slot serving `model` under `name`, in this daemon's place in the model topic."""
+        slot = ModelSlot(model)
+        slot.model, slot.name = model, name
+        slot.snapshot, slot.manifest, slot.publisher = \
+            self.slot.snapshot, self.slot.manifest, self.slot.publisher
+        return slot
 
     @functools.cached_property
     def _challenger_models(self) -> list[tuple[str, object]]:
@@ -94,12 +122,19 @@ class Recovery:
     def _state(self) -> dict:
         return {"model": self.slot.model, "stats": self.stats, "pending": self.pending,
                 "early": self.early, "offsets": dict(self.next_offsets),
-                "merged_upto": dict(self.merged_upto),
+                "merged_upto": dict(self.merged_upto), "control": dict(self.control),
                 "challengers": {name: c.state() for name, c in self.challengers.items()}}
 
     def _restore(self, state: dict) -> None:
-        if name := promoted(state, self.slot.meta):
+        self.control, self.control_seek = control_of(state), True
+        if self._promoted_by_control(state):
+            self._serve_promoted(state)
+        elif name := promoted(state, self.slot.meta):
             self._promote(state, name)
+            log.info("challenger %s promoted: it is the served model from now on, its metrics "
+                     "continue (%s); the former served model goes on as a challenger if "
+                     "--challenger names its model and parameters", name,
+                     state["stats"].in_words())
         self.slot.model = state["model"]
         self.stats = state["stats"]
         self.pending = state["pending"]
@@ -109,13 +144,67 @@ class Recovery:
         self._restore_challengers(state.get("challengers"))
         self._apply_settings()
 
-    def _promote(self, state: dict, name: str) -> None:
+    def _promoted_by_control(self, state: dict) -> bool:
+        """Whether `state` serves a model a control record promoted while this start's
+        --model was the one it replaced: the promotion stands (a restart with the same
+        settings must not undo it)."""
+        configured = self.control["configured"]
+        return (configured is not None and checkpoint.same_meta(configured, self.configured.meta)
+                and not checkpoint.same_meta(_meta_of(state.get("model")), configured))
+
+    def _serve_promoted(self, state: dict) -> None:
+        """Serve `state`'s model (promoted by a control record) and learn --model as the
+        challenger the state names it (`FORMER`), beside the --challenger models other than
+        the one serving."""
+        served = self.control["served"] or type(state["model"]).__name__
+        self.slot = self._slot_for(state["model"], served)
+        meta = self.slot.meta
+        former = next((n for n, c in (state.get("challengers") or {}).items() if isinstance(c, dict)
+                       and checkpoint.same_meta(c.get("meta"), self.configured.meta)), FORMER)
+        models = [(n, m) for n, m in self._challenger_models
+                  if not checkpoint.same_meta(checkpoint.metadata(m), meta)]
+        models.append((former, self.configured.pristine))
+        self.challengers = {n: Challenger(n, m, self._new_stats(m), self._duel())
+                            for n, m in models}
+        log.info("%s serves since a control record (`river-pa models promote`); --model %s "
+                 "goes on as challenger %s", served, self.configured.name, former)
+
+    def _promote_live(self, name: str, why: str) -> None:
+        """Make challenger `name` the served model now (a control record or an automatic
+        promotion, `why`), as `_promote` does at a start; the served model goes on as a
+        challenger under the name it was promoted with (`FORMER` for --model), and the model
+        topic gets the new served model at once."""
+        state, demoted, old = self._state(), self.control["served"] or FORMER, self.slot.name
+        if demoted in self.challengers and demoted != name:  # a former one of a restart
+            demoted = f"{demoted} {old}"
+        self._promote(state, name, demoted, type(self.challengers[name].slot.pristine))
+        is_configured = checkpoint.same_meta(self.challengers[name].slot.meta,
+                                             self.configured.meta)
+        self.slot = self._slot_for(state["model"], self.configured.name if is_configured
+                                   else name)
+        self.control.update(served=None if is_configured else name,
+                            configured=None if is_configured else self.configured.meta)
+        self.challengers = {n: self._challenger_from(n, saved)
+                            for n, saved in state["challengers"].items()}
+        self.since_checkpoint = max(self.since_checkpoint, 1)
+        if self.policy.publishes:
+            self._publish_soon()
+        log.warning("%s promoted by %s: it serves from now on (%s); %s goes on as challenger "
+                    "%s", name, why, self.stats.in_words(), old, demoted)
+
+    def _challenger_from(self, name: str, saved: dict) -> Challenger:
+        challenger = Challenger(name, saved["model"], saved["stats"], self._duel())
+        challenger.restore(saved)
+        return challenger
+
+    def _promote(self, state: dict, name: str, former_name: str = FORMER, kind=None) -> None:
         """Make challenger `name` of `state` its served model (this start's --model is that
-        challenger's model): its model, metrics and drift watch, and its predictions of the
-        pending events, continue as the served model's; the former served model becomes a
-        challenger, `FORMER`, which a --challenger with its model and parameters continues."""
+        challenger's model, of class `kind`): its model, metrics and drift watch, and its
+        predictions of the pending events, continue as the served model's; the former served
+        model becomes a challenger, `former_name`, which a --challenger with its model and
+        parameters continues."""
         promoted = state["challengers"].pop(name)
-        if not (isinstance(promoted.get("model"), type(self.slot.pristine))
+        if not (isinstance(promoted.get("model"), kind or type(self.slot.pristine))
                 and isinstance(promoted.get("stats"), Stats)):
             raise checkpoint.CheckpointError(f"the state's challenger {name} is not valid")
         former, stats = state["model"], state["stats"]
@@ -123,19 +212,15 @@ class Recovery:
         state["model"] = promoted["model"]
         for count in ("labelled", "learned"):  # the former served model learned them all
             promoted["stats"].counts[count] = stats.counts[count]
-        state["challengers"][FORMER] = {"model": former, "stats": promoted["stats"], "errors": 0,
-                                        "meta": checkpoint.metadata(former)}
+        state["challengers"][former_name] = {"model": former, "stats": promoted["stats"],
+                                             "errors": 0, "meta": checkpoint.metadata(former)}
         for challenger in state["challengers"].values():
             if isinstance(challenger, dict):  # their duels were with the former served model
                 challenger.pop("duel", None)
         for entry in state["pending"].entries():
             others = entry.others or {}
-            entry.y_pred, others[FORMER] = others.pop(name, None), entry.y_pred
+            entry.y_pred, others[former_name] = others.pop(name, None), entry.y_pred
             entry.others = others
-        log.info("challenger %s promoted: it is the served model from now on, its metrics "
-                 "continue (%s); the former served model %s goes on as a challenger if "
-                 "--challenger names its model and parameters", name, stats.in_words(),
-                 type(former).__name__)
 
     def _rename_predictions(self, old: str, new: str) -> None:
         """The pending events' predictions by challenger `old` are challenger `new`'s."""

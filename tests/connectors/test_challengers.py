@@ -135,8 +135,8 @@ def test_a_challenger_better_than_the_served_model_is_said_to_beat_it(stream, tm
     assert duel["better"] > 2 * duel["worse"]
     [line] = [r.getMessage() for r in caplog.records if "beats the served model" in r.getMessage()]
     assert line.startswith("challenger c1 beats the served model on the last ")
-    assert line.endswith("level 0.01): promote it by starting the learner with its model as "
-                         "--model")
+    assert line.endswith("level 0.01): promote it with `river-pa models promote c1` (or "
+                         "--auto-promote)")
     families = {f.name: f for f in collect(daemon)}
     assert [(s.labels, s.value) for s in families["river_pa_challenger_beats"].samples] == [
         ({"model": "c1"}, 1.0)]

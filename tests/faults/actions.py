@@ -18,8 +18,11 @@ import signal
 
 from kafka import KafkaProducer
 
+from river_pa.connectors.models import control
 from river_pa.connectors.state import checkpoint
+from river_pa.connectors.state.recovery import FORMER
 from river_pa.registry import make_model
+from tests.faults.daemons import CHALLENGER
 
 __all__ = ["fire", "forged_checkpoint"]
 
@@ -227,6 +230,28 @@ def forged_pickle(run, fault) -> str:
     return f"forged pickle as {key} in {topic}"
 
 
+# ---- control records ----------------------------------------------------------------------
+
+def promote(run, fault) -> str:
+    """`river-pa models promote` of the challenger or of the former served model, or a
+    forged record (signed with another key; not JSON when the daemons sign nothing)."""
+    topic = f"{run.topics[0]}.control"
+    key = run.key.encode() if run.key else None
+    name = CHALLENGER[0] if fault.target != "former" else FORMER
+    if fault.target == "forged":
+        record = control.encode("promote", name, b"not the key") if key else \
+            (b"promote", b"{not json", [])
+    else:
+        record = control.encode("promote", name, key)
+    producer = _producer(run)
+    try:
+        producer.send(topic, key=record[0], value=record[1], headers=record[2])
+        producer.flush(timeout=60)
+    finally:
+        producer.close()
+    return f"{fault.target} control record 'promote {name}' into {topic}"
+
+
 # ---- topic limits -----------------------------------------------------------------------
 
 # below any prediction's batch, above a transaction marker's (a control batch of about 80
@@ -247,7 +272,7 @@ def limit(run, fault) -> str:
 
 ACTIONS = {"kill": signal_daemon, "term": signal_daemon, "pause": signal_daemon, "broker": broker,
            "members": members, "replay": replay, "garbage": garbage, "pickle": forged_pickle,
-           "limit": limit}
+           "limit": limit, "promote": promote}
 
 
 def fire(run, fault) -> str:

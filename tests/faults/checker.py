@@ -19,7 +19,8 @@ after heal. It then stops every daemon with SIGTERM and reads the topics:
     `TOLERANCE` events otherwise;
     the newest model snapshot in the model topic (what a new predictor loads) likewise; the
     learner's challenger (daemons.py's `CHALLENGER`) and both drift watches likewise against
-    the same replay (the challenger's learned count always);
+    the same replay (the challenger's learned count always), whichever of the two models
+    serves (a `promote` fault swaps them: each model is checked against its own replay);
 (d) no daemon froze (the progress above), exited on its own after the heal, exited on its own
     `LOOP` times or more (a restart loop), or exited non-zero on a SIGTERM (but -15, the
     signal itself when it came before the daemon's handler was installed, and 1 with the
@@ -285,16 +286,19 @@ def restored(run, topic: str, name: str) -> dict:
 def learned_and_model(run) -> list[str]:
     events = run.topics[0]
     served, challenger, labelled = reference(run)
-    model, accuracy = served.model, served.metric.get()
     found = []
     try:
         state = restored(run, f"{events}.state", f"{run.fleet.learn_group}.learner")
     except Exception as exc:  # noqa: BLE001 (what a next learner would meet)
         return [f"(c) the state topic's newest state cannot be restored: {exc}"]
+    if state["model"].C == CHALLENGER[1]["C"]:  # promoted by a control record (`promote`)
+        served, challenger = challenger, served
+    model, accuracy = served.model, served.metric.get()
     counts, [got] = state["stats"].counts, state["stats"].metric.get()
     exact = not run.schedule.live or counts["late_records"] == 0
-    run.note(f"state: learned {counts['learned']}, accuracy {got}, late records "
-             f"{counts['late_records']}; replay: learned {labelled}, accuracy {accuracy}")
+    run.note(f"state: serving {type(model).__name__}(C={model.C}), learned {counts['learned']}, "
+             f"accuracy {got}, late records {counts['late_records']}; replay: learned "
+             f"{labelled}, accuracy {accuracy}")
     if counts["learned"] != labelled or len(state["pending"]) or len(state["early"]):
         found.append(f"(b) learned {counts['learned']} of {labelled} labelled events, "
                      f"pending {len(state['pending'])}, early labels {len(state['early'])}")
@@ -305,15 +309,17 @@ def learned_and_model(run) -> list[str]:
     if exact and state["stats"].drift.snapshot() != served.watch.snapshot():
         found.append(f"(c) drift {state['stats'].drift.snapshot()} where the replay gives "
                      f"{served.watch.snapshot()}")
-    found += challenged(state["challengers"].get(CHALLENGER[0]), challenger, labelled, exact)
+    others = [c for c in state["challengers"].values() if c["model"].C == challenger.model.C]
+    found += challenged(others[0] if len(others) == 1 else None, challenger, labelled, exact)
     found += published_model(run, model, labelled, exact)
     return found
 
 
 def challenged(state, replayed: _Replayed, labelled: int, exact: bool) -> list[str]:
-    """The challenger in the restored state against its replay."""
+    """The challenger in the restored state (the model not serving: `CHALLENGER`, or the
+    former served model after a promotion) against its replay."""
     if state is None:
-        return [f"(c) the state has no challenger {CHALLENGER[0]}"]
+        return [f"(c) the state has not one challenger of C={replayed.model.C}"]
     stats = state["stats"]
     if stats.counts["learned"] != labelled or state["errors"]:
         return [f"(b) the challenger learned {stats.counts['learned']} of {labelled} labelled "

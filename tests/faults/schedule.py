@@ -19,6 +19,8 @@ Kinds (each switched on or off with `kinds=`):
   pickle    a forged unsigned pickle (its unpickling creates a marker file) with a matching
             manifest in the state/model topic
   limit     lower the predictions topic's max.message.bytes for `seconds`
+  promote   a control record (`river-pa models promote`): the challenger, or the former served
+            model back, or a forged one (another key; not JSON when the run is unsigned)
 
 """
 
@@ -29,13 +31,14 @@ from dataclasses import dataclass, field
 
 __all__ = ["KINDS", "Fault", "Schedule"]
 
-KINDS = ("kill", "term", "pause", "broker", "members", "replay", "garbage", "pickle", "limit")
+KINDS = ("kill", "term", "pause", "broker", "members", "replay", "garbage", "pickle", "limit",
+         "promote")
 DAEMONS = ("learner:active", "learner:standby", "predictor:0", "predictor:1", "predictor:2")
 BROKERS = ("broker:predict-coordinator", "broker:learn-coordinator", "broker:lease-coordinator",
            "broker:learner-txn", "broker:1", "broker:2", "broker:3")
 SECONDS = {"kill": (0.5, 8), "term": (0.5, 8), "pause": (1, 12), "broker": (3, 20),
            "members": (0, 0), "replay": (0, 0), "garbage": (0, 0), "pickle": (0, 0),
-           "limit": (3, 15)}
+           "limit": (3, 15), "promote": (0, 0)}
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ def _target(rng: random.Random, kind: str) -> str:
         return f"{rng.choice(('state', 'model'))}:{rng.choice(('bytes', 'tombstone'))}"
     if kind in ("replay", "pickle"):
         return rng.choice(("state", "model"))
+    if kind == "promote":
+        return rng.choice(("challenger", "former", "forged"))
     return "predictions"  # limit
 
 

@@ -1,11 +1,17 @@
 """Challengers on a real broker (connectors/models/challengers.py): a learner learns one
 beside its model, and a learner of the same group started with the challenger's model (a new
-node: its state from the state topic) promotes it, both models continuing exactly."""
+node: its state from the state topic) promotes it, both models continuing exactly; `river-pa
+models promote` promotes one while the learner and a predictor serve (models/control.py)."""
 
 from __future__ import annotations
 
+import json
+
 from river import evaluate, metrics
 
+from river_pa.cli import main
+from river_pa.connectors.replay import elec2, records, send_all
+from river_pa.connectors.state.recovery import FORMER
 from river_pa.linear_model import PAClassifier
 from tests.kafka.test_end_to_end import river_reference
 from tests.kafka.test_learner_failover import (
@@ -35,3 +41,49 @@ def test_a_new_learner_with_the_challengers_model_promotes_it(kafka, elec2_path)
     assert report["learned"] == report["challengers"]["old"]["learned"] == N_EVENTS
     snapshot = newest_snapshot(kafka, f"{events}.model", "model", False)
     assert snapshot["learned"] == N_EVENTS and snapshot["model"].C == 0.01
+
+
+def test_models_promote_switches_the_learner_and_the_predictor_while_serving(kafka, elec2_path,
+                                                                           capsys):
+    rows = elec2(str(elec2_path), N_EVENTS)
+    stream = list(records(rows, DELAY))
+    half = len(stream) // 2
+    events, labels, preds = kafka.topics("events", "labels", "preds", partitions=3)
+    send_all(kafka.producer(), stream[:half], events, labels)
+    group = f"{events}-learn"
+    a = learner(kafka, events, labels, "a", group, "--challenger", 'c01=PAClassifier{"C": 0.01}')
+    p = kafka.serve_stream(events, None, preds, "--role", "predict", name="p")
+    first = [rid for kind, rid, _, _ in stream[:half] if kind == "event"]
+    kafka.wait_for(preds, len(first), proc=p)
+    topics = ("--bootstrap-servers", kafka.bootstrap, "--events-topic", events,
+              "--metrics-topic", f"{events}-metrics")
+    assert main(["models", "promote", "c01", *topics]) == 0
+    assert f"promote c01: control record 0 of {events}.control" in capsys.readouterr().out
+    kafka.wait_for_log("a", "c01 promoted by control record 0", a, 120)
+    kafka.wait_for_log("p", "model c01 version", p, 120)
+    send_all(kafka.producer(), stream[half:], events, labels)
+    report = kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS, a, 240)
+    kafka.wait_for(preds, N_EVENTS, proc=p)
+    # the promoted model's metrics continue as the served model's; both models exact
+    assert report["served"] == "c01"
+    assert report["metrics"] == {"Accuracy": evaluate.progressive_val_score(
+        rows, PAClassifier(C=0.01), metrics.Accuracy(), delay=DELAY).get()}
+    assert report["challengers"][FORMER]["metrics"] == {
+        "Accuracy": river_reference(rows, DELAY)}
+    # every event predicted once: before the promotion by --model, after it by c01
+    made = {}
+    for record in kafka.read_all(preds):
+        value = json.loads(record.value)
+        assert value["id"] not in made
+        made[value["id"]] = value["model"]
+    assert len(made) == N_EVENTS
+    assert {made[rid] for rid in first} == {"PAClassifier"}
+    assert {m for rid, m in made.items() if rid not in set(first)} == {"c01"}
+    kafka.wait_for_report("a.jsonl", lambda r: r["time_ms"] > report["time_ms"], a, 60)
+    assert main(["models", "list", *topics]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split()[:3] == ["c01", "served", str(N_EVENTS)]
+    assert lines[3].startswith(f"{FORMER:<28.28} challenger")
+    assert kafka.stop(a) == 0 and kafka.stop(p) == 0
+    snapshot = newest_snapshot(kafka, f"{events}.model", "model", False)
+    assert snapshot["name"] == "c01" and snapshot["model"].C == 0.01

@@ -33,7 +33,8 @@ def create(bootstrap: str, prefix: str, *extra: str) -> int:
 
 def names(prefix: str) -> list[str]:
     return [f"{prefix}-{n}" for n in ("events", "labels", "preds", "metrics", "dlq",
-                                      "events.model", "events.state", "events.lease")]
+                                      "events.model", "events.state", "events.lease",
+                                      "events.control")]
 
 
 def test_creates_every_topic_serve_uses_and_leaves_them_as_they_are(kafka, capsys):
@@ -43,13 +44,14 @@ def test_creates_every_topic_serve_uses_and_leaves_them_as_they_are(kafka, capsy
     assert created == {
         **{f"{p}-{n}": (4, 1, "delete", "1") for n in ("events", "labels", "preds", "metrics",
                                                        "dlq")},
-        **{f"{p}-events.{n}": (1, 1, "compact", "1") for n in ("model", "state", "lease")}}
+        **{f"{p}-events.{n}": (1, 1, "compact", "1") for n in ("model", "state", "lease",
+                                                                       "control")}}
     out = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in out] == ["created"] * 8
+    assert [line.split()[0] for line in out] == ["created"] * 9
     assert out[0] == f"created {p}-events (events topic): 4 partitions, replication 1"
     # again, without --partitions: the existing topics' count; nothing changes
     assert create(kafka.bootstrap, p) == 0
-    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["exists"] * 8
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["exists"] * 9
     assert settings(kafka.bootstrap, names(p)) == created
 
 
@@ -90,4 +92,5 @@ def test_on_three_brokers_every_topic_has_three_replicas_two_in_sync(cluster, ca
     assert {n: s[1:] for n, s in settings(cluster.bootstrap, names(p)).items()} == {
         **{f"{p}-{n}": (3, "delete", "2") for n in ("events", "labels", "preds", "metrics",
                                                     "dlq")},
-        **{f"{p}-events.{n}": (3, "compact", "2") for n in ("model", "state", "lease")}}
+        **{f"{p}-events.{n}": (3, "compact", "2") for n in ("model", "state", "lease",
+                                                                       "control")}}

@@ -1,0 +1,138 @@
+"""`river-pa models list | promote NAME`: the models of a running deployment, and the command
+that makes a challenger its served model without a restart.
+
+`promote` writes a control record (models/control.py) to the deployment's control topic; the
+learner obeys it between two batches: the challenger serves, its metrics continue as the served
+model's, the former served model goes on as a challenger, the model topic gets the new served
+model at once and every predictor swaps it in at its next poll (predictions name the model and
+its version). `list` prints the served model and each challenger with their metrics, events
+learned and their test against the served model, from the learner's newest report in the
+metrics topic. Both take serve's flags (the same TOML keys and RIVER_PA_* variables), so the
+topics are the deployment's.
+
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+__all__ = ["newest_report", "run"]
+
+REPORTS_READ = 500  # records read back from the end of each metrics partition
+
+
+def run(args) -> int:
+    """The action of `args` (river_pa/cli.py); 0, or 1 with one line on stderr (a setting, no
+    broker, nothing to list)."""
+    from kafka.errors import KafkaError
+
+    from river_pa.connectors.config import from_args
+    from river_pa.connectors.kafka.diagnostics import explain, quiet_bootstrap, unreachable
+
+    try:
+        cfg = from_args(vars(args))
+    except SystemExit as exc:  # one line naming the setting
+        print(str(exc.code).replace("river-pa serve:", "river-pa models:"), file=sys.stderr)
+        return 1
+    if gone := unreachable(cfg):
+        print(f"river-pa models: {gone}", file=sys.stderr)
+        return 1
+    try:
+        with quiet_bootstrap():
+            return _promote(cfg, args.name) if args.action == "promote" else \
+                _list(cfg, args.json)
+    except KafkaError as exc:
+        print(f"river-pa models: {explain(exc, cfg)}", file=sys.stderr)
+        return 1
+
+
+def _promote(cfg, name: str) -> int:
+    from kafka import KafkaProducer
+
+    from river_pa.connectors.kafka import CLIENT_DEFAULTS
+    from river_pa.connectors.kafka.admin import ensure_topic
+    from river_pa.connectors.kafka.client import client_settings
+    from river_pa.connectors.models.control import encode
+
+    key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
+    record_key, value, headers = encode("promote", name, key)
+    ensure_topic(cfg, cfg.control_topic)
+    producer = KafkaProducer(bootstrap_servers=cfg.bootstrap_servers,
+                             client_id=f"{cfg.client_id}-models", acks="all",
+                             **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaProducer)})
+    try:
+        sent = producer.send(cfg.control_topic, value, key=record_key, headers=headers).get(30)
+    finally:
+        producer.close()
+    print(f"promote {name}: control record {sent.offset} of {cfg.control_topic}; the learner "
+          "obeys it at its next batch (its log says so; `river-pa models list` shows it)")
+    return 0
+
+
+def _list(cfg, as_json: bool) -> int:
+    report = newest_report(cfg)
+    if report is None:
+        print(f"river-pa models: no report with challengers in {cfg.metrics_topic} (a learner "
+              "with --challenger writes one every --report-every events)", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(report, sort_keys=True))
+        return 0
+    age = time.time() - report.get("time_ms", 0) / 1000
+    print(f"report of {age:.0f} s ago; model version {report.get('model_version')} "
+          f"({report.get('model_learned')} events learned when published)")
+    rows = [(report.get("served", "?"), "served", report)]
+    rows += [(n, "challenger", c) for n, c in report["challengers"].items()]
+    print(f"{'model':<28} {'role':<10} {'learned':>9} {'metrics':<36} versus served")
+    for name, role, figures in rows:
+        duel = figures.get("versus_served")
+        versus = "" if duel is None else (
+            f"better {duel['better']} worse {duel['worse']} p={duel['p_value']:.3g}"
+            f"{' BEATS' if duel['beats'] else ''}")
+        metrics = ", ".join(f"{k} {v:.4g}" for k, v in (figures.get("metrics") or {}).items()
+                            if isinstance(v, (int, float)))
+        print(f"{name:<28.28} {role:<10} {figures.get('learned', 0):>9} {metrics:<36.36} {versus}")
+    return 0
+
+
+def newest_report(cfg, timeout_s: float = 30) -> dict | None:
+    """The newest report of `cfg.metrics_topic` that names challengers (a learner's), among
+    the last `REPORTS_READ` records of each partition; None when there is none."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from river_pa.connectors.kafka import CLIENT_DEFAULTS
+    from river_pa.connectors.kafka.client import client_settings
+
+    consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers, group_id=None,
+                             client_id=f"{cfg.client_id}-models", enable_auto_commit=False,
+                             **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaConsumer)})
+    try:
+        tps = [TopicPartition(cfg.metrics_topic, p)
+               for p in sorted(consumer.partitions_for_topic(cfg.metrics_topic) or ())]
+        if not tps:
+            return None
+        consumer.assign(tps)
+        ends = consumer.end_offsets(tps)
+        for tp in tps:
+            consumer.seek(tp, max(ends[tp] - REPORTS_READ, 0))
+        best, deadline = None, time.monotonic() + timeout_s
+        while time.monotonic() < deadline and any(consumer.position(tp) < ends[tp] for tp in tps):
+            for records in consumer.poll(500).values():
+                for record in records:
+                    best = _newer(best, record.value)
+        return best
+    finally:
+        consumer.close()
+
+
+def _newer(best: dict | None, value: bytes | None) -> dict | None:
+    try:
+        report = json.loads(value)
+    except (TypeError, ValueError, RecursionError):
+        return best
+    if not (isinstance(report, dict) and isinstance(report.get("challengers"), dict)
+            and isinstance(report.get("time_ms"), int)):
+        return best
+    return report if best is None or report["time_ms"] >= best["time_ms"] else best

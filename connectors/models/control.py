@@ -1,0 +1,153 @@
+"""Control records: commands to a running deployment, written by `river-pa models` to its
+compacted control topic (`--control-topic`, default '<events_topic>.control', one partition)
+and obeyed by the learner (and `--role both`) between two batches.
+
+A record is keyed by its command (compaction keeps the newest of each: the topic holds the
+deployment's current intent) and holds JSON ``{"command": "promote", "model": NAME,
+"issued_at_ms": ..., "by": ...}``; with a `--checkpoint-key` it is signed like a checkpoint
+(HMAC-SHA256 of the value in the header ``hmac``), and an unsigned or badly signed one is
+skipped: whoever can write the topic would otherwise choose the served model. The learner keeps
+the offset after the last record it obeyed in its state, so a restored learner (a failover, a
+rollback with `--exactly-once`) obeys each record once, and a learner of a new group obeys the
+topic's newest intent. Kafka has no such mechanism (Kafka Streams applications use a control
+topic the same way), hence this module.
+
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import hmac
+import json
+import logging
+import socket
+import time
+
+from river_pa.connectors.kafka.partitions import TopicPartition
+
+__all__ = ["COMMANDS", "ControlFollowing", "ControlReader", "decode", "encode"]
+
+log = logging.getLogger("river_pa.serve")
+
+COMMANDS = ("promote",)
+MAX_VALUE_BYTES = 4096  # a longer record is no command of ours
+INVALID_LINES = 20  # lines for skipped control records; then one per power of ten
+
+
+def _signature(key: bytes, value: bytes) -> str:
+    return hmac.new(key, value, hashlib.sha256).hexdigest()
+
+
+def encode(command: str, model: str, key: bytes | None) -> tuple[bytes, bytes, list]:
+    """(key, value, headers) of the control record `command` for model `model`.
+
+    >>> k, v, h = encode("promote", "c01", b"secret")
+    >>> k, json.loads(v)["model"], decode(v, h, b"secret")["command"]
+    (b'promote', 'c01', 'promote')
+    >>> decode(v, h, b"other")
+    'its HMAC does not verify (another --checkpoint-key, or a forged record)'
+
+    """
+    if command not in COMMANDS:
+        raise ValueError(f"command must be one of {', '.join(COMMANDS)}, got {command!r:.40}")
+    value = json.dumps({"command": command, "model": model, "issued_at_ms": int(time.time() * 1e3),
+                        "by": f"{getpass.getuser()}@{socket.gethostname()}"}).encode()
+    headers = [("hmac", _signature(key, value).encode())] if key else []
+    return command.encode(), value, headers
+
+
+def decode(value: bytes | None, headers, key: bytes | None) -> dict | str:
+    """The command of a control record (a dict with `command` and `model`), or the reason it
+    is not one (a string)."""
+    if value is None:
+        return "a tombstone"
+    if len(value) > MAX_VALUE_BYTES:
+        return f"{len(value)} bytes, above {MAX_VALUE_BYTES}"
+    signature = dict(headers or []).get("hmac")
+    if key and not (isinstance(signature, bytes) and hmac.compare_digest(
+            signature, _signature(key, value).encode())):
+        return ("unsigned, and a --checkpoint-key is configured" if signature is None else
+                "its HMAC does not verify (another --checkpoint-key, or a forged record)")
+    try:
+        command = json.loads(value)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return "not JSON"
+    if not (isinstance(command, dict) and command.get("command") in COMMANDS
+            and isinstance(command.get("model"), str)):
+        return f"no command of {', '.join(COMMANDS)} with a model name"
+    return command
+
+
+class ControlReader:
+    """Reads partition 0 of the control topic from an offset, without a consumer group."""
+
+    def __init__(self, consumer, topic: str):
+        self.consumer, self.tp = consumer, TopicPartition(topic, 0)
+        consumer.assign([self.tp])
+
+    def seek(self, offset: int) -> None:
+        self.consumer.seek(self.tp, offset)
+
+    def poll(self) -> list:
+        """The records fetched since the last call (none waited for)."""
+        return self.consumer.poll(0).get(self.tp, [])
+
+    def close(self) -> None:
+        self.consumer.close(autocommit=False)
+
+
+class ControlFollowing:
+    """The daemon's side (a daemon that learns and has challengers): read the control topic
+    between two batches and obey each record once (`_promote_live`, state/recovery.py)."""
+
+    control_reader: ControlReader | None = None
+    invalid_control = 0
+
+    def _start_control(self) -> None:
+        """Open the reader (the topic created if missing) when this daemon learns models it
+        could promote."""
+        if not (self.policy.learns and self.cfg.control_topic and self.challengers):
+            return
+        from river_pa.connectors.kafka.admin import ensure_topic
+
+        ensure_topic(self.cfg, self.cfg.control_topic)
+        self.control_reader = ControlReader(self.client.make_offsets_client(self.cfg),
+                                            self.cfg.control_topic)
+        self.control_seek = True
+
+    def _follow_control(self) -> None:
+        """Obey the control records written since the last one obeyed (the state's offset:
+        after a restore, from there again)."""
+        reader = self.control_reader
+        if reader is None:
+            return
+        if self.control_seek:
+            reader.seek(self.control["offset"])
+            self.control_seek = False
+        for record in reader.poll():
+            command = decode(record.value, record.headers, self.key)
+            self.control["offset"] = record.offset + 1
+            self.since_checkpoint = max(self.since_checkpoint, 1)  # the offset is state
+            if isinstance(command, str):
+                self._invalid_control(record.offset, command)
+            else:
+                self._obey(command, record.offset)
+
+    def _obey(self, command: dict, offset: int) -> None:
+        name, where = command["model"], f"control record {offset} of {self.cfg.control_topic}"
+        if name == self.slot.name:
+            log.info("%s: promote %s: it is the served model already", where, name)
+        elif name not in self.challengers:
+            log.warning("%s: promote %s: no model of that name (the served model is %s, the "
+                        "challengers %s); nothing changes", where, name, self.slot.name,
+                        ", ".join(sorted(self.challengers)))
+        else:
+            self._promote_live(name, f"{where} (by {command.get('by')!s:.80})")
+
+    def _invalid_control(self, offset: int, reason: str) -> None:
+        self.invalid_control += 1
+        n = self.invalid_control
+        if n <= INVALID_LINES or str(n).strip("0") == "1":
+            log.warning("control record %d of %s skipped: %s (%d so far)", offset,
+                        self.cfg.control_topic, reason, n)

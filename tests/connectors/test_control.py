@@ -1,0 +1,162 @@
+"""Promotion while serving (models/control.py, state/recovery.py's `_promote_live`), on the
+in-memory topics of fake_kafka.py: a control record or `--auto-promote` makes a challenger the
+served model between two records; both models continue exactly; every event is predicted once;
+a restart with the same settings keeps the promotion; bad control records change nothing."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.kafka import admin
+from river_pa.connectors.loop.daemon import Daemon
+from river_pa.connectors.models import control
+from river_pa.connectors.replay import records
+from river_pa.connectors.state.recovery import FORMER
+from river_pa.linear_model import PAClassifier
+from tests.connectors.fake_kafka import serve_until_learned
+from tests.connectors.test_challengers import DELAY, N, _river, _rows, _same_model
+
+KEY = b"k" * 32
+
+
+@pytest.fixture
+def stream(fake_clients, monkeypatch):  # test_challengers.py's, with a control topic
+    for topic in ("ev", "lab", "ctl"):
+        fake_clients.topic(topic)
+    fake_clients.send_all(records(_rows(), DELAY, start_ms=0), "ev", "lab")
+    monkeypatch.setattr(admin, "ensure_topic", lambda cfg, topic: None)
+    return fake_clients
+
+
+def _daemon(tmp_path, **settings) -> Daemon:
+    cfg = ServeConfig(**{
+        "model": "PAClassifier", "model_params": {"C": 0.01}, "events_topic": "ev",
+        "labels_topic": "lab", "predictions_topic": "preds", "metrics_topic": None,
+        "report_path": None, "checkpoint_path": str(tmp_path / "ckpt"), "checkpoint_every": 60,
+        "challenger": ["c1=PAClassifier"], "control_topic": "ctl", **settings})
+    return Daemon(cfg, PAClassifier(C=0.01))
+
+
+def _write_at(daemon: Daemon, learned: int, *records) -> Daemon:
+    """Append `records` ((value, headers) pairs) to the control topic once `daemon` has learned
+    `learned` events."""
+    step = daemon._step
+
+    def step_then_write():
+        step()
+        if daemon.stats.counts["learned"] >= learned and not daemon.written:
+            for value, headers in records:
+                daemon.control_reader.consumer.cluster.append("ctl", value, b"promote",
+                                                              headers=headers)
+            daemon.written = True
+
+    daemon.written = False
+    daemon._step = step_then_write
+    return daemon
+
+
+def _serve_until(daemon: Daemon, done) -> Daemon:
+    step = daemon._step
+
+    def step_then_check():
+        step()
+        daemon.stopping = done(daemon)
+
+    daemon._step = step_then_check
+    assert daemon.run() == 0
+    return daemon
+
+
+def _reference(model) -> PAClassifier:
+    for x, y in _rows():
+        model.learn_one(x, y)
+    return model
+
+
+def test_a_control_record_promotes_a_challenger_between_two_records(stream, tmp_path, caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    _, value, headers = control.encode("promote", "c1", None)
+    daemon = serve_until_learned(_write_at(_daemon(tmp_path), 200, (value, headers)), N)
+    assert daemon.slot.name == "c1" and list(daemon.challengers) == [FORMER]
+    assert "c1 promoted by control record 0 of ctl" in caplog.text
+    # both models continue exactly: each as if learned alone on the whole stream
+    assert _same_model(daemon.slot.model, _reference(PAClassifier()))
+    assert _same_model(daemon.challengers[FORMER].slot.model, _reference(PAClassifier(C=0.01)))
+    figures = daemon.figures()
+    assert figures["served"] == "c1"
+    assert figures["metrics"] == {"Accuracy": _river(PAClassifier())}
+    assert figures["challengers"][FORMER]["metrics"] == {"Accuracy": _river(PAClassifier(C=0.01))}
+    assert figures["learned"] == figures["challengers"][FORMER]["learned"] == N
+    # every event predicted once; by the model serving when it came
+    predictions = stream.values("preds")
+    assert sorted(p["id"] for p in predictions) == sorted(f"e{i}" for i in range(N))
+    names = [p["model"] for p in predictions]
+    switch = names.index("c1")
+    assert 200 <= switch and set(names[:switch]) == {"PAClassifier"} and set(names[switch:]) == {
+        "c1"}
+    assert daemon.control["offset"] == 1
+
+
+def test_a_restart_with_the_same_settings_keeps_the_promotion(stream, tmp_path, caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    _, value, headers = control.encode("promote", "c1", None)
+    first = serve_until_learned(_write_at(_daemon(tmp_path), 100, (value, headers)), 300)
+    assert first.slot.name == "c1"
+    caplog.clear()
+    again = serve_until_learned(_daemon(tmp_path), N)
+    assert "c1 serves since a control record" in caplog.text
+    assert "promoted" not in caplog.text  # the record was obeyed once, not again
+    assert again.slot.name == "c1" and list(again.challengers) == [FORMER]
+    assert _same_model(again.slot.model, _reference(PAClassifier()))
+    assert _same_model(again.challengers[FORMER].slot.model, _reference(PAClassifier(C=0.01)))
+    assert again.figures()["metrics"] == {"Accuracy": _river(PAClassifier())}
+    # promoting --model back: the state as if never promoted, and a restart keeps that too
+    _, value, headers = control.encode("promote", FORMER, None)
+    stream.append("ctl", value, b"promote", headers=headers)
+    back = _serve_until(_daemon(tmp_path), lambda d: d.control["offset"] == 2)
+    assert back.slot.name == "PAClassifier" and list(back.challengers) == ["c1"]
+    assert back.control == {"offset": 2, "served": None, "configured": None}
+    assert _same_model(back.slot.model, _reference(PAClassifier(C=0.01)))
+
+
+@pytest.mark.parametrize("value,headers,key,reason", [
+    (b"not json", [], None, "not JSON"),
+    (b'{"command": "drop", "model": "c1"}', [], None, "no command of promote with a model name"),
+    (control.encode("promote", "c1", None)[1], [], KEY,
+     "unsigned, and a --checkpoint-key is configured"),
+    (control.encode("promote", "c1", b"other")[1], control.encode("promote", "c1", b"other")[2],
+     KEY, "its HMAC does not verify"),
+], ids=["garbage", "unknown-command", "unsigned", "forged"])
+def test_a_bad_control_record_is_skipped_and_changes_nothing(stream, tmp_path, caplog, value,
+                                                             headers, key, reason):
+    settings = {"checkpoint_key": key.decode()} if key else {}
+    daemon = serve_until_learned(_write_at(_daemon(tmp_path, **settings), 100,
+                                           (value, headers)), N)
+    assert daemon.slot.name == "PAClassifier" and daemon.invalid_control == 1
+    assert f"control record 0 of ctl skipped: {reason}" in caplog.text
+    assert daemon.figures()["metrics"] == {"Accuracy": _river(PAClassifier(C=0.01))}
+
+
+def test_an_unknown_name_changes_nothing(stream, tmp_path, caplog):
+    _, value, headers = control.encode("promote", "nobody", None)
+    daemon = serve_until_learned(_write_at(_daemon(tmp_path), 100, (value, headers)), N)
+    assert daemon.slot.name == "PAClassifier" and daemon.invalid_control == 0
+    assert "promote nobody: no model of that name (the served model is PAClassifier, the " \
+           "challengers c1); nothing changes" in caplog.text
+
+
+def test_auto_promote_promotes_the_challenger_that_beats_the_served_model(stream, tmp_path,
+                                                                         caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    daemon = serve_until_learned(_daemon(tmp_path, auto_promote=True, challenger_min_labels=100,
+                                         rolling_window=300), N)
+    assert daemon.slot.name == "c1" and list(daemon.challengers) == [FORMER]
+    [line] = [r.getMessage() for r in caplog.records if "promoted by --auto-promote" in
+              r.getMessage()]
+    assert line.startswith("c1 promoted by --auto-promote (better on ")
+    assert _same_model(daemon.slot.model, _reference(PAClassifier()))
+    # the former served model's test starts afresh: it has not beaten c1 since
+    assert not daemon.challengers[FORMER].duel.beats
