@@ -67,7 +67,7 @@ def _target(rng: random.Random, kind: str) -> str:
     if kind in ("replay", "pickle"):
         return rng.choice(("state", "model"))
     if kind == "promote":
-        return rng.choice(("challenger", "former", "forged"))
+        return rng.choice(("challenger", "challenger", "former", "forged"))  # former: back
     return "predictions"  # limit
 
 
