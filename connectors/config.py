@@ -51,6 +51,7 @@ class ServeConfig:
     challenger_alpha: float = 0.01
     challenger_min_labels: int = 500
     auto_promote: bool = False
+    shadow: bool = False
     metric: list = field(default_factory=list)
     rolling_window: int = 1000
     drift_detector: str = "ADWIN"
@@ -127,6 +128,9 @@ _FLAGS_HELP = {
     "auto_promote": "promote a challenger to the served model as soon as the test says it "
                     "beats it (the one with the smallest p when several do), logged with the "
                     "figures; the former served model goes on as a challenger",
+    "shadow": "write the challengers' predictions into each prediction record too (\"shadow\": "
+              "{NAME: prediction}); the learner then publishes their models with the served one "
+              "(give it to the learner and the predictors)",
     "metric": "river.metrics class name, repeatable or comma-separated "
               "(default: Accuracy, or MAE for regressors)",
     "rolling_window": "labels in the rolling metric's window",

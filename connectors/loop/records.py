@@ -213,10 +213,20 @@ class Records:
         }
         if proba is not None:
             value["proba"] = {str(k): v for k, v in proba.items()}
+        if shadow := self._shadow_models():
+            value["shadow"] = {name: _shadow_prediction(model, event.x)
+                               for name, model in shadow.items()}
         try:
             self.outputs.send(self.cfg.predictions_topic, encode_json(value), key=event.id.encode())
         except errors.RecordTooLarge as exc:  # e.g. a huge id, the proba of many classes
             self._dead_letter(record, BadRecord("output_rejected", f"prediction: {exc}"))
+
+    def _shadow_models(self) -> dict:
+        """The models whose predictions `--shadow` adds to a prediction record: here the
+        challengers' (a predictor has those of its snapshot)."""
+        if not self.cfg.shadow:
+            return {}
+        return {name: c.slot.model for name, c in self.challengers.items()}
 
     def _prediction_fields(self) -> dict:
         """The fields of a prediction record that name the model and the daemon."""
@@ -232,6 +242,15 @@ class Records:
             return
         if self.outputs.dead_letter(record, exc.reason, exc.detail):
             self.stats.counts["truncated_dead_letters"] += 1
+
+
+def _shadow_prediction(model, x: dict):
+    """A shadow model's prediction of `x`, None when it raises (the record goes on: only the
+    served model's prediction is the record's)."""
+    try:
+        return model.predict_one(x)
+    except Exception:  # noqa: BLE001 (a challenger's failure is never the record's)
+        return None
 
 
 def _first_line(exc: Exception) -> str:

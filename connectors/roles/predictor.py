@@ -40,6 +40,7 @@ class Predictor(Daemon):
 
     policy = Policy(learns=False, keeps_state=False)  # the learner learns; offsets only
     snapshot: dict | None = None  # learned, events, published_at_ms of the model in use
+    shadow: dict = {}  # the challengers' models of the snapshot in use (name -> model)
     counts_at_commit: Counter = Counter()  # the counts at the last commit (none yet: zero)
 
     def _start(self) -> None:
@@ -114,11 +115,17 @@ class Predictor(Daemon):
         manifest, _, state = found
         self.model_reader.accept(manifest)
         self.slot.adopt(state["model"], state.get("name"))
+        shadow = state.get("shadow")  # the learner's --shadow: its challengers' models
+        self.shadow = {n: m for n, m in shadow.items() if isinstance(n, str)
+                       and hasattr(m, "predict_one")} if isinstance(shadow, dict) else {}
         self.slot.manifest = manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
         log.info("model %s version %d/%d from %s (%d events learned)", self.slot.name,
                  manifest["term"], manifest["version"], self.cfg.model_topic, state["learned"])
         return True
+
+    def _shadow_models(self) -> dict:
+        return self.shadow if self.cfg.shadow else {}
 
     def _model_fields(self) -> dict:
         return {"n_learned": self.snapshot["learned"],

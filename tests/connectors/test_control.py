@@ -160,3 +160,17 @@ def test_auto_promote_promotes_the_challenger_that_beats_the_served_model(stream
     assert _same_model(daemon.slot.model, _reference(PAClassifier()))
     # the former served model's test starts afresh: it has not beaten c1 since
     assert not daemon.challengers[FORMER].duel.beats
+
+
+def test_shadow_writes_the_challengers_predictions_into_each_record(stream, tmp_path):
+    daemon = serve_until_learned(_daemon(tmp_path, shadow=True), N)
+    rows, c1, want = _rows(), PAClassifier(), {}
+    for kind, rid, _, _ in records(rows, DELAY, start_ms=0):  # c1 alone, progressively
+        x, y = rows[int(rid[1:])]
+        if kind == "event":
+            want[rid] = c1.predict_one(x)
+        else:
+            c1.learn_one(x, y)
+    got = {p["id"]: p["shadow"] for p in stream.values("preds")}
+    assert got == {rid: {"c1": y_pred} for rid, y_pred in want.items()}
+    assert daemon.slot.name == "PAClassifier"  # the records' own predictions: the served one's

@@ -1,7 +1,8 @@
 """Challengers on a real broker (connectors/models/challengers.py): a learner learns one
 beside its model, and a learner of the same group started with the challenger's model (a new
 node: its state from the state topic) promotes it, both models continuing exactly; `river-pa
-models promote` promotes one while the learner and a predictor serve (models/control.py)."""
+models promote` promotes one while the learner and a predictor serve (models/control.py), the
+predictor following it, with the other model's predictions beside (`--shadow`)."""
 
 from __future__ import annotations
 
@@ -51,8 +52,9 @@ def test_models_promote_switches_the_learner_and_the_predictor_while_serving(kaf
     events, labels, preds = kafka.topics("events", "labels", "preds", partitions=3)
     send_all(kafka.producer(), stream[:half], events, labels)
     group = f"{events}-learn"
-    a = learner(kafka, events, labels, "a", group, "--challenger", 'c01=PAClassifier{"C": 0.01}')
-    p = kafka.serve_stream(events, None, preds, "--role", "predict", name="p")
+    a = learner(kafka, events, labels, "a", group, "--challenger", 'c01=PAClassifier{"C": 0.01}',
+                "--shadow")
+    p = kafka.serve_stream(events, None, preds, "--role", "predict", "--shadow", name="p")
     first = [rid for kind, rid, _, _ in stream[:half] if kind == "event"]
     kafka.wait_for(preds, len(first), proc=p)
     topics = ("--bootstrap-servers", kafka.bootstrap, "--events-topic", events,
@@ -71,14 +73,15 @@ def test_models_promote_switches_the_learner_and_the_predictor_while_serving(kaf
     assert report["challengers"][FORMER]["metrics"] == {
         "Accuracy": river_reference(rows, DELAY)}
     # every event predicted once: before the promotion by --model, after it by c01
+    # (--shadow: with the other model's prediction)
     made = {}
     for record in kafka.read_all(preds):
         value = json.loads(record.value)
         assert value["id"] not in made
-        made[value["id"]] = value["model"]
+        made[value["id"]] = (value["model"], *value["shadow"])
     assert len(made) == N_EVENTS
-    assert {made[rid] for rid in first} == {"PAClassifier"}
-    assert {m for rid, m in made.items() if rid not in set(first)} == {"c01"}
+    assert {made[rid] for rid in first} == {("PAClassifier", "c01")}
+    assert {m for rid, m in made.items() if rid not in set(first)} == {("c01", FORMER)}
     kafka.wait_for_report("a.jsonl", lambda r: r["time_ms"] > report["time_ms"], a, 60)
     assert main(["models", "list", *topics]) == 0
     lines = capsys.readouterr().out.splitlines()
