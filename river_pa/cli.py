@@ -133,15 +133,26 @@ TOPIC_FLAGS = ("bootstrap_servers", "events_topic", "labels_topic", "predictions
                "client_id", "kafka")
 
 
+def _connector_command(sub, name: str, summary: str, flags: bool, module: str):
+    """The subparser of command `name` described by the first paragraph of the docstring of
+    `river_pa.connectors.<module>`, or None when it will not run (`flags` false: the help
+    line only, nothing imported)."""
+    if not flags:
+        sub.add_parser(name, help=summary)
+        return None
+    import importlib
+
+    doc = importlib.import_module(f"river_pa.connectors.{module}").__doc__
+    return sub.add_parser(name, help=summary, description=doc.split("\n\n")[0])
+
+
 def _add_topics(sub, flags: bool) -> None:
     summary = "create the Kafka topics serve uses (events, labels, outputs, model, state, lease)"
-    if not flags:
-        sub.add_parser("topics", help=summary)
+    if (p := _connector_command(sub, "topics", summary, flags, "kafka.topics")) is None:
         return
     from river_pa.connectors import config
     from river_pa.connectors.kafka import topics
 
-    p = sub.add_parser("topics", help=summary, description=topics.__doc__.split("\n\n")[0])
     actions = p.add_subparsers(title="actions", metavar="{create}", required=True)
     create = actions.add_parser("create", help=summary, description=summary + "; a topic that "
                                 "exists with the settings serve needs is left as it is, one "
@@ -159,13 +170,10 @@ def _add_topics(sub, flags: bool) -> None:
 
 def _add_models(sub, flags: bool) -> None:
     summary = "the models of a running deployment: list them, promote a challenger"
-    if not flags:
-        sub.add_parser("models", help=summary)
+    if (p := _connector_command(sub, "models", summary, flags, "models.commands")) is None:
         return
     from river_pa.connectors import config
-    from river_pa.connectors.models import commands
 
-    p = sub.add_parser("models", help=summary, description=commands.__doc__.split("\n\n")[0])
     actions = p.add_subparsers(title="actions", dest="action", metavar="{list,promote}",
                                required=True)
     listing = actions.add_parser("list", help="the served model and each challenger: metrics, "
