@@ -1,7 +1,8 @@
 """`river-pa models list | promote NAME`: the models of a running deployment, and the command
 that makes a challenger its served model without a restart.
 
-`promote` writes a control record (models/control.py) to the deployment's control topic; the
+`promote` writes a control record (models/control.py) to the deployment's control topic (a
+name that the learner's newest report does not list as a challenger is refused, status 1); the
 learner obeys it between two batches: the challenger serves, its metrics continue as the served
 model's, the former served model goes on as a challenger, the model topic gets the new served
 model at once and every predictor swaps it in at its next poll (predictions name the model and
@@ -56,6 +57,16 @@ def _promote(cfg, name: str) -> int:
     from river_pa.connectors.kafka.client import client_settings
     from river_pa.connectors.models.control import encode
 
+    report = newest_report(cfg)
+    if report is not None and name not in report["challengers"]:
+        print(f"river-pa models: no challenger {name!r:.80} in the learner's newest report "
+              f"(served: {report.get('served')}; challengers: "
+              f"{', '.join(report['challengers']) or 'none'}); nothing written", file=sys.stderr)
+        return 1
+    if report is None:
+        print(f"river-pa models: no learner report with challengers in {cfg.metrics_topic} to "
+              f"check {name!r:.80} against; written anyway (a learner obeys it only if it has "
+              "that challenger)", file=sys.stderr)
     key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
     record_key, value, headers = encode("promote", name, key)
     ensure_topic(cfg, cfg.control_topic)

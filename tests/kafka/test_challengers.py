@@ -8,6 +8,7 @@ state topic after a promotion, by the fault harness (its `promote` kind)."""
 from __future__ import annotations
 
 import json
+import time
 
 from river import evaluate, metrics
 
@@ -36,6 +37,13 @@ def test_models_promote_switches_the_learner_and_the_predictor_while_serving(kaf
     kafka.wait_for(preds, len(first), proc=p)
     topics = ("--bootstrap-servers", kafka.bootstrap, "--events-topic", events,
               "--metrics-topic", f"{events}-metrics")
+    deadline = time.monotonic() + 120  # a learner's report in the metrics topic to check with
+    while main(["models", "list", *topics]) != 0:
+        assert a.poll() is None and time.monotonic() < deadline, "no report with challengers"
+        time.sleep(0.5)
+    assert main(["models", "promote", "c02", *topics]) == 1  # a name it does not have
+    assert "no challenger 'c02' in the learner's newest report (served: PAClassifier; " \
+           "challengers: c01); nothing written" in capsys.readouterr().err
     assert main(["models", "promote", "c01", *topics]) == 0
     assert f"promote c01: control record 0 of {events}.control" in capsys.readouterr().out
     kafka.wait_for_log("a", "c01 promoted by control record 0", a, 120)
