@@ -84,6 +84,12 @@ class ConfluentConsumer:
         self._assigned: set = set()
         self._tps: dict = {}  # (topic, partition) -> TopicPartition, made once
         self._sought: dict = {}  # partition -> offset sought, until a record of it comes
+        # partition -> offset where its end was reached (enable.partition.eof): librdkafka's
+        # position counts delivered records only, so a tail of aborted transactions (or
+        # control markers) left a reader of the committed records below the end for ever
+        # (fault soak seed 204: a learner's first snapshot aborted, every reader of the model
+        # topic stuck and exiting 3 in a loop)
+        self._eof: dict = {}
 
     def _bootstrap(self, timeout_s: float) -> None:
         """Ask the cluster's metadata once, as kafka-python's bootstrap does: KafkaTimeoutError
@@ -110,7 +116,12 @@ class ConfluentConsumer:
         out: dict = {}
         for m in messages:
             if m.error() is not None:
-                self._on_message_error(m.error())
+                if m.error().code() == ck.KafkaError._PARTITION_EOF:
+                    tp = self._tp(m.topic(), m.partition())
+                    self._eof[tp] = m.offset()
+                    self._sought.pop(tp, None)
+                else:
+                    self._on_message_error(m.error())
                 continue
             topic, partition = m.topic(), m.partition()
             tp = self._tp(topic, partition)
@@ -161,6 +172,7 @@ class ConfluentConsumer:
     def assign(self, partitions: list) -> None:
         raising(self._consumer.assign, [_ck(tp) for tp in partitions])
         self._assigned = set(partitions)
+        self._eof.clear()
 
     def assignment(self) -> set:
         return set(self._assigned)
@@ -189,6 +201,7 @@ class ConfluentConsumer:
     def seek(self, partition, offset: int) -> None:
         if partition not in self._assigned:
             raise ValueError(f"{partition} is not assigned")  # as kafka-python's seek
+        self._eof.pop(partition, None)
         try:
             self._consumer.seek(_ck(partition, offset))
         except ck.KafkaException as exc:  # _STATE: its fetch not started yet (just assigned)
@@ -226,8 +239,8 @@ class ConfluentConsumer:
         if partition in self._sought:
             return self._sought[partition]
         [answer] = raising(self._consumer.position, [_ck(partition)])
-        if answer.offset >= 0:
-            return answer.offset
+        if answer.offset >= 0 or partition in self._eof:
+            return max(answer.offset, self._eof.get(partition, -1))
         committed = self.committed(partition) if self.config.get("group.id") else None
         if committed is not None:
             return committed
@@ -282,7 +295,7 @@ def make_offsets_client(cfg: ServeConfig) -> ConfluentConsumer:
         **librdkafka_common(cfg, consumer=True), "client.id": f"{cfg.client_id}-offsets",
         # librdkafka needs a group.id; an assigned consumer never joins or commits to it
         "group.id": f"{cfg.group_id}-offsets", "enable.auto.commit": False,
-        "auto.offset.reset": "earliest",
+        "auto.offset.reset": "earliest", "enable.partition.eof": True,  # see `_eof`
         "isolation.level": "read_committed" if cfg.exactly_once else "read_uncommitted",
     }, 500, "earliest", _bootstrap_s(cfg))
 

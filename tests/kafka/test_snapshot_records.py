@@ -9,6 +9,8 @@ import json
 import os
 import time
 
+import pytest
+
 from kafka import KafkaConsumer
 
 from river_pa.connectors.state import checkpoint, snapshots
@@ -190,5 +192,37 @@ def test_a_reader_keeps_only_the_chunks_it_may_still_load(kafka):
         assert [m["version"] for m, _ in reader.candidates()] == [3, 1]
         reader.accept(v3)
         assert reader.nbytes == 4 and list(reader.candidates()) == []
+    finally:
+        reader.close()
+
+
+@pytest.mark.both_clients
+def test_a_reader_of_committed_records_gets_past_an_aborted_tail(kafka):
+    """A topic whose only records are an aborted transaction's (a learner fenced right after
+    sending its first snapshot) is read to its end by a read_committed reader, on both
+    clients (confluent-kafka's position counted delivered records only: every reader of the
+    model topic waited 120 s and exited 3, in a loop, soak seed 204)."""
+    from kafka import KafkaProducer
+
+    from river_pa.connectors.config import ServeConfig
+    from river_pa.connectors.kafka import adapter
+
+    [topic] = kafka.topics("model")
+    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap,
+                             transactional_id=f"{topic}-aborted")
+    producer.init_transactions()
+    producer.begin_transaction()
+    for i in range(3):
+        producer.send(topic, key=f"model/1/1/{i}".encode(), value=b"chunk")
+    producer.flush()
+    producer.abort_transaction()
+    producer.close()
+    cfg = ServeConfig(bootstrap_servers=kafka.bootstrap, exactly_once=True,
+                      kafka_client=kafka.client)
+    reader = snapshots.Reader(adapter(kafka.client).make_offsets_client(cfg), topic, "model",
+                              lambda reason: None)
+    try:
+        reader.read_to_end(30)  # raised SnapshotError after 30 s on confluent-kafka
+        assert reader.newest == (0, 0) and not list(reader.candidates())
     finally:
         reader.close()
