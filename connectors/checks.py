@@ -146,13 +146,20 @@ _OPTIONAL_TOPICS = ("labels_topic", "metrics_topic", "state_topic")  # "" or uns
 
 def _check_topics(cfg: ServeConfig) -> None:
     for name in ("events_topic", "predictions_topic", "dead_letter_topic", "model_topic",
-                 *_OPTIONAL_TOPICS):
+                 "control_topic", *_OPTIONAL_TOPICS):
         value = getattr(cfg, name)
         if name in _OPTIONAL_TOPICS and not value:
             continue
         if not _TOPIC.fullmatch(value) or value in (".", ".."):
             raise SystemExit(f"river-pa serve: {name} must be a Kafka topic name (1-249 of "
                              f"a-z A-Z 0-9 . _ -), got {value!r:.80}")
+    others = {getattr(cfg, n): n for n in ("events_topic", "labels_topic", "predictions_topic",
+                                            "metrics_topic", "dead_letter_topic", "model_topic",
+                                            "state_topic") if getattr(cfg, n)}
+    if cfg.control_topic in others or cfg.control_topic == f"{cfg.events_topic}.lease":
+        raise SettingsConflict(f"river-pa serve: control_topic {cfg.control_topic!r:.80} is "
+                               f"also the {others.get(cfg.control_topic, 'lease topic')}: the "
+                               "commands of `river-pa models` need a topic of their own")
 
 
 _TOML_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),

@@ -98,8 +98,8 @@ def _serve(cfg, model, observers) -> int:
         return 1
     if not cfg.checkpoint_key:  # after the connection check: a failed start is one line
         logging.getLogger("river_pa.serve").warning(
-            "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s or the state and model topics "
-            "decides this daemon's model (no code runs); set --checkpoint-key (or "
+            "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s or the state, model and "
+            "control topics decides this daemon's model (no code runs); set --checkpoint-key (or "
             "RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
     try:
         daemon = None

@@ -223,7 +223,8 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
         figures = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early),
                    "pending_bytes": self.pending.nbytes, "invalid_snapshots": self.invalid_snapshots}
         if self.challengers:  # `river-pa models list` reads them from the metrics topic
-            figures["served"] = self.slot.name
+            figures["served"], figures["events_topic"] = self.slot.name, self.cfg.events_topic
+            figures["control_skipped"] = self.invalid_control
             figures["challengers"] = {n: c.figures() for n, c in self.challengers.items()}
         if self.policy.publishes:  # the newest model sent (visible once its transaction
             figures["model_version"] = self.slot.manifest and self.slot.manifest["version"]

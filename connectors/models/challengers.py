@@ -21,6 +21,7 @@ import functools
 import json
 import logging
 import re
+import shlex
 from collections import deque
 
 from river_pa.connectors.models.slot import ModelSlot
@@ -238,7 +239,8 @@ class Challenger:
                 "on %d (exact binomial test of the discordant pairs, p = %.3g, level %g)%s",
                 self.name, "beats" if beats else "no longer beats", figures["window"],
                 figures["better"], figures["worse"], figures["p_value"], self.duel.alpha,
-                f": promote it with `river-pa models promote {self.name}` (or --auto-promote)"
+                f": promote it with `river-pa models promote {shlex.quote(self.name)}` (or "
+                "--auto-promote)"
                 if beats else "")
 
     def _failed(self, doing: str, exc: Exception) -> None:

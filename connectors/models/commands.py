@@ -50,6 +50,13 @@ def run(args) -> int:
 
 
 def _promote(cfg, name: str) -> int:
+    from river_pa.connectors.models.challengers import NAME
+    from river_pa.connectors.state.recovery import FORMER
+
+    if not (NAME.fullmatch(name) or name == FORMER):
+        print(f"river-pa models: NAME must be a challenger's name (1-64 of a-z A-Z 0-9 _ . -) "
+              f"or {FORMER!r}, got {name!r:.80}", file=sys.stderr)
+        return 1
     from kafka import KafkaProducer
 
     from river_pa.connectors.kafka import CLIENT_DEFAULTS
@@ -68,7 +75,7 @@ def _promote(cfg, name: str) -> int:
               f"check {name!r:.80} against; written anyway (a learner obeys it only if it has "
               "that challenger)", file=sys.stderr)
     key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
-    record_key, value, headers = encode("promote", name, key)
+    record_key, value, headers = encode("promote", name, key, cfg.control_topic)
     ensure_topic(cfg, cfg.control_topic)
     producer = KafkaProducer(bootstrap_servers=cfg.bootstrap_servers,
                              client_id=f"{cfg.client_id}-models", acks="all",
@@ -93,7 +100,8 @@ def _list(cfg, as_json: bool) -> int:
         return 0
     age = time.time() - report.get("time_ms", 0) / 1000
     print(f"report of {age:.0f} s ago; model version {report.get('model_version')} "
-          f"({report.get('model_learned')} events learned when published)")
+          f"({report.get('model_learned')} events learned when published); control records "
+          f"skipped: {report.get('control_skipped', 0)}")
     rows = [(report.get("served", "?"), "served", report)]
     rows += [(n, "challenger", c) for n, c in report["challengers"].items()]
     print(f"{'model':<28} {'role':<10} {'learned':>9} {'metrics':<36} versus served")
@@ -109,8 +117,9 @@ def _list(cfg, as_json: bool) -> int:
 
 
 def newest_report(cfg, timeout_s: float = 30) -> dict | None:
-    """The newest report of `cfg.metrics_topic` that names challengers (a learner's), among
-    the last `REPORTS_READ` records of each partition; None when there is none."""
+    """The newest report of `cfg.metrics_topic` that names challengers (a learner's) of
+    `cfg.events_topic`, among the last `REPORTS_READ` records of each partition; None when
+    there is none."""
     from kafka import KafkaConsumer, TopicPartition
 
     from river_pa.connectors.kafka import CLIENT_DEFAULTS
@@ -132,18 +141,18 @@ def newest_report(cfg, timeout_s: float = 30) -> dict | None:
         while time.monotonic() < deadline and any(consumer.position(tp) < ends[tp] for tp in tps):
             for records in consumer.poll(500).values():
                 for record in records:
-                    best = _newer(best, record.value)
+                    best = _newer(best, record.value, cfg.events_topic)
         return best
     finally:
         consumer.close()
 
 
-def _newer(best: dict | None, value: bytes | None) -> dict | None:
+def _newer(best: dict | None, value: bytes | None, events: str) -> dict | None:
     try:
         report = json.loads(value)
     except (TypeError, ValueError, RecursionError):
         return best
     if not (isinstance(report, dict) and isinstance(report.get("challengers"), dict)
-            and isinstance(report.get("time_ms"), int)):
-        return best
+            and isinstance(report.get("time_ms"), int) and report.get("events_topic") == events):
+        return best  # not a learner's report, or another deployment's (a shared metrics topic)
     return report if best is None or report["time_ms"] >= best["time_ms"] else best

@@ -6,10 +6,13 @@ A record is keyed by its command (compaction keeps the newest of each: the topic
 deployment's current intent) and holds JSON ``{"command": "promote", "model": NAME,
 "issued_at_ms": ..., "by": ...}``; with a `--checkpoint-key` it is signed like a checkpoint
 (HMAC-SHA256 of the value in the header ``hmac``), and an unsigned or badly signed one is
-skipped: whoever can write the topic would otherwise choose the served model. The learner keeps
-the offset after the last record it obeyed in its state, so a restored learner (a failover, a
-rollback with `--exactly-once`) obeys each record once, and a learner of a new group obeys the
-topic's newest intent. Kafka has no such mechanism (Kafka Streams applications use a control
+skipped: whoever can write the topic would otherwise choose the served model. The record names
+the control topic it was issued for (signed with it: a copy in another deployment's topic is
+refused there), and a record issued no later than the last one obeyed is refused (a replayed
+one). The learner keeps the offset after the last record it obeyed, and that record's
+`issued_at_ms`, in its state, so a restored learner (a failover, a rollback with
+`--exactly-once`) obeys each record once, and a learner of a new group obeys the topic's newest
+intent. Kafka has no such mechanism (Kafka Streams applications use a control
 topic the same way), hence this module.
 
 """
@@ -39,27 +42,32 @@ def _signature(key: bytes, value: bytes) -> str:
     return hmac.new(key, value, hashlib.sha256).hexdigest()
 
 
-def encode(command: str, model: str, key: bytes | None) -> tuple[bytes, bytes, list]:
-    """(key, value, headers) of the control record `command` for model `model`.
+def encode(command: str, model: str, key: bytes | None, topic: str) -> tuple[bytes, bytes, list]:
+    """(key, value, headers) of the control record `command` for model `model`, for the
+    deployment whose control topic is `topic` (signed with it: a record copied to another
+    deployment's topic is refused there).
 
-    >>> k, v, h = encode("promote", "c01", b"secret")
-    >>> k, json.loads(v)["model"], decode(v, h, b"secret")["command"]
+    >>> k, v, h = encode("promote", "c01", b"secret", "events.control")
+    >>> k, json.loads(v)["model"], decode(v, h, b"secret", "events.control")["command"]
     (b'promote', 'c01', 'promote')
-    >>> decode(v, h, b"other")
+    >>> decode(v, h, b"other", "events.control")
     'its HMAC does not verify (another --checkpoint-key, or a forged record)'
+    >>> decode(v, h, b"secret", "other.control")
+    "it was issued for the control topic 'events.control'"
 
     """
     if command not in COMMANDS:
         raise ValueError(f"command must be one of {', '.join(COMMANDS)}, got {command!r:.40}")
-    value = json.dumps({"command": command, "model": model, "issued_at_ms": int(time.time() * 1e3),
+    value = json.dumps({"command": command, "model": model, "topic": topic,
+                        "issued_at_ms": int(time.time() * 1e3),
                         "by": f"{getpass.getuser()}@{socket.gethostname()}"}).encode()
     headers = [("hmac", _signature(key, value).encode())] if key else []
     return command.encode(), value, headers
 
 
-def decode(value: bytes | None, headers, key: bytes | None) -> dict | str:
-    """The command of a control record (a dict with `command` and `model`), or the reason it
-    is not one (a string)."""
+def decode(value: bytes | None, headers, key: bytes | None, topic: str) -> dict | str:
+    """The command of a control record of `topic` (a dict with `command`, `model` and
+    `issued_at_ms`), or the reason it is not one (a string)."""
     if value is None:
         return "a tombstone"
     if len(value) > MAX_VALUE_BYTES:
@@ -74,8 +82,11 @@ def decode(value: bytes | None, headers, key: bytes | None) -> dict | str:
     except (UnicodeDecodeError, ValueError, RecursionError):
         return "not JSON"
     if not (isinstance(command, dict) and command.get("command") in COMMANDS
-            and isinstance(command.get("model"), str)):
-        return f"no command of {', '.join(COMMANDS)} with a model name"
+            and isinstance(command.get("model"), str)
+            and type(command.get("issued_at_ms")) is int):
+        return f"no command of {', '.join(COMMANDS)} with a model name and issued_at_ms"
+    if command.get("topic") != topic:
+        return f"it was issued for the control topic {command.get('topic')!r:.80}"
     return command
 
 
@@ -126,28 +137,33 @@ class ControlFollowing:
             reader.seek(self.control["offset"])
             self.control_seek = False
         for record in reader.poll():
-            command = decode(record.value, record.headers, self.key)
+            command = decode(record.value, record.headers, self.key, self.cfg.control_topic)
+            if not isinstance(command, str) and command["issued_at_ms"] <= self.control["issued"]:
+                command = "issued no later than the last command obeyed (a replayed record)"
             self.control["offset"] = record.offset + 1
             self.since_checkpoint = max(self.since_checkpoint, 1)  # the offset is state
             if isinstance(command, str):
                 self._invalid_control(record.offset, command)
             else:
+                self.control["issued"] = command["issued_at_ms"]
                 self._obey(command, record.offset)
 
     def _obey(self, command: dict, offset: int) -> None:
         name, where = command["model"], f"control record {offset} of {self.cfg.control_topic}"
         if name == self.slot.name:
-            log.info("%s: promote %s: it is the served model already", where, name)
+            log.info("%s: promote %r: it is the served model already", where, name)
         elif name not in self.challengers:
-            log.warning("%s: promote %s: no model of that name (the served model is %s, the "
+            log.warning("%s: promote %.80r: no model of that name (the served model is %r, the "
                         "challengers %s); nothing changes", where, name, self.slot.name,
-                        ", ".join(sorted(self.challengers)))
+                        ", ".join(map(repr, sorted(self.challengers))))
         else:
-            self._promote_live(name, f"{where} (by {command.get('by')!s:.80})")
+            by = command.get("by")
+            self._promote_live(name, where + (f" (by {by!r:.80})" if by is not None else ""))
 
     def _invalid_control(self, offset: int, reason: str) -> None:
         self.invalid_control += 1
         n = self.invalid_control
         if n <= INVALID_LINES or str(n).strip("0") == "1":
-            log.warning("control record %d of %s skipped: %s (%d so far)", offset,
-                        self.cfg.control_topic, reason, n)
+            log.warning("control record %d of %s skipped: %s (%d so far%s)", offset,
+                        self.cfg.control_topic, reason, n, "" if n < INVALID_LINES else
+                        "; then one line per power of ten")

@@ -56,9 +56,10 @@ def control_of(state) -> dict:
     """The control state of a restored `state` (models/control.py), checked; a state
     written before control records, or another value, gives a fresh one."""
     control = state.get("control") if isinstance(state, dict) else None
-    fresh = {"offset": 0, "served": None, "configured": None}
+    fresh = {"offset": 0, "issued": 0, "served": None, "configured": None}
     if not (isinstance(control, dict) and set(control) == set(fresh)
             and type(control["offset"]) is int and control["offset"] >= 0
+            and type(control["issued"]) is int
             and (control["served"] is None or isinstance(control["served"], str))
             and (control["configured"] is None or isinstance(control["configured"], dict))):
         return fresh
@@ -90,9 +91,10 @@ class Recovery:
                                   self.cfg.pending_max_bytes)
         self.next_offsets: dict[str, int] = {}
         self.merged_upto: dict[int, tuple] = {}  # see EventTimeOrder.late
-        # the control topic's next offset to obey; the challenger serving since a control
-        # record (None: --model serves) and the --model it replaced (models/control.py)
-        self.control = {"offset": 0, "served": None, "configured": None}
+        # the control topic's next offset to obey and the issue time of the last command
+        # obeyed; the challenger serving since a control record (None: --model serves) and
+        # the --model it replaced (models/control.py)
+        self.control = {"offset": 0, "issued": 0, "served": None, "configured": None}
         self.control_seek = True
 
     def _slot_for(self, model, name: str) -> ModelSlot:
@@ -162,8 +164,13 @@ class Recovery:
         former = next((n for n, c in (state.get("challengers") or {}).items() if isinstance(c, dict)
                        and checkpoint.same_meta(c.get("meta"), self.configured.meta)), FORMER)
         models = [(n, m) for n, m in self._challenger_models
-                  if not checkpoint.same_meta(checkpoint.metadata(m), meta)]
+                  if n != served and not checkpoint.same_meta(checkpoint.metadata(m), meta)]
         models.append((former, self.configured.pristine))
+        changed = dict(self._challenger_models).get(served)
+        if changed is not None and not checkpoint.same_meta(checkpoint.metadata(changed), meta):
+            log.warning("--challenger %s names other parameters than the %s serving (promoted by "
+                        "a control record): it serves as it is; give the challenger another "
+                        "name to learn the new parameters beside it", served, served)
         self.challengers = {n: Challenger(n, m, self._new_stats(m), self._duel())
                             for n, m in models}
         log.info("%s serves since a control record (`river-pa models promote`); --model %s "

@@ -6,6 +6,7 @@ a restart with the same settings keeps the promotion; bad control records change
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -78,7 +79,7 @@ def _reference(model) -> PAClassifier:
 
 def test_a_control_record_promotes_a_challenger_between_two_records(stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
-    _, value, headers = control.encode("promote", "c1", None)
+    _, value, headers = control.encode("promote", "c1", None, "ctl")
     daemon = serve_until_learned(_write_at(_daemon(tmp_path), 200, (value, headers)), N)
     assert daemon.slot.name == "c1" and list(daemon.challengers) == [FORMER]
     assert "c1 promoted by control record 0 of ctl" in caplog.text
@@ -102,7 +103,7 @@ def test_a_control_record_promotes_a_challenger_between_two_records(stream, tmp_
 
 def test_a_restart_with_the_same_settings_keeps_the_promotion(stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
-    _, value, headers = control.encode("promote", "c1", None)
+    _, value, headers = control.encode("promote", "c1", None, "ctl")
     first = serve_until_learned(_write_at(_daemon(tmp_path), 100, (value, headers)), 300)
     assert first.slot.name == "c1"
     caplog.clear()
@@ -114,22 +115,28 @@ def test_a_restart_with_the_same_settings_keeps_the_promotion(stream, tmp_path, 
     assert _same_model(again.challengers[FORMER].slot.model, _reference(PAClassifier(C=0.01)))
     assert again.figures()["metrics"] == {"Accuracy": _river(PAClassifier())}
     # promoting --model back: the state as if never promoted, and a restart keeps that too
-    _, value, headers = control.encode("promote", FORMER, None)
+    _, value, headers = control.encode("promote", FORMER, None, "ctl")
     stream.append("ctl", value, b"promote", headers=headers)
     back = _serve_until(_daemon(tmp_path), lambda d: d.control["offset"] == 2)
     assert back.slot.name == "PAClassifier" and list(back.challengers) == ["c1"]
-    assert back.control == {"offset": 2, "served": None, "configured": None}
+    assert {k: back.control[k] for k in ("offset", "served", "configured")} == {
+        "offset": 2, "served": None, "configured": None}
     assert _same_model(back.slot.model, _reference(PAClassifier(C=0.01)))
+
+
+OTHER_KEY = control.encode("promote", "c1", b"other", "ctl")
+ELSEWHERE = control.encode("promote", "c1", None, "other.control")
 
 
 @pytest.mark.parametrize("value,headers,key,reason", [
     (b"not json", [], None, "not JSON"),
-    (b'{"command": "drop", "model": "c1"}', [], None, "no command of promote with a model name"),
-    (control.encode("promote", "c1", None)[1], [], KEY,
+    (b'{"command": "drop", "model": "c1"}', [], None,
+     "no command of promote with a model name and issued_at_ms"),
+    (control.encode("promote", "c1", None, "ctl")[1], [], KEY,
      "unsigned, and a --checkpoint-key is configured"),
-    (control.encode("promote", "c1", b"other")[1], control.encode("promote", "c1", b"other")[2],
-     KEY, "its HMAC does not verify"),
-], ids=["garbage", "unknown-command", "unsigned", "forged"])
+    (OTHER_KEY[1], OTHER_KEY[2], KEY, "its HMAC does not verify"),
+    (ELSEWHERE[1], ELSEWHERE[2], None, "it was issued for the control topic 'other.control'"),
+], ids=["garbage", "unknown-command", "unsigned", "forged", "another-deployment"])
 def test_a_bad_control_record_is_skipped_and_changes_nothing(stream, tmp_path, caplog, value,
                                                              headers, key, reason):
     settings = {"checkpoint_key": key.decode()} if key else {}
@@ -141,11 +148,11 @@ def test_a_bad_control_record_is_skipped_and_changes_nothing(stream, tmp_path, c
 
 
 def test_an_unknown_name_changes_nothing(stream, tmp_path, caplog):
-    _, value, headers = control.encode("promote", "nobody", None)
+    _, value, headers = control.encode("promote", "nobody", None, "ctl")
     daemon = serve_until_learned(_write_at(_daemon(tmp_path), 100, (value, headers)), N)
     assert daemon.slot.name == "PAClassifier" and daemon.invalid_control == 0
-    assert "promote nobody: no model of that name (the served model is PAClassifier, the " \
-           "challengers c1); nothing changes" in caplog.text
+    assert "promote 'nobody': no model of that name (the served model is 'PAClassifier', the " \
+           "challengers 'c1'); nothing changes" in caplog.text
 
 
 def test_auto_promote_promotes_the_challenger_that_beats_the_served_model(stream, tmp_path,
@@ -174,3 +181,36 @@ def test_shadow_writes_the_challengers_predictions_into_each_record(stream, tmp_
     got = {p["id"]: p["shadow"] for p in stream.values("preds")}
     assert got == {rid: {"c1": y_pred} for rid, y_pred in want.items()}
     assert daemon.slot.name == "PAClassifier"  # the records' own predictions: the served one's
+
+
+def test_a_replayed_command_is_refused(stream, tmp_path, caplog):
+    promote = control.encode("promote", "c1", KEY, "ctl")
+    time.sleep(0.002)  # issued a millisecond later at least
+    back = control.encode("promote", FORMER, KEY, "ctl")
+    daemon = serve_until_learned(_write_at(_daemon(tmp_path, checkpoint_key=KEY.decode()), 100,
+                                           promote[1:], back[1:], promote[1:]), N)
+    assert daemon.slot.name == "PAClassifier" and daemon.invalid_control == 1
+    assert "control record 2 of ctl skipped: issued no later than the last command obeyed (a " \
+           "replayed record)" in caplog.text
+
+
+def test_a_served_name_given_other_parameters_serves_as_it_is(stream, tmp_path, caplog):
+    _, value, headers = control.encode("promote", "c1", None, "ctl")
+    serve_until_learned(_write_at(_daemon(tmp_path), 100, (value, headers)), 300)
+    again = _daemon(tmp_path, challenger=['c1=PAClassifier{"C": 0.02}'])
+    again.consumer = None
+    again.load()
+    assert again.slot.name == "c1" and again.slot.model.C == 1.0
+    assert list(again.challengers) == [FORMER]
+    assert "--challenger c1 names other parameters than the c1 serving" in caplog.text
+
+
+@pytest.mark.parametrize("topic,other", [("ev.model", "model_topic"), ("ev", "events_topic"),
+                                         ("ev.lease", "lease topic")])
+def test_a_control_topic_of_another_use_is_refused(capsys, topic, other):
+    from river_pa import cli
+
+    argv = ["serve", "--events-topic", "ev", "--control-topic", topic, "--challenger",
+            "c=PAClassifier", "--bootstrap-servers", "127.0.0.1:1"]
+    assert cli.main(argv) == 2
+    assert f"control_topic {topic!r} is also the {other}" in capsys.readouterr().err

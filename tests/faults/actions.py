@@ -239,10 +239,10 @@ def promote(run, fault) -> str:
     key = run.key.encode() if run.key else None
     name = CHALLENGER[0] if fault.target != "former" else FORMER
     if fault.target == "forged":
-        record = control.encode("promote", name, b"not the key") if key else \
+        record = control.encode("promote", name, b"not the key", topic) if key else \
             (b"promote", b"{not json", [])
     else:
-        record = control.encode("promote", name, key)
+        record = control.encode("promote", name, key, topic)
     producer = _producer(run)
     try:
         producer.send(topic, key=record[0], value=record[1], headers=record[2])
