@@ -120,8 +120,8 @@ class Predictor(Daemon):
                        and hasattr(m, "predict_one")} if isinstance(shadow, dict) else {}
         self.slot.manifest = manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
-        log.info("model %s version %d/%d from %s (%d events learned)", self.slot.name,
-                 manifest["term"], manifest["version"], self.cfg.model_topic, state["learned"])
+        log.info("model version %d/%d from %s (%s, %d events learned)", manifest["term"],
+                 manifest["version"], self.cfg.model_topic, self.slot.name, state["learned"])
         return True
 
     def _shadow_models(self) -> dict:

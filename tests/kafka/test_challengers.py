@@ -47,7 +47,7 @@ def test_models_promote_switches_the_learner_and_the_predictor_while_serving(kaf
     assert main(["models", "promote", "c01", *topics]) == 0
     assert f"promote c01: control record 0 of {events}.control" in capsys.readouterr().out
     kafka.wait_for_log("a", "c01 promoted by control record 0", a, 120)
-    kafka.wait_for_log("p", "model c01 version", p, 120)
+    kafka.wait_for_log("p", f"from {events}.model (c01, ", p, 120)
     send_all(kafka.producer(), stream[half:], events, labels)
     report = kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS, a, 240)
     kafka.wait_for(preds, N_EVENTS, proc=p)
