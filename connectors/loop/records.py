@@ -114,9 +114,9 @@ class Records:
                 self._changed(change, challenger.stats, challenger.slot, name)
             challenger.learn(x, y)
         if self.cfg.auto_promote:  # at this label: a restored learner promotes at the same one
-            beating = [c for c in self.challengers.values() if c.duel.beats]
-            if beating:
-                best = min(beating, key=lambda c: c.duel.p_value())
+            best = min((c for c in self.challengers.values() if c.duel.beats),
+                       key=lambda c: c.duel.p_value(), default=None)
+            if best is not None:
                 figures = best.duel.figures()
                 self._promote_live(best.name, f"--auto-promote (better on {figures['better']}, "
                                    f"worse on {figures['worse']} of the last {figures['window']} "

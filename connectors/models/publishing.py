@@ -70,8 +70,8 @@ class ModelPublishing:
         state = {"model": self.slot.model, "learned": counts["learned"], "events": counts["events"],
                  "published_at_ms": int(time.time() * 1000), "name": self.slot.name,
                  "challengers": {n: {"meta": c.slot.meta} for n, c in self.challengers.items()}}
-        if self.cfg.shadow:  # the predictors' --shadow predictions
-            state["shadow"] = {n: c.slot.model for n, c in self.challengers.items()}
+        if shadow := self._shadow_models():  # for the predictors' --shadow predictions
+            state["shadow"] = shadow
         payload = checkpoint.dumps(state, self.slot.model, {}, self.key, publisher.next_stamp())
         self.slot.manifest = publisher.publish(self.outputs.send, payload)
         self.last_publish = time.monotonic()
