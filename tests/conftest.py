@@ -45,6 +45,11 @@ OWN_BROKER_FILES = frozenset({
 OWN_BROKER_FIXTURES = ("cluster_bootstrap", "private_bootstrap")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--all-modes", action="store_true",
+                     help="run the Kafka scenarios marked one_mode in both delivery modes")
+
+
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile` (scripts/test.sh) with the files of OWN_BROKER_FILES as one unit, the

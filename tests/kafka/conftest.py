@@ -162,10 +162,19 @@ def owns_partitions(member: dict) -> bool:
 def pytest_generate_tests(metafunc):
     """A test marked `both_clients` runs once per client of `CLIENTS` (its daemons'
     `--kafka-client`); the others run on kafka-python, the default (the list of the marked
-    ones, the subset CI runs on confluent-kafka too, is in README's "Kafka clients")."""
+    ones, the subset CI runs on confluent-kafka too, is in README's "Kafka clients").
+    A test marked `one_mode(exactly_once)` runs in that delivery mode only, or in both with
+    `pytest --all-modes`: a long scenario whose other mode the fault harness covers
+    (tests/faults, CI_RUNS: seeds of both modes, the same kinds of faults), to keep the suite
+    within its 15 minutes."""
     if metafunc.definition.get_closest_marker("both_clients") \
             and "kafka_client" in metafunc.fixturenames:
         metafunc.parametrize("kafka_client", CLIENTS, indirect=True)
+    one_mode = metafunc.definition.get_closest_marker("one_mode")
+    if one_mode:
+        modes = [False, True] if metafunc.config.getoption("all_modes") else list(one_mode.args)
+        metafunc.parametrize("exactly_once", modes,
+                             ids=["exactly-once" if m else "at-least-once" for m in modes])
 
 
 @pytest.fixture

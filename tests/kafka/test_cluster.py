@@ -13,7 +13,7 @@ from river_pa.connectors.replay import elec2, records, send_all
 N_EVENTS = 4_000
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.one_mode(True)
 def test_one_broker_of_three_stopped_mid_stream_loses_nothing(cluster, cluster_node, elec2_path,
                                                               exactly_once):
     events, labels, preds = cluster.topics("events", "labels", "preds", partitions=2)

@@ -32,7 +32,7 @@ def run_to_end(kafka, topics, name, *extra, kills=()):
     return kafka.checkpoint_state(name)
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.one_mode(True)
 def test_sigkill_three_times_changes_nothing(kafka, elec2_path, exactly_once):
     rng = random.Random()
     kills = sorted(rng.sample(range(300, N_EVENTS - 300), 3))

@@ -19,7 +19,7 @@ from river_pa.connectors.replay import elec2, records, send_all
 N_EVENTS = 4_000
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.one_mode(True)
 def test_two_daemons_share_partitions_and_survivor_takes_over(kafka, elec2_path, exactly_once):
     events, preds = kafka.topics("events", "preds", partitions=4)
     group = f"{events}-group"

@@ -102,7 +102,7 @@ def mid_stream(kafka, elec2_path, exactly_once):
     return rows, events, clean, group, a, b
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.one_mode(False)
 def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_once):
     rows, events, clean, group, a, b = mid_stream(kafka, elec2_path, exactly_once)
     a.send_signal(signal.SIGKILL)
@@ -127,7 +127,7 @@ def test_a_standby_takes_over_from_a_killed_learner(kafka, elec2_path, exactly_o
     assert configs["topic"][f"{events}.state"]["cleanup.policy"]["value"] == "compact"
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.one_mode(True)
 def test_a_zombie_learner_steps_down_and_writes_nothing(kafka, elec2_path, exactly_once):
     rows, events, clean, group, a, b = mid_stream(kafka, elec2_path, exactly_once)
     a.send_signal(signal.SIGSTOP)  # its session expires: b is elected

@@ -82,7 +82,7 @@ def test_a_learner_stopped_before_any_record_publishes_the_model_it_restored(kaf
     assert model["learned"] == N_EVENTS
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.one_mode(True)
 def test_role_both_restored_from_an_older_checkpoint_relearns_without_predicting_twice(
         kafka, elec2_path, exactly_once):
     # --role both with an older checkpoint file: 1,000 of 3,000 labels were never learned.

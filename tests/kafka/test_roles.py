@@ -48,7 +48,7 @@ def wait_covered(kafka, preds, ids, procs, committed_only, timeout_s=120):
         time.sleep(0.5)
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.one_mode(False)
 def test_one_learner_and_predictors_that_are_killed_and_replaced(kafka, elec2_path, exactly_once):
     rows = elec2(str(elec2_path), N_EVENTS)
     stream = list(records(rows, DELAY))

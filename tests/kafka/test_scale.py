@@ -106,7 +106,7 @@ def chunks_of(stream: list, n: int) -> list[list]:
     return [stream[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.one_mode(True)
 def test_predictors_join_leave_are_killed_and_come_back_while_events_flow(kafka, elec2_path,
                                                                           exactly_once):
     rows = elec2(str(elec2_path), N_EVENTS)

@@ -27,7 +27,7 @@ def serve_until(kafka, topics, name, predicate, *extra):
     return report
 
 
-@pytest.mark.parametrize("exactly_once", [False, True], ids=["at-least-once", "exactly-once"])
+@pytest.mark.one_mode(True)
 def test_a_new_node_restores_the_state_from_kafka(kafka, elec2_path, exactly_once):
     # Between the two runs of "node" every local file is deleted. Without the state topic it
     # started with an empty model at the committed offsets and orphaned the pending labels.
