@@ -22,7 +22,8 @@ POSITIVE = ("rolling_window", "challenger_alpha", "challenger_min_labels", "chec
             "max_poll_records", "max_buffered", "session_timeout_ms", "batch_seconds",
             "liveness_seconds")
 NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
-                 "poll_timeout_ms", "metrics_port", "stall_exit_seconds", "merge_idle_ms")
+                 "poll_timeout_ms", "metrics_port", "stall_exit_seconds", "merge_idle_ms",
+                 "auto_promote_cooldown")
 MAXIMUM = {"merge_idle_ms": 60_000,  # a partition left empty must not hold the others for ever
            "challenger_alpha": 0.5}  # a level of a one-sided test
 

@@ -51,6 +51,7 @@ class ServeConfig:
     challenger_alpha: float = 0.01
     challenger_min_labels: int = 500
     auto_promote: bool = False
+    auto_promote_cooldown: int = 5000
     shadow: bool = False
     metric: list = field(default_factory=list)
     rolling_window: int = 1000
@@ -128,6 +129,9 @@ _FLAGS_HELP = {
     "auto_promote": "promote a challenger to the served model as soon as the test says it "
                     "beats it (the one with the smallest p when several do), logged with the "
                     "figures; the former served model goes on as a challenger",
+    "auto_promote_cooldown": "labels that must pass after the start and after each promotion "
+                             "before --auto-promote promotes (again): two close models do not "
+                             "swap back and forth; 0: none",
     "shadow": "write the challengers' predictions into each prediction record too (\"shadow\": "
               "{NAME: prediction}); the learner then publishes their models with the served one "
               "(give it to the learner and the predictors)",

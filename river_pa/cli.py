@@ -183,9 +183,20 @@ def _add_models(sub, flags: bool) -> None:
     promote = actions.add_parser("promote", help="make challenger NAME the served model "
                                  "(a control record the learner obeys at its next batch)")
     promote.add_argument("name", metavar="NAME", help="the challenger's --challenger name")
+    promote.add_argument("--wait", type=_not_negative, default=60, metavar="SECONDS",
+                         help="wait up to this long for the learner's report that it obeyed "
+                              "(status 0 when NAME serves, 1 when it was skipped, named no "
+                              "model or no report came in time); 0: exit once written")
     for action in (listing, promote):
         config.add_arguments(action, only=TOPIC_FLAGS + ("checkpoint_key",))
         action.set_defaults(run=_run_models, json=False)
+
+
+def _not_negative(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r:.60}")
+    return value
 
 
 def _positive(text: str) -> int:

@@ -221,10 +221,12 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
     def figures(self) -> dict:
         """The report's figures now (also read by the metrics endpoint's thread)."""
         figures = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early),
-                   "pending_bytes": self.pending.nbytes, "invalid_snapshots": self.invalid_snapshots}
+                   "pending_bytes": self.pending.nbytes,
+                   "invalid_snapshots": self.invalid_snapshots}
         if self.challengers:  # `river-pa models list` reads them from the metrics topic
             figures["served"], figures["events_topic"] = self.slot.name, self.cfg.events_topic
             figures["control_skipped"] = self.invalid_control
+            figures["control"] = {"next_offset": self.control["offset"], "last": self.control_last}
             figures["challengers"] = {n: c.figures() for n, c in self.challengers.items()}
         if self.policy.publishes:  # the newest model sent (visible once its transaction
             figures["model_version"] = self.slot.manifest and self.slot.manifest["version"]

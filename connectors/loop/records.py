@@ -113,7 +113,7 @@ class Records:
             if change := challenger.score(y, others.get(name), delay_ms, served):
                 self._changed(change, challenger.stats, challenger.slot, name)
             challenger.learn(x, y)
-        if self.cfg.auto_promote:  # at this label: a restored learner promotes at the same one
+        if self._auto_promote_due():  # at this label: a restored learner promotes at the same one
             best = min((c for c in self.challengers.values() if c.duel.beats),
                        key=lambda c: c.duel.p_value(), default=None)
             if best is not None:
@@ -121,6 +121,12 @@ class Records:
                 self._promote_live(best.name, f"--auto-promote (better on {figures['better']}, "
                                    f"worse on {figures['worse']} of the last {figures['window']} "
                                    f"labels, p = {figures['p_value']:.3g})")
+
+    def _auto_promote_due(self) -> bool:
+        """--auto-promote, and --auto-promote-cooldown labels since the start or the last
+        promotion (the served model's labels: its counts continue through a promotion)."""
+        return self.cfg.auto_promote and (self.stats.counts["labelled"] - self.promoted_at
+                                          >= self.cfg.auto_promote_cooldown)
 
     def _changed(self, change: str, stats, slot, name: str) -> None:
         """Say that the drift watch of model `name` (its `stats` and `slot`: the served model's

@@ -6,7 +6,8 @@ name that the learner's newest report does not list as a challenger is refused, 
 learner obeys it between two batches: the challenger serves, its metrics continue as the served
 model's, the former served model goes on as a challenger, the model topic gets the new served
 model at once and every predictor swaps it in at its next poll (predictions name the model and
-its version). `list` prints the served model and each challenger with their metrics, events
+its version); it waits (`--wait`) for the learner's report of what became of its record and
+says it (status 0 when NAME serves). `list` prints the served model and each challenger with their metrics, events
 learned and their test against the served model, from the learner's newest report in the
 metrics topic. Both take serve's flags (the same TOML keys and RIVER_PA_* variables), so the
 topics are the deployment's.
@@ -42,14 +43,14 @@ def run(args) -> int:
         return 1
     try:
         with quiet_bootstrap():
-            return _promote(cfg, args.name) if args.action == "promote" else \
+            return _promote(cfg, args.name, args.wait) if args.action == "promote" else \
                 _list(cfg, args.json)
     except KafkaError as exc:
         print(f"river-pa models: {explain(exc, cfg)}", file=sys.stderr)
         return 1
 
 
-def _promote(cfg, name: str) -> int:
+def _promote(cfg, name: str, wait_s: float) -> int:
     from river_pa.connectors.models.challengers import NAME
     from river_pa.connectors.state.recovery import FORMER
 
@@ -84,9 +85,34 @@ def _promote(cfg, name: str) -> int:
         sent = producer.send(cfg.control_topic, value, key=record_key, headers=headers).get(30)
     finally:
         producer.close()
-    print(f"promote {name}: control record {sent.offset} of {cfg.control_topic}; the learner "
-          "obeys it at its next batch (its log says so; `river-pa models list` shows it)")
-    return 0
+    written = f"promote {name}: control record {sent.offset} of {cfg.control_topic}"
+    if not wait_s:
+        print(f"{written}; the learner obeys it at its next batch (its log says so; "
+              "`river-pa models list` shows it)")
+        return 0
+    return _outcome(cfg, name, sent.offset, written, wait_s)
+
+
+def _outcome(cfg, name: str, offset: int, written: str, wait_s: float) -> int:
+    """Wait up to `wait_s` for a learner's report that handled control record `offset`; print
+    what became of it: 0 when `name` serves, else 1."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        report = newest_report(cfg, max(deadline - time.monotonic(), 1))
+        control = (report or {}).get("control") or {}
+        if isinstance(control.get("next_offset"), int) and control["next_offset"] > offset:
+            last = control.get("last") or {}
+            outcome = last.get("outcome") if last.get("offset") == offset else None
+            served = report.get("served")
+            if outcome is None:  # a later record was handled too, or the learner restarted
+                outcome = f"handled; {served!r} serves now"
+            print(f"{written}: {outcome}", file=sys.stdout if served == name else sys.stderr)
+            return 0 if served == name else 1
+        time.sleep(1)
+    print(f"{written}; no report of a learner says it was handled within {wait_s:g} s (is a "
+          "learner with challengers running? it stays in the topic and a learner obeys it when "
+          "it reads it)", file=sys.stderr)
+    return 1
 
 
 def _list(cfg, as_json: bool) -> int:

@@ -114,6 +114,9 @@ class ControlFollowing:
 
     control_reader: ControlReader | None = None
     invalid_control = 0
+    # the last control record handled by this run, {"offset", "outcome"}: in the report, where
+    # `river-pa models promote --wait` reads what became of its record
+    control_last: dict | None = None
 
     def _start_control(self) -> None:
         """Open the reader (the topic created if missing) when this daemon learns models it
@@ -144,21 +147,26 @@ class ControlFollowing:
             self.since_checkpoint = max(self.since_checkpoint, 1)  # the offset is state
             if isinstance(command, str):
                 self._invalid_control(record.offset, command)
+                outcome = f"skipped: {command}"
             else:
                 self.control["issued"] = command["issued_at_ms"]
-                self._obey(command, record.offset)
+                outcome = self._obey(command, record.offset)
+            self.control_last = {"offset": record.offset, "outcome": outcome}
 
-    def _obey(self, command: dict, offset: int) -> None:
+    def _obey(self, command: dict, offset: int) -> str:
+        """Carry out `command`; what became of it, in a few words."""
         name, where = command["model"], f"control record {offset} of {self.cfg.control_topic}"
         if name == self.slot.name:
             log.info("%s: promote %r: it is the served model already", where, name)
-        elif name not in self.challengers:
+            return "the served model already"
+        if name not in self.challengers:
             log.warning("%s: promote %.80r: no model of that name (the served model is %r, the "
                         "challengers %s); nothing changes", where, name, self.slot.name,
                         ", ".join(map(repr, sorted(self.challengers))))
-        else:
-            by = command.get("by")
-            self._promote_live(name, where + (f" (by {by!r:.80})" if by is not None else ""))
+            return "no model of that name"
+        by = command.get("by")
+        self._promote_live(name, where + (f" (by {by!r:.80})" if by is not None else ""))
+        return "promoted"
 
     def _invalid_control(self, offset: int, reason: str) -> None:
         self.invalid_control += 1

@@ -96,6 +96,7 @@ class Recovery:
         # the --model it replaced (models/control.py)
         self.control = {"offset": 0, "issued": 0, "served": None, "configured": None}
         self.control_seek = True
+        self.promoted_at = 0  # the served model's labels when it was promoted (0: never)
 
     def _slot_for(self, model, name: str) -> ModelSlot:
         """A slot serving `model` under `name`, in this daemon's place in the model topic."""
@@ -125,14 +126,18 @@ class Recovery:
         return {"model": self.slot.model, "stats": self.stats, "pending": self.pending,
                 "early": self.early, "offsets": dict(self.next_offsets),
                 "merged_upto": dict(self.merged_upto), "control": dict(self.control),
+                "promoted_at": self.promoted_at,
                 "challengers": {name: c.state() for name, c in self.challengers.items()}}
 
     def _restore(self, state: dict) -> None:
         self.control, self.control_seek = control_of(state), True
+        promoted_at = state.get("promoted_at")  # none in older states
+        self.promoted_at = promoted_at if type(promoted_at) is int else 0
         if self._promoted_by_control(state):
             self._serve_promoted(state)
         elif name := promoted(state, self.slot.meta):
             self._promote(state, name)
+            self.promoted_at = state["stats"].counts["labelled"]
             log.info("challenger %s promoted: it is the served model from now on, its metrics "
                      "continue (%s); the former served model goes on as a challenger if "
                      "--challenger names its model and parameters", name,
@@ -194,10 +199,12 @@ class Recovery:
         self.challengers = {n: self._challenger_from(n, saved)
                             for n, saved in state["challengers"].items()}
         self.since_checkpoint = max(self.since_checkpoint, 1)
+        self.promoted_at = self.stats.counts["labelled"]
         if self.policy.publishes:
             self._publish_soon()
-        log.warning("%s promoted by %s: it serves from now on (%s); %s goes on as challenger "
-                    "%s", name, why, self.stats.in_words(), old, demoted)
+        log.warning("%s promoted by %s at label %d: it serves from now on (%s); %s goes on as "
+                    "challenger %s", name, why, self.promoted_at, self.stats.in_words(), old,
+                    demoted)
 
     def _challenger_from(self, name: str, saved: dict) -> Challenger:
         challenger = Challenger(name, saved["model"], saved["stats"], self._duel())

@@ -99,6 +99,7 @@ def test_a_control_record_promotes_a_challenger_between_two_records(stream, tmp_
     assert 200 <= switch and set(names[:switch]) == {"PAClassifier"} and set(names[switch:]) == {
         "c1"}
     assert daemon.control["offset"] == 1
+    assert figures["control"] == {"next_offset": 1, "last": {"offset": 0, "outcome": "promoted"}}
 
 
 def test_a_restart_with_the_same_settings_keeps_the_promotion(stream, tmp_path, caplog):
@@ -144,7 +145,10 @@ def test_a_bad_control_record_is_skipped_and_changes_nothing(stream, tmp_path, c
                                            (value, headers)), N)
     assert daemon.slot.name == "PAClassifier" and daemon.invalid_control == 1
     assert f"control record 0 of ctl skipped: {reason}" in caplog.text
-    assert daemon.figures()["metrics"] == {"Accuracy": _river(PAClassifier(C=0.01))}
+    figures = daemon.figures()
+    assert figures["metrics"] == {"Accuracy": _river(PAClassifier(C=0.01))}
+    assert figures["control"]["last"]["offset"] == 0
+    assert figures["control"]["last"]["outcome"].startswith(f"skipped: {reason}")
 
 
 def test_an_unknown_name_changes_nothing(stream, tmp_path, caplog):
@@ -153,20 +157,70 @@ def test_an_unknown_name_changes_nothing(stream, tmp_path, caplog):
     assert daemon.slot.name == "PAClassifier" and daemon.invalid_control == 0
     assert "promote 'nobody': no model of that name (the served model is 'PAClassifier', the " \
            "challengers 'c1'); nothing changes" in caplog.text
+    assert daemon.figures()["control"]["last"]["outcome"] == "no model of that name"
+
+
+@pytest.mark.parametrize("outcome,status", [
+    ("promoted", 0), ("skipped: its HMAC does not verify", 1), ("no model of that name", 1)])
+def test_models_promote_waits_for_the_report_of_its_record(stream, tmp_path, capsys,
+                                                             monkeypatch, outcome, status):
+    # `river-pa models promote --wait` reads what became of its record (offset 0) in the
+    # learner's reports (on a real broker: tests/kafka/test_challengers.py)
+    from river_pa.connectors.models import commands
+
+    served = "c1" if outcome == "promoted" else "PAClassifier"
+    reports = iter([None, {"served": "PAClassifier", "control": {"next_offset": 0}},
+                    {"served": served, "control": {
+                        "next_offset": 1, "last": {"offset": 0, "outcome": outcome}}}])
+    monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s: next(reports))
+    monkeypatch.setattr(commands.time, "sleep", lambda s: None)
+    assert commands._outcome(None, "c1", 0, "promote c1: control record 0 of ctl", 60) == status
+    out, err = capsys.readouterr()
+    assert (out if status == 0 else err) == f"promote c1: control record 0 of ctl: {outcome}\n"
+
+
+def test_models_promote_says_when_no_report_came_in_time(capsys, monkeypatch):
+    from river_pa.connectors.models import commands
+
+    monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s: None)
+    assert commands._outcome(None, "c1", 0, "promote c1: control record 0 of ctl", 0.01) == 1
+    assert capsys.readouterr().err.startswith("promote c1: control record 0 of ctl; no report "
+                                              "of a learner says it was handled within 0.01 s")
 
 
 def test_auto_promote_promotes_the_challenger_that_beats_the_served_model(stream, tmp_path,
                                                                          caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
     daemon = serve_until_learned(_daemon(tmp_path, auto_promote=True, challenger_min_labels=100,
-                                         rolling_window=300), N)
+                                         rolling_window=300, auto_promote_cooldown=0), N)
     assert daemon.slot.name == "c1" and list(daemon.challengers) == [FORMER]
-    [line] = [r.getMessage() for r in caplog.records if "promoted by --auto-promote" in
-              r.getMessage()]
+    line = _auto_promotion(caplog)
     assert line.startswith("c1 promoted by --auto-promote (better on ")
+    assert f") at label {daemon.promoted_at}: it serves from now on" in line
     assert _same_model(daemon.slot.model, _reference(PAClassifier()))
     # the former served model's test starts afresh: it has not beaten c1 since
     assert not daemon.challengers[FORMER].duel.beats
+
+
+def _auto_promotion(caplog) -> str:
+    [line] = [r.getMessage() for r in caplog.records if "promoted by --auto-promote" in
+              r.getMessage()]
+    return line
+
+
+def test_auto_promote_waits_for_its_cooldown(stream, tmp_path, caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    daemon = serve_until_learned(_daemon(tmp_path, auto_promote=True, challenger_min_labels=100,
+                                         rolling_window=300, auto_promote_cooldown=300), N)
+    # c1's test said it beats at label 110 (the test above promotes it there); the promotion
+    # waited for label 300, where it still did
+    messages = [r.getMessage() for r in caplog.records]
+    beats = next(i for i, m in enumerate(messages) if m.startswith("challenger c1 beats"))
+    assert "on the last 110 labels" in messages[beats]
+    assert messages.index(_auto_promotion(caplog)) > beats
+    assert daemon.promoted_at == 300 and daemon.slot.name == "c1"
+    assert "at label 300: it serves from now on" in _auto_promotion(caplog)
+    assert daemon._state()["promoted_at"] == 300  # kept through a failover
 
 
 def test_shadow_writes_the_challengers_predictions_into_each_record(stream, tmp_path):

@@ -44,9 +44,11 @@ def test_models_promote_switches_the_learner_and_the_predictor_while_serving(kaf
     assert main(["models", "promote", "c02", *topics]) == 1  # a name it does not have
     assert "no challenger 'c02' in the learner's newest report (served: PAClassifier; " \
            "challengers: c01); nothing written" in capsys.readouterr().err
+    # the command waits for the learner's report that it obeyed (--wait, 60 s by default)
     assert main(["models", "promote", "c01", *topics]) == 0
-    assert f"promote c01: control record 0 of {events}.control" in capsys.readouterr().out
-    kafka.wait_for_log("a", "c01 promoted by control record 0", a, 120)
+    assert capsys.readouterr().out == f"promote c01: control record 0 of {events}.control: " \
+                                      "promoted\n"
+    assert "c01 promoted by control record 0" in kafka.log("a")
     kafka.wait_for_log("p", f"from {events}.model (c01, ", p, 120)
     send_all(kafka.producer(), stream[half:], events, labels)
     report = kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS, a, 240)
