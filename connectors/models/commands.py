@@ -7,9 +7,9 @@ learner obeys it between two batches: the challenger serves, its metrics continu
 model's, the former served model goes on as a challenger, the model topic gets the new served
 model at once and every predictor swaps it in at its next poll (predictions name the model and
 its version); it waits (`--wait`) for the learner's report of what became of its record and
-says it (status 0 when NAME serves). `list` prints the served model and each challenger with their metrics, events
-learned and their test against the served model, from the learner's newest report in the
-metrics topic. Both take serve's flags (the same TOML keys and RIVER_PA_* variables), so the
+says it (status 0 when NAME serves). `list` prints the served model and each challenger with
+their metrics, events learned and their test against the served model, from the learner's
+newest report in the metrics topic. Both take serve's flags (the same TOML keys and RIVER_PA_* variables), so the
 topics are the deployment's.
 
 """
