@@ -82,6 +82,29 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)
 
 
+def pytest_configure(config):
+    """The folder where tests/kafka/conftest.py writes down the brokers it starts; made by the
+    run's first process (pytest-xdist's workers, and pytest runs inside a test, inherit it)."""
+    if "RIVER_PA_STARTED" not in os.environ:
+        os.environ["RIVER_PA_STARTED"] = tempfile.mkdtemp(prefix="river-pa-started-")
+        config.stash[STARTED_HERE] = True
+
+
+def pytest_sessionfinish(session):
+    """Stop the brokers this run started (the 3-broker cluster, the private broker), once every
+    worker is done: in the run's first process, as a worker cannot know that the others are
+    done with them."""
+    if not session.config.stash.get(STARTED_HERE, False):
+        return
+    folder = Path(os.environ["RIVER_PA_STARTED"])
+    for path in sorted(folder.glob("*")):
+        stop, env = json.loads(path.read_text())
+        subprocess.run(["bash", str(REPO / "scripts" / "kafka.sh"), stop],
+                       env={**os.environ, **env}, capture_output=True, timeout=600)
+        path.unlink()
+    folder.rmdir()
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     path = shared_folder()
