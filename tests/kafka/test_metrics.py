@@ -172,7 +172,8 @@ def test_livez_is_503_while_the_loop_is_stuck(kafka):
     wait_until(lambda: scrape(port).get(("river_pa_learned_total", frozenset())) == 1, [proc],
                kafka, "the first event was never learned")
     assert get(port, "/livez") == (200, "ok\n") and get(port, "/readyz") == (200, "ok\n")
-    producer.send(events, json.dumps({"id": "b", "x": {"f": 1.0, "sleep": 15}, "y": True}).encode())
+    # stuck for 8 s: /livez says so after 1, and the stack is dumped while it is stuck
+    producer.send(events, json.dumps({"id": "b", "x": {"f": 1.0, "sleep": 8}, "y": True}).encode())
     producer.flush()
     status, body = wait_until(lambda: (r := get(port, "/livez"))[0] == 503 and r, [proc], kafka,
                               "/livez never said the loop was stuck")

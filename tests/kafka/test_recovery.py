@@ -110,7 +110,7 @@ def test_a_learner_without_state_refuses_a_group_with_committed_offsets(kafka, e
     # relearned. It now refuses; with --allow-empty-state it relearns what the topics retain.
     rows, events, labels = setup_stream(kafka, elec2_path)
     group = f"{events}-learn"
-    proc = learner(kafka, events, labels, "a", group)
+    proc = learner(kafka, events, labels, "a", group, slow=False)
     kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS, proc, 240)
     assert kafka.stop(proc) == 0
     clean = kafka.checkpoint_state("a")
@@ -124,7 +124,7 @@ def test_a_learner_without_state_refuses_a_group_with_committed_offsets(kafka, e
     assert len(refusals) == 1 and "no state to restore" in refusals[0]
     assert f"group {group} has committed offsets" in refusals[0]
     assert "--allow-empty-state" in refusals[0]
-    proc = learner(kafka, events, labels, "c", group, *gone, "--allow-empty-state")
+    proc = learner(kafka, events, labels, "c", group, *gone, "--allow-empty-state", slow=False)
     report = kafka.wait_for_report("c.jsonl", lambda r: r["labelled"] == N_EVENTS, proc, 240)
     assert kafka.stop(proc) == 0
     assert report["events_this_run"] == N_EVENTS  # from the beginning, relearned
