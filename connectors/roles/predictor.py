@@ -41,6 +41,7 @@ class Predictor(Daemon):
     policy = Policy(learns=False, keeps_state=False)  # the learner learns; offsets only
     snapshot: dict | None = None  # learned, events, published_at_ms of the model in use
     shadow: dict = {}  # the challengers' models of the snapshot in use (name -> model)
+    said_no_shadow = False  # --shadow given, and a snapshot without them was said once
     counts_at_commit: Counter = Counter()  # the counts at the last commit (none yet: zero)
 
     def _start(self) -> None:
@@ -118,6 +119,11 @@ class Predictor(Daemon):
         shadow = state.get("shadow")  # the learner's --shadow: its challengers' models
         self.shadow = {n: m for n, m in shadow.items() if isinstance(n, str)
                        and hasattr(m, "predict_one")} if isinstance(shadow, dict) else {}
+        if self.cfg.shadow and not self.shadow and not self.said_no_shadow:
+            log.warning("--shadow: the model snapshots of %s carry no challenger's model (give "
+                        "the learner --shadow and a --challenger): the prediction records have "
+                        "no shadow field", self.cfg.model_topic)
+            self.said_no_shadow = True
         self.slot.manifest = manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
         log.info("model version %d/%d from %s (%s, %d events learned)", manifest["term"],

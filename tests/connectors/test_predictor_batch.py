@@ -243,3 +243,31 @@ def test_model_errors_stop_a_predictor_only_in_a_row(fake_clients, tmp_path, mon
               for i in range(n)]
     served = _serve(OneByOnePredictor, fake_clients, _trained(PAClassifier()), values, tmp_path)
     assert len(served["predictions"]) == n - n // 2 and len(served["dead_letters"]) == n // 2
+
+
+class Snapshots:
+    """A model topic's reader that hands out `count` snapshots without challengers' models."""
+
+    def __init__(self, count: int):
+        self.versions = iter(range(1, count + 1))
+
+    def accept(self, manifest) -> None:
+        pass
+
+
+def test_shadow_without_the_learners_challengers_is_said_once(caplog):
+    # a predictor with --shadow whose learner lacks it wrote records without a shadow field
+    # and said nothing (helper-29)
+    cfg = ServeConfig(model="PAClassifier", role="predict", events_topic="ev", shadow=True,
+                      model_topic="ev.model", metrics_topic=None, report_path=None)
+    predictor = Predictor(cfg, PAClassifier())
+    predictor.model_reader = reader = Snapshots(2)
+    predictor._newest_valid = lambda *args: ({"term": 1, "version": next(reader.versions)}, None,
+                                             {"model": PAClassifier(), "learned": 0, "events": 0,
+                                              "published_at_ms": 0})
+    assert predictor._swap_model() and predictor._swap_model()
+    assert predictor._shadow_models() == {}
+    said = [r.getMessage() for r in caplog.records if "--shadow" in r.getMessage()]
+    assert said == ["--shadow: the model snapshots of ev.model carry no challenger's model (give "
+                    "the learner --shadow and a --challenger): the prediction records have no "
+                    "shadow field"]
