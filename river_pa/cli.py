@@ -19,6 +19,7 @@ repeatable `--metric`, `--report-path`. A usage error is one line on stderr with
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -183,19 +184,23 @@ def _add_models(sub, flags: bool) -> None:
     promote = actions.add_parser("promote", help="make challenger NAME the served model "
                                  "(a control record the learner obeys at its next batch)")
     promote.add_argument("name", metavar="NAME", help="the challenger's --challenger name")
-    promote.add_argument("--wait", type=_not_negative, default=60, metavar="SECONDS",
+    promote.add_argument("--wait", type=_seconds, default=60, metavar="SECONDS",
                          help="wait up to this long for the learner's report that it obeyed "
                               "(status 0 when NAME serves, 1 when it was skipped, named no "
-                              "model or no report came in time); 0: exit once written")
+                              "model or no report came in time); 0: exit once written "
+                              "(default: 60)")
     for action in (listing, promote):
         config.add_arguments(action, only=TOPIC_FLAGS + ("checkpoint_key",))
         action.set_defaults(run=_run_models, json=False)
 
 
-def _not_negative(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r:.60}")
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 86_400:  # nan, inf and a typo of days refused
+        raise argparse.ArgumentTypeError(f"must be seconds from 0 to 86400, got {text!r:.60}")
     return value
 
 

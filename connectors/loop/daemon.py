@@ -192,10 +192,12 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
         self.backlog = batch > 0 and (batch == self.cfg.max_poll_records
                                       or time.monotonic() > deadline)
         self._flow_control()
-        self._follow_control()
+        handled = self._follow_control()
         if self.policy.publishes:
             self._publish()
-        if self.reporter.due(self.stats.counts["events"]):
+        # a control record handled: at once, `river-pa models promote` waits for it (an idle
+        # exactly-once learner sends a report only inside the transaction the record opened)
+        if handled or self.reporter.due(self.stats.counts["events"]):
             self._report()
         if self._checkpoint_due():
             self._checkpoint_or_rollback()

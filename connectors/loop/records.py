@@ -114,7 +114,7 @@ class Records:
                 self._changed(change, challenger.stats, challenger.slot, name)
             challenger.learn(x, y)
         if self._auto_promote_due():  # at this label: a restored learner promotes at the same one
-            best = min((c for c in self.challengers.values() if c.duel.beats),
+            best = min((c for c in self.challengers.values() if c.duel.beats_at_alpha()),
                        key=lambda c: c.duel.p_value(), default=None)
             if best is not None:
                 figures = best.duel.figures()

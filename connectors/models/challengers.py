@@ -178,6 +178,23 @@ class Duel:
         return (len(self.outcomes) >= self.min_labels and b > w
                 and b >= critical(b + w, level))
 
+    def beats_at_alpha(self) -> bool:
+        """Whether it beats the served model at `alpha` itself (`beats` holds up to p = ten
+        times `alpha`): what `--auto-promote` acts on.
+
+        >>> duel = Duel(window=100, alpha=0.01, min_labels=20)
+        >>> _ = [duel.update(True, False, True) for _ in range(10)]  # better 10 times
+        >>> _ = [duel.update(True, True, True) for _ in range(10)]  # ties
+        >>> duel.beats, duel.beats_at_alpha()
+        (True, True)
+        >>> _ = [duel.update(True, True, False) for _ in range(2)]  # worse twice: p = 0.019
+        >>> duel.beats, duel.beats_at_alpha(), round(duel.p_value(), 3)
+        (True, False, 0.019)
+
+        """
+        b, w = self.better, self.worse
+        return self.beats and b >= critical(b + w, self.alpha)
+
     def p_value(self) -> float:
         """P(at least `better` of the discordant pairs | both equally good)."""
         if self.better + self.worse == 0:

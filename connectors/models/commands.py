@@ -90,24 +90,35 @@ def _promote(cfg, name: str, wait_s: float) -> int:
         print(f"{written}; the learner obeys it at its next batch (its log says so; "
               "`river-pa models list` shows it)")
         return 0
-    return _outcome(cfg, name, sent.offset, written, wait_s)
+    return _outcome(cfg, name, sent.offset, written, wait_s,
+                    report["time_ms"] if report is not None else -1)
 
 
-def _outcome(cfg, name: str, offset: int, written: str, wait_s: float) -> int:
-    """Wait up to `wait_s` for a learner's report that handled control record `offset`; print
-    what became of it: 0 when `name` serves, else 1."""
+OBEYED = ("promoted", "the served model already")  # control.py's outcomes of a promote obeyed
+
+
+def _outcome(cfg, name: str, offset: int, written: str, wait_s: float, after_ms: int) -> int:
+    """Wait up to `wait_s` for a learner's report newer than `after_ms` (its report before the
+    record was written) that handled control record `offset`; print what became of it: 0 when
+    `name` serves, else 1."""
+    from river_pa.connectors.state.recovery import FORMER
+
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        report = newest_report(cfg, max(deadline - time.monotonic(), 1))
-        control = (report or {}).get("control") or {}
-        if isinstance(control.get("next_offset"), int) and control["next_offset"] > offset:
+        report = newest_report(cfg, max(deadline - time.monotonic(), 1)) or {}
+        control = report.get("control") or {}
+        if (isinstance(control.get("next_offset"), int) and control["next_offset"] > offset
+                and report.get("time_ms", -1) > after_ms):
             last = control.get("last") or {}
-            outcome = last.get("outcome") if last.get("offset") == offset else None
-            served = report.get("served")
-            if outcome is None:  # a later record was handled too, or the learner restarted
+            if last.get("offset") == offset:
+                outcome, serves = last.get("outcome"), last.get("outcome") in OBEYED
+            else:  # a later record was handled too, or the learner restarted since
+                served = report.get("served")
                 outcome = f"handled; {served!r} serves now"
-            print(f"{written}: {outcome}", file=sys.stdout if served == name else sys.stderr)
-            return 0 if served == name else 1
+                serves = served == name or (name == FORMER and FORMER not in
+                                            (report.get("challengers") or {}))
+            print(f"{written}: {outcome}", file=sys.stdout if serves else sys.stderr)
+            return 0 if serves else 1
         time.sleep(1)
     print(f"{written}; no report of a learner says it was handled within {wait_s:g} s (is a "
           "learner with challengers running? it stays in the topic and a learner obeys it when "

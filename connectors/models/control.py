@@ -130,16 +130,17 @@ class ControlFollowing:
                                             self.cfg.control_topic)
         self.control_seek = True
 
-    def _follow_control(self) -> None:
+    def _follow_control(self) -> bool:
         """Obey the control records written since the last one obeyed (the state's offset:
-        after a restore, from there again)."""
+        after a restore, from there again); whether there was any."""
         reader = self.control_reader
         if reader is None:
-            return
+            return False
         if self.control_seek:
             reader.seek(self.control["offset"])
             self.control_seek = False
-        for record in reader.poll():
+        records = reader.poll()
+        for record in records:
             command = decode(record.value, record.headers, self.key, self.cfg.control_topic)
             if not isinstance(command, str) and command["issued_at_ms"] <= self.control["issued"]:
                 command = "issued no later than the last command obeyed (a replayed record)"
@@ -152,6 +153,7 @@ class ControlFollowing:
                 self.control["issued"] = command["issued_at_ms"]
                 outcome = self._obey(command, record.offset)
             self.control_last = {"offset": record.offset, "outcome": outcome}
+        return bool(records)
 
     def _obey(self, command: dict, offset: int) -> str:
         """Carry out `command`; what became of it, in a few words."""

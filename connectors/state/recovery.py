@@ -178,8 +178,8 @@ class Recovery:
                         "name to learn the new parameters beside it", served, served)
         self.challengers = {n: Challenger(n, m, self._new_stats(m), self._duel())
                             for n, m in models}
-        log.info("%s serves since a control record (`river-pa models promote`); --model %s "
-                 "goes on as challenger %s", served, self.configured.name, former)
+        log.info("%s serves since a promotion (`river-pa models promote` or --auto-promote); "
+                 "--model %s goes on as challenger %s", served, self.configured.name, former)
 
     def _promote_live(self, name: str, why: str) -> None:
         """Make challenger `name` the served model now (a control record or an automatic

@@ -102,6 +102,18 @@ def test_a_control_record_promotes_a_challenger_between_two_records(stream, tmp_
     assert figures["control"] == {"next_offset": 1, "last": {"offset": 0, "outcome": "promoted"}}
 
 
+def test_a_handled_control_record_is_reported_at_once(stream, tmp_path):
+    # an idle exactly-once learner sent no report after a promotion (its transaction was
+    # committed before one was due): `models promote` waited in vain
+    stream.topic("m")
+    _, value, headers = control.encode("promote", "c1", None, "ctl")
+    never = {"metrics_topic": "m", "report_every": 10**6, "report_seconds": 10**6}
+    serve_until_learned(_write_at(_daemon(tmp_path, **never), 200, (value, headers)), N)
+    first, *_ = stream.values("m")
+    assert 200 <= first["learned"] < N and first["served"] == "c1"
+    assert first["control"] == {"next_offset": 1, "last": {"offset": 0, "outcome": "promoted"}}
+
+
 def test_a_restart_with_the_same_settings_keeps_the_promotion(stream, tmp_path, caplog):
     caplog.set_level(logging.INFO, "river_pa.serve")
     _, value, headers = control.encode("promote", "c1", None, "ctl")
@@ -109,7 +121,7 @@ def test_a_restart_with_the_same_settings_keeps_the_promotion(stream, tmp_path, 
     assert first.slot.name == "c1"
     caplog.clear()
     again = serve_until_learned(_daemon(tmp_path), N)
-    assert "c1 serves since a control record" in caplog.text
+    assert "c1 serves since a promotion" in caplog.text
     assert "promoted" not in caplog.text  # the record was obeyed once, not again
     assert again.slot.name == "c1" and list(again.challengers) == [FORMER]
     assert _same_model(again.slot.model, _reference(PAClassifier()))
@@ -160,30 +172,61 @@ def test_an_unknown_name_changes_nothing(stream, tmp_path, caplog):
     assert daemon.figures()["control"]["last"]["outcome"] == "no model of that name"
 
 
-@pytest.mark.parametrize("outcome,status", [
-    ("promoted", 0), ("skipped: its HMAC does not verify", 1), ("no model of that name", 1)])
-def test_models_promote_waits_for_the_report_of_its_record(stream, tmp_path, capsys,
-                                                             monkeypatch, outcome, status):
-    # `river-pa models promote --wait` reads what became of its record (offset 0) in the
-    # learner's reports (on a real broker: tests/kafka/test_challengers.py)
+def _reports(monkeypatch, *reports) -> None:
+    """`newest_report` gives `reports` one after the other (the learner's, as the metrics
+    topic would; on a real broker: tests/kafka/test_challengers.py)."""
     from river_pa.connectors.models import commands
 
-    served = "c1" if outcome == "promoted" else "PAClassifier"
-    reports = iter([None, {"served": "PAClassifier", "control": {"next_offset": 0}},
-                    {"served": served, "control": {
-                        "next_offset": 1, "last": {"offset": 0, "outcome": outcome}}}])
+    reports = iter(reports)
     monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s: next(reports))
     monkeypatch.setattr(commands.time, "sleep", lambda s: None)
-    assert commands._outcome(None, "c1", 0, "promote c1: control record 0 of ctl", 60) == status
+
+
+def _handled(time_ms: int, served: str, next_offset: int = 1, last=None, **more) -> dict:
+    return {"time_ms": time_ms, "served": served, "challengers": {}, **more,
+            "control": {"next_offset": next_offset, "last": last}}
+
+
+@pytest.mark.parametrize("outcome,status", [
+    ("promoted", 0), ("the served model already", 0), ("skipped: its HMAC does not verify", 1),
+    ("no model of that name", 1)])
+def test_models_promote_waits_for_the_report_of_its_record(capsys, monkeypatch, outcome,
+                                                             status):
+    # `river-pa models promote --wait`: what became of its record (offset 0), from the first
+    # report written after the one it checked the name against (time 100) that handled it
+    from river_pa.connectors.models import commands
+
+    last = {"offset": 0, "outcome": outcome}
+    _reports(monkeypatch, None, _handled(90, "PAClassifier", 0),
+             _handled(100, "PAClassifier", 1, last),  # not newer than the one checked against
+             _handled(110, "c1", 1, last))
+    assert commands._outcome(None, "c1", 0, "promote c1: control record 0 of ctl", 60,
+                             100) == status
     out, err = capsys.readouterr()
     assert (out if status == 0 else err) == f"promote c1: control record 0 of ctl: {outcome}\n"
+
+
+@pytest.mark.parametrize("name,served,challengers,status", [
+    ("c1", "c1", {FORMER: {}}, 0), ("c1", "c2", {FORMER: {}, "c1": {}}, 1),
+    (FORMER, "PAClassifier", {"c1": {}}, 0), (FORMER, "c1", {FORMER: {}}, 1)])
+def test_models_promote_after_later_records_or_a_restart_reads_the_served_model(
+        capsys, monkeypatch, name, served, challengers, status):
+    # the report's last record is a later one (or none: the learner restarted): NAME serves,
+    # or (promoting back) no challenger is the former served model
+    from river_pa.connectors.models import commands
+
+    _reports(monkeypatch, _handled(110, served, 3, {"offset": 2, "outcome": "promoted"},
+                                   challengers=challengers))
+    assert commands._outcome(None, name, 0, "promote: record 0", 60, 100) == status
+    out, err = capsys.readouterr()
+    assert (out if status == 0 else err) == f"promote: record 0: handled; {served!r} serves now\n"
 
 
 def test_models_promote_says_when_no_report_came_in_time(capsys, monkeypatch):
     from river_pa.connectors.models import commands
 
     monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s: None)
-    assert commands._outcome(None, "c1", 0, "promote c1: control record 0 of ctl", 0.01) == 1
+    assert commands._outcome(None, "c1", 0, "promote c1: control record 0 of ctl", 0.01, -1) == 1
     assert capsys.readouterr().err.startswith("promote c1: control record 0 of ctl; no report "
                                               "of a learner says it was handled within 0.01 s")
 
