@@ -148,7 +148,8 @@ def _connector_command(sub, name: str, summary: str, flags: bool, module: str):
 
 
 def _add_topics(sub, flags: bool) -> None:
-    summary = "create the Kafka topics serve uses (events, labels, outputs, model, state, lease)"
+    summary = ("create the Kafka topics serve uses (events, labels, outputs, model, state, lease, "
+               "control)")
     if (p := _connector_command(sub, "topics", summary, flags, "kafka.topics")) is None:
         return
     from river_pa.connectors import config

@@ -9,8 +9,8 @@ model at once and every predictor swaps it in at its next poll (predictions name
 its version); it waits (`--wait`) for the learner's report of what became of its record and
 says it (status 0 when NAME serves). `list` prints the served model and each challenger with
 their metrics, events learned and their test against the served model, from the learner's
-newest report in the metrics topic. Both take serve's flags (the same TOML keys and RIVER_PA_* variables), so the
-topics are the deployment's.
+newest report in the metrics topic. Both take serve's flags (the same TOML keys and
+RIVER_PA_* variables), so the topics are the deployment's.
 
 """
 
@@ -107,8 +107,9 @@ def _outcome(cfg, name: str, offset: int, written: str, wait_s: float, after_ms:
     while time.monotonic() < deadline:
         report = newest_report(cfg, max(deadline - time.monotonic(), 1)) or {}
         control = report.get("control") or {}
-        if (isinstance(control.get("next_offset"), int) and control["next_offset"] > offset
-                and report.get("time_ms", -1) > after_ms):
+        if (control.get("topic") == cfg.control_topic and report.get("time_ms", -1) > after_ms
+                and isinstance(control.get("next_offset"), int)
+                and control["next_offset"] > offset):
             last = control.get("last") or {}
             if last.get("offset") == offset:
                 outcome, serves = last.get("outcome"), last.get("outcome") in OBEYED

@@ -99,7 +99,8 @@ def test_a_control_record_promotes_a_challenger_between_two_records(stream, tmp_
     assert 200 <= switch and set(names[:switch]) == {"PAClassifier"} and set(names[switch:]) == {
         "c1"}
     assert daemon.control["offset"] == 1
-    assert figures["control"] == {"next_offset": 1, "last": {"offset": 0, "outcome": "promoted"}}
+    assert figures["control"] == {"topic": "ctl", "next_offset": 1,
+                                  "last": {"offset": 0, "outcome": "promoted"}}
 
 
 def test_a_handled_control_record_is_reported_at_once(stream, tmp_path):
@@ -111,7 +112,8 @@ def test_a_handled_control_record_is_reported_at_once(stream, tmp_path):
     serve_until_learned(_write_at(_daemon(tmp_path, **never), 200, (value, headers)), N)
     first, *_ = stream.values("m")
     assert 200 <= first["learned"] < N and first["served"] == "c1"
-    assert first["control"] == {"next_offset": 1, "last": {"offset": 0, "outcome": "promoted"}}
+    assert first["control"] == {"topic": "ctl", "next_offset": 1,
+                                "last": {"offset": 0, "outcome": "promoted"}}
 
 
 def test_a_restart_with_the_same_settings_keeps_the_promotion(stream, tmp_path, caplog):
@@ -182,9 +184,13 @@ def _reports(monkeypatch, *reports) -> None:
     monkeypatch.setattr(commands.time, "sleep", lambda s: None)
 
 
-def _handled(time_ms: int, served: str, next_offset: int = 1, last=None, **more) -> dict:
+def _handled(time_ms: int, served: str, next_offset: int = 1, last=None, topic="ctl",
+             **more) -> dict:
     return {"time_ms": time_ms, "served": served, "challengers": {}, **more,
-            "control": {"next_offset": next_offset, "last": last}}
+            "control": {"topic": topic, "next_offset": next_offset, "last": last}}
+
+
+CFG = ServeConfig(control_topic="ctl")
 
 
 @pytest.mark.parametrize("outcome,status", [
@@ -199,8 +205,9 @@ def test_models_promote_waits_for_the_report_of_its_record(capsys, monkeypatch, 
     last = {"offset": 0, "outcome": outcome}
     _reports(monkeypatch, None, _handled(90, "PAClassifier", 0),
              _handled(100, "PAClassifier", 1, last),  # not newer than the one checked against
+             _handled(105, "PAClassifier", 1, last, topic="other.control"),  # not its topic
              _handled(110, "c1", 1, last))
-    assert commands._outcome(None, "c1", 0, "promote c1: control record 0 of ctl", 60,
+    assert commands._outcome(CFG, "c1", 0, "promote c1: control record 0 of ctl", 60,
                              100) == status
     out, err = capsys.readouterr()
     assert (out if status == 0 else err) == f"promote c1: control record 0 of ctl: {outcome}\n"
@@ -217,7 +224,7 @@ def test_models_promote_after_later_records_or_a_restart_reads_the_served_model(
 
     _reports(monkeypatch, _handled(110, served, 3, {"offset": 2, "outcome": "promoted"},
                                    challengers=challengers))
-    assert commands._outcome(None, name, 0, "promote: record 0", 60, 100) == status
+    assert commands._outcome(CFG, name, 0, "promote: record 0", 60, 100) == status
     out, err = capsys.readouterr()
     assert (out if status == 0 else err) == f"promote: record 0: handled; {served!r} serves now\n"
 
@@ -226,7 +233,7 @@ def test_models_promote_says_when_no_report_came_in_time(capsys, monkeypatch):
     from river_pa.connectors.models import commands
 
     monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s: None)
-    assert commands._outcome(None, "c1", 0, "promote c1: control record 0 of ctl", 0.01, -1) == 1
+    assert commands._outcome(CFG, "c1", 0, "promote c1: control record 0 of ctl", 0.01, -1) == 1
     assert capsys.readouterr().err.startswith("promote c1: control record 0 of ctl; no report "
                                               "of a learner says it was handled within 0.01 s")
 
