@@ -58,12 +58,8 @@ def _promote(cfg, name: str, wait_s: float) -> int:
         print(f"river-pa models: NAME must be a challenger's name (1-64 of a-z A-Z 0-9 _ . -) "
               f"or {FORMER!r}, got {name!r:.80}", file=sys.stderr)
         return 1
-    from kafka import KafkaProducer
-
-    from river_pa.connectors.kafka import CLIENT_DEFAULTS
     from river_pa.connectors.kafka.admin import ensure_topic
-    from river_pa.connectors.kafka.client import client_settings
-    from river_pa.connectors.models.control import encode
+    from river_pa.connectors.models.control import OVERTAKEN
 
     report = newest_report(cfg)
     if report is not None and name not in report["challengers"]:
@@ -75,32 +71,62 @@ def _promote(cfg, name: str, wait_s: float) -> int:
         print(f"river-pa models: no learner report with challengers in {cfg.metrics_topic} to "
               f"check {name!r:.80} against; written anyway (a learner obeys it only if it has "
               "that challenger)", file=sys.stderr)
-    key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
-    record_key, value, headers = encode("promote", name, key, cfg.control_topic)
     ensure_topic(cfg, cfg.control_topic)
+    after_ms = report["time_ms"] if report is not None else -1
+    for attempt in range(1, TRIES + 1):
+        offset = _write(cfg, name)
+        written = f"promote {name}: control record {offset} of {cfg.control_topic}"
+        if not wait_s:
+            print(f"{written}; the learner obeys it at its next batch (its log says so; "
+                  "`river-pa models list` shows it)")
+            return 0
+        status, said = _outcome(cfg, name, offset, wait_s, after_ms)
+        if OVERTAKEN in said and attempt < TRIES:
+            print(f"{written}{said}; written again", file=sys.stderr)
+            continue
+        print(f"{written}{said}", file=sys.stderr if status else sys.stdout)
+        return status
+
+
+TRIES = 3  # writes of a command that another one got ahead of
+
+
+def _write(cfg, name: str) -> int:
+    """Write the control record promoting `name` at the control topic's end (the offset it is
+    signed for: models/control.py); its offset."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    from river_pa.connectors.kafka import CLIENT_DEFAULTS
+    from river_pa.connectors.kafka.client import client_settings
+    from river_pa.connectors.models.control import encode
+
+    tp = TopicPartition(cfg.control_topic, 0)
+    consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers, group_id=None,
+                             client_id=f"{cfg.client_id}-models", enable_auto_commit=False,
+                             **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaConsumer)})
+    try:
+        end = consumer.end_offsets([tp])[tp]
+    finally:
+        consumer.close()
+    key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
+    record_key, value, headers = encode("promote", name, key, cfg.control_topic, at=end)
     producer = KafkaProducer(bootstrap_servers=cfg.bootstrap_servers,
                              client_id=f"{cfg.client_id}-models", acks="all",
                              **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaProducer)})
     try:
-        sent = producer.send(cfg.control_topic, value, key=record_key, headers=headers).get(30)
+        return producer.send(cfg.control_topic, value, key=record_key,
+                             headers=headers).get(30).offset
     finally:
         producer.close()
-    written = f"promote {name}: control record {sent.offset} of {cfg.control_topic}"
-    if not wait_s:
-        print(f"{written}; the learner obeys it at its next batch (its log says so; "
-              "`river-pa models list` shows it)")
-        return 0
-    return _outcome(cfg, name, sent.offset, written, wait_s,
-                    report["time_ms"] if report is not None else -1)
 
 
 OBEYED = ("promoted", "the served model already")  # control.py's outcomes of a promote obeyed
 
 
-def _outcome(cfg, name: str, offset: int, written: str, wait_s: float, after_ms: int) -> int:
+def _outcome(cfg, name: str, offset: int, wait_s: float, after_ms: int) -> tuple[int, str]:
     """Wait up to `wait_s` for a learner's report newer than `after_ms` (its report before the
-    record was written) that handled control record `offset`; print what became of it: 0 when
-    `name` serves, else 1."""
+    record was written) that handled control record `offset`: (0 when `name` serves, else 1;
+    what became of the record, in words that follow the record's name)."""
     from river_pa.connectors.state.recovery import FORMER
 
     deadline = time.monotonic() + wait_s
@@ -118,13 +144,11 @@ def _outcome(cfg, name: str, offset: int, written: str, wait_s: float, after_ms:
                 outcome = f"handled; {served!r} serves now"
                 serves = served == name or (name == FORMER and FORMER not in
                                             (report.get("challengers") or {}))
-            print(f"{written}: {outcome}", file=sys.stdout if serves else sys.stderr)
-            return 0 if serves else 1
+            return (0 if serves else 1), f": {outcome}"
         time.sleep(1)
-    print(f"{written}; no report of a learner says it was handled within {wait_s:g} s (is a "
-          "learner with challengers running? it stays in the topic and a learner obeys it when "
-          "it reads it)", file=sys.stderr)
-    return 1
+    return 1, (f"; no report of a learner says it was handled within {wait_s:g} s (is a "
+               "learner with challengers running? it stays in the topic and a learner obeys it "
+               "when it reads it)")
 
 
 def _list(cfg, as_json: bool) -> int:

@@ -8,12 +8,14 @@ deployment's current intent) and holds JSON ``{"command": "promote", "model": NA
 (HMAC-SHA256 of the value in the header ``hmac``), and an unsigned or badly signed one is
 skipped: whoever can write the topic would otherwise choose the served model. The record names
 the control topic it was issued for (signed with it: a copy in another deployment's topic is
-refused there), and a record issued no later than the last one obeyed is refused (a replayed
-one). The learner keeps the offset after the last record it obeyed, and that record's
-`issued_at_ms`, in its state, so a restored learner (a failover, a rollback with
-`--exactly-once`) obeys each record once, and a learner of a new group obeys the topic's newest
-intent. Kafka has no such mechanism (Kafka Streams applications use a control
-topic the same way), hence this module.
+refused there) and the offset it was issued for (the topic's end when `river-pa models` wrote
+it): a record written at another offset is refused, whether a copy or overtaken by another
+command (which `models promote` then writes again); a record without one (of an earlier
+river-pa) is refused when issued no later than the last one obeyed. The learner keeps the
+offset after the last record it obeyed, and that record's `issued_at_ms`, in its state, so a
+restored learner (a failover, a rollback with `--exactly-once`) obeys each record once, and a
+learner of a new group obeys the topic's newest intent. Kafka has no such mechanism (Kafka
+Streams applications use a control topic the same way), hence this module.
 
 """
 
@@ -42,10 +44,13 @@ def _signature(key: bytes, value: bytes) -> str:
     return hmac.new(key, value, hashlib.sha256).hexdigest()
 
 
-def encode(command: str, model: str, key: bytes | None, topic: str) -> tuple[bytes, bytes, list]:
+def encode(command: str, model: str, key: bytes | None, topic: str,
+           at: int | None = None) -> tuple[bytes, bytes, list]:
     """(key, value, headers) of the control record `command` for model `model`, for the
     deployment whose control topic is `topic` (signed with it: a record copied to another
-    deployment's topic is refused there).
+    deployment's topic is refused there), to be written at offset `at` of that topic (its end
+    when issued: a copy at another offset is refused, and so is a record another command got
+    ahead of; None: ordered by the issuer's clock, as records of river-pa before it).
 
     >>> k, v, h = encode("promote", "c01", b"secret", "events.control")
     >>> k, json.loads(v)["model"], decode(v, h, b"secret", "events.control")["command"]
@@ -58,9 +63,10 @@ def encode(command: str, model: str, key: bytes | None, topic: str) -> tuple[byt
     """
     if command not in COMMANDS:
         raise ValueError(f"command must be one of {', '.join(COMMANDS)}, got {command!r:.40}")
-    value = json.dumps({"command": command, "model": model, "topic": topic,
-                        "issued_at_ms": int(time.time() * 1e3),
-                        "by": f"{getpass.getuser()}@{socket.gethostname()}"}).encode()
+    fields = {"command": command, "model": model, "topic": topic,
+              "issued_at_ms": int(time.time() * 1e3),
+              "by": f"{getpass.getuser()}@{socket.gethostname()}"}
+    value = json.dumps(fields if at is None else {**fields, "at": at}).encode()
     headers = [("hmac", _signature(key, value).encode())] if key else []
     return command.encode(), value, headers
 
@@ -83,10 +89,27 @@ def decode(value: bytes | None, headers, key: bytes | None, topic: str) -> dict 
         return "not JSON"
     if not (isinstance(command, dict) and command.get("command") in COMMANDS
             and isinstance(command.get("model"), str)
-            and type(command.get("issued_at_ms")) is int):
+            and type(command.get("issued_at_ms")) is int
+            and (command.get("at") is None or type(command["at"]) is int)):
         return f"no command of {', '.join(COMMANDS)} with a model name and issued_at_ms"
     if command.get("topic") != topic:
         return f"it was issued for the control topic {command.get('topic')!r:.80}"
+    return command
+
+
+OVERTAKEN = "another command was written first"  # `river-pa models promote` writes it again
+
+
+def _in_order(command: dict, offset: int, last_issued_ms: int) -> dict | str:
+    """`command`, written at `offset`, or why it is refused: written elsewhere than at the
+    offset it was issued for (a copy, or `OVERTAKEN`); without one, issued no later than the
+    last command obeyed (by river-pa's clock-ordered records of before)."""
+    at = command.get("at")
+    if at is None:
+        return command if command["issued_at_ms"] > last_issued_ms else \
+            "issued no later than the last command obeyed (a replayed record)"
+    if at != offset:
+        return f"issued for offset {at}, written at {offset}: {OVERTAKEN}, or it is a copy"
     return command
 
 
@@ -142,8 +165,8 @@ class ControlFollowing:
         records = reader.poll()
         for record in records:
             command = decode(record.value, record.headers, self.key, self.cfg.control_topic)
-            if not isinstance(command, str) and command["issued_at_ms"] <= self.control["issued"]:
-                command = "issued no later than the last command obeyed (a replayed record)"
+            if not isinstance(command, str):
+                command = _in_order(command, record.offset, self.control["issued"])
             self.control["offset"] = record.offset + 1
             self.since_checkpoint = max(self.since_checkpoint, 1)  # the offset is state
             if isinstance(command, str):
