@@ -229,7 +229,8 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
             figures["served"], figures["events_topic"] = self.slot.name, self.cfg.events_topic
             figures["control_skipped"] = self.invalid_control
             figures["control"] = {"topic": self.cfg.control_topic,
-                                  "next_offset": self.control["offset"], "last": self.control_last}
+                                  "next_offset": self.control["offset"],
+                                  "outcomes": self.control_recent or {}}
             figures["challengers"] = {n: c.figures() for n, c in self.challengers.items()}
         if self.policy.publishes:  # the newest model sent (visible once its transaction
             figures["model_version"] = self.slot.manifest and self.slot.manifest["version"]

@@ -77,8 +77,9 @@ def _promote(cfg, name: str, wait_s: float) -> int:
         offset = _write(cfg, name)
         written = f"promote {name}: control record {offset} of {cfg.control_topic}"
         if not wait_s:
-            print(f"{written}; the learner obeys it at its next batch (its log says so; "
-                  "`river-pa models list` shows it)")
+            print(f"{written}; not waited for: the learner obeys it at its next batch, or skips "
+                  "it if another command was written first (its log says which; `river-pa "
+                  "models list --json` shows it)")
             return 0
         status, said = _outcome(cfg, name, offset, wait_s, after_ms)
         if OVERTAKEN in said and attempt < TRIES:
@@ -136,10 +137,10 @@ def _outcome(cfg, name: str, offset: int, wait_s: float, after_ms: int) -> tuple
         if (control.get("topic") == cfg.control_topic and report.get("time_ms", -1) > after_ms
                 and isinstance(control.get("next_offset"), int)
                 and control["next_offset"] > offset):
-            last = control.get("last") or {}
-            if last.get("offset") == offset:
-                outcome, serves = last.get("outcome"), last.get("outcome") in OBEYED
-            else:  # a later record was handled too, or the learner restarted since
+            outcome = (control.get("outcomes") or {}).get(str(offset))
+            if isinstance(outcome, str):
+                serves = outcome in OBEYED
+            else:  # the learner restarted since, or many records came after it
                 served = report.get("served")
                 outcome = f"handled; {served!r} serves now"
                 serves = served == name or (name == FORMER and FORMER not in

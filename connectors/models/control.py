@@ -38,6 +38,7 @@ log = logging.getLogger("river_pa.serve")
 COMMANDS = ("promote",)
 MAX_VALUE_BYTES = 4096  # a longer record is no command of ours
 INVALID_LINES = 20  # lines for skipped control records; then one per power of ten
+RECENT = 20  # control records whose outcome the report gives (several can come in one batch)
 
 
 def _signature(key: bytes, value: bytes) -> str:
@@ -137,9 +138,9 @@ class ControlFollowing:
 
     control_reader: ControlReader | None = None
     invalid_control = 0
-    # the last control record handled by this run, {"offset", "outcome"}: in the report, where
-    # `river-pa models promote --wait` reads what became of its record
-    control_last: dict | None = None
+    # what became of the last RECENT control records this run handled, {offset: outcome}: in
+    # the report, where `river-pa models promote --wait` reads what became of its record
+    control_recent: dict | None = None
 
     def _start_control(self) -> None:
         """Open the reader (the topic created if missing) when this daemon learns models it
@@ -175,7 +176,10 @@ class ControlFollowing:
             else:
                 self.control["issued"] = command["issued_at_ms"]
                 outcome = self._obey(command, record.offset)
-            self.control_last = {"offset": record.offset, "outcome": outcome}
+            recent = self.control_recent = self.control_recent or {}
+            recent[str(record.offset)] = outcome  # a JSON object's keys
+            if len(recent) > RECENT:
+                del recent[next(iter(recent))]
         return bool(records)
 
     def _obey(self, command: dict, offset: int) -> str:

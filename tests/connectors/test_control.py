@@ -101,7 +101,7 @@ def test_a_control_record_promotes_a_challenger_between_two_records(stream, tmp_
         "c1"}
     assert daemon.control["offset"] == 1
     assert figures["control"] == {"topic": "ctl", "next_offset": 1,
-                                  "last": {"offset": 0, "outcome": "promoted"}}
+                                  "outcomes": {"0": "promoted"}}
 
 
 def test_a_handled_control_record_is_reported_at_once(stream, tmp_path):
@@ -114,7 +114,7 @@ def test_a_handled_control_record_is_reported_at_once(stream, tmp_path):
     first, *_ = stream.values("m")
     assert 200 <= first["learned"] < N and first["served"] == "c1"
     assert first["control"] == {"topic": "ctl", "next_offset": 1,
-                                "last": {"offset": 0, "outcome": "promoted"}}
+                                "outcomes": {"0": "promoted"}}
 
 
 def test_a_restart_with_the_same_settings_keeps_the_promotion(stream, tmp_path, caplog):
@@ -162,8 +162,8 @@ def test_a_bad_control_record_is_skipped_and_changes_nothing(stream, tmp_path, c
     assert f"control record 0 of ctl skipped: {reason}" in caplog.text
     figures = daemon.figures()
     assert figures["metrics"] == {"Accuracy": _river(PAClassifier(C=0.01))}
-    assert figures["control"]["last"]["offset"] == 0
-    assert figures["control"]["last"]["outcome"].startswith(f"skipped: {reason}")
+    [(offset, outcome)] = figures["control"]["outcomes"].items()
+    assert offset == "0" and outcome.startswith(f"skipped: {reason}")
 
 
 def test_an_unknown_name_changes_nothing(stream, tmp_path, caplog):
@@ -172,7 +172,7 @@ def test_an_unknown_name_changes_nothing(stream, tmp_path, caplog):
     assert daemon.slot.name == "PAClassifier" and daemon.invalid_control == 0
     assert "promote 'nobody': no model of that name (the served model is 'PAClassifier', the " \
            "challengers 'c1'); nothing changes" in caplog.text
-    assert daemon.figures()["control"]["last"]["outcome"] == "no model of that name"
+    assert daemon.figures()["control"]["outcomes"] == {"0": "no model of that name"}
 
 
 def _reports(monkeypatch, *reports) -> None:
@@ -188,7 +188,7 @@ def _reports(monkeypatch, *reports) -> None:
 def _handled(time_ms: int, served: str, next_offset: int = 1, last=None, topic="ctl",
              **more) -> dict:
     return {"time_ms": time_ms, "served": served, "challengers": {}, **more,
-            "control": {"topic": topic, "next_offset": next_offset, "last": last}}
+            "control": {"topic": topic, "next_offset": next_offset, "outcomes": last or {}}}
 
 
 CFG = ServeConfig(control_topic="ctl")
@@ -202,7 +202,7 @@ def test_models_promote_waits_for_the_report_of_its_record(monkeypatch, outcome,
     # report written after the one it checked the name against (time 100) that handled it
     from river_pa.connectors.models import commands
 
-    last = {"offset": 0, "outcome": outcome}
+    last = {"0": outcome, "1": "promoted"}  # and a later record
     _reports(monkeypatch, None, _handled(90, "PAClassifier", 0),
              _handled(100, "PAClassifier", 1, last),  # not newer than the one checked against
              _handled(105, "PAClassifier", 1, last, topic="other.control"),  # not its topic
@@ -219,8 +219,7 @@ def test_models_promote_after_later_records_or_a_restart_reads_the_served_model(
     # or (promoting back) no challenger is the former served model
     from river_pa.connectors.models import commands
 
-    _reports(monkeypatch, _handled(110, served, 3, {"offset": 2, "outcome": "promoted"},
-                                   challengers=challengers))
+    _reports(monkeypatch, _handled(110, served, 3, {"2": "promoted"}, challengers=challengers))
     assert commands._outcome(CFG, name, 0, 60, 100) == (status,
                                                         f": handled; {served!r} serves now")
 
