@@ -95,16 +95,14 @@ TRIES = 3  # writes of a command that another one got ahead of
 def _write(cfg, name: str) -> int:
     """Write the control record promoting `name` at the control topic's end (the offset it is
     signed for: models/control.py); its offset."""
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka import KafkaProducer, TopicPartition
 
     from river_pa.connectors.kafka import CLIENT_DEFAULTS
     from river_pa.connectors.kafka.client import client_settings
     from river_pa.connectors.models.control import encode
 
     tp = TopicPartition(cfg.control_topic, 0)
-    consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers, group_id=None,
-                             client_id=f"{cfg.client_id}-models", enable_auto_commit=False,
-                             **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaConsumer)})
+    consumer = _reader(cfg)
     try:
         end = consumer.end_offsets([tp])[tp]
     finally:
@@ -183,14 +181,9 @@ def newest_report(cfg, timeout_s: float = 30) -> dict | None:
     """The newest report of `cfg.metrics_topic` that names challengers (a learner's) of
     `cfg.events_topic`, among the last `REPORTS_READ` records of each partition; None when
     there is none."""
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import TopicPartition
 
-    from river_pa.connectors.kafka import CLIENT_DEFAULTS
-    from river_pa.connectors.kafka.client import client_settings
-
-    consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers, group_id=None,
-                             client_id=f"{cfg.client_id}-models", enable_auto_commit=False,
-                             **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaConsumer)})
+    consumer = _reader(cfg)
     try:
         tps = [TopicPartition(cfg.metrics_topic, p)
                for p in sorted(consumer.partitions_for_topic(cfg.metrics_topic) or ())]
@@ -208,6 +201,18 @@ def newest_report(cfg, timeout_s: float = 30) -> dict | None:
         return best
     finally:
         consumer.close()
+
+
+def _reader(cfg):
+    """A group-less kafka-python consumer of the deployment's cluster (the command's client)."""
+    from kafka import KafkaConsumer
+
+    from river_pa.connectors.kafka import CLIENT_DEFAULTS
+    from river_pa.connectors.kafka.client import client_settings
+
+    return KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers, group_id=None,
+                         client_id=f"{cfg.client_id}-models", enable_auto_commit=False,
+                         **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaConsumer)})
 
 
 def _newer(best: dict | None, value: bytes | None, events: str) -> dict | None:
