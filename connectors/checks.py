@@ -20,17 +20,19 @@ __all__ = ["NOT_NEGATIVE", "POSITIVE", "bound", "check_client", "check_keys", "c
 POSITIVE = ("rolling_window", "challenger_alpha", "challenger_min_labels", "checkpoint_every",
             "publish_every", "pending_max", "pending_max_bytes", "max_record_bytes",
             "max_poll_records", "max_buffered", "session_timeout_ms", "batch_seconds",
-            "liveness_seconds")
+            "liveness_seconds", "keep_versions")
 NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
                  "poll_timeout_ms", "metrics_port", "stall_exit_seconds", "merge_idle_ms",
                  "auto_promote_cooldown")
 MAXIMUM = {"merge_idle_ms": 60_000,  # a partition left empty must not hold the others for ever
-           "challenger_alpha": 0.5}  # a level of a one-sided test
+           "challenger_alpha": 0.5,  # a level of a one-sided test
+           "keep_versions": 1000}  # snapshots every reader holds until compaction
+MINIMUM = {"keep_versions": 2}  # a version to fall back on when the newest does not load
 
 
 def bound(name: str) -> str:
     """What a numeric setting must be: "> 0" or ">= 0"."""
-    low = "> 0" if name in POSITIVE else ">= 0"
+    low = f">= {MINIMUM[name]}" if name in MINIMUM else "> 0" if name in POSITIVE else ">= 0"
     return f"{low} and <= {MAXIMUM[name]}" if name in MAXIMUM else low
 
 
@@ -39,7 +41,8 @@ def out_of_range(name: str, value) -> str | None:
     (--stall-exit-seconds nan meant never; --batch-seconds nan was a traceback)."""
     if not math.isfinite(value):
         return f"must be a finite number {bound(name)}"
-    if value < 0 or (value == 0 and name in POSITIVE) or value > MAXIMUM.get(name, math.inf):
+    if (value < MINIMUM.get(name, 0) or (value == 0 and name in POSITIVE)
+            or value > MAXIMUM.get(name, math.inf)):
         return f"must be {bound(name)}"
     return None
 

@@ -66,6 +66,7 @@ class ServeConfig:
     model_topic: str | None = None
     control_topic: str | None = None
     publish_every: int = 5000
+    keep_versions: int = 5
     publish_seconds: float = 5.0
     report_every: int = 1000
     report_seconds: float = 10.0
@@ -158,6 +159,8 @@ _FLAGS_HELP = {
     "control_topic": "compacted topic of the commands `river-pa models` writes (promote), "
                      "read by a learner with challengers (default: '<events_topic>.control')",
     "publish_every": "the learner publishes the model after this many events",
+    "keep_versions": "versions of the model the model topic keeps (compaction drops older "
+                     "ones): those `river-pa models pin` can serve again; at least 2",
     "publish_seconds": "the learner publishes the model after this many seconds (if it learned)",
     "report_every": "a report snapshot after this many events",
     "report_seconds": "a report snapshot after this many seconds",

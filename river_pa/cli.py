@@ -8,8 +8,9 @@
   (`river_pa.report`);
 * `river-pa topics create`: the Kafka topics `serve` uses, with the settings its roles need
   (`river_pa.connectors.kafka.topics`; the same topic flags as `serve`);
-* `river-pa models list | promote NAME`: a running deployment's models, and a challenger made
-  the served model without a restart (`river_pa.connectors.models.commands`).
+* `river-pa models list | promote NAME | pin NAME VERSION | unpin`: a running deployment's
+  models, a challenger made the served model and an earlier version served again, without a
+  restart (`river_pa.connectors.models.commands`).
 
 The same things have the same flags in `evaluate` and `serve`: `--model`, `--model-params`,
 repeatable `--metric`, `--report-path`. A usage error is one line on stderr with exit status 2.
@@ -171,26 +172,36 @@ def _add_topics(sub, flags: bool) -> None:
 
 
 def _add_models(sub, flags: bool) -> None:
-    summary = "the models of a running deployment: list them, promote a challenger"
+    summary = ("the models of a running deployment: list them, promote a challenger, pin an "
+               "earlier version (a rollback)")
     if (p := _connector_command(sub, "models", summary, flags, "models.commands")) is None:
         return
     from river_pa.connectors import config
 
-    actions = p.add_subparsers(title="actions", dest="action", metavar="{list,promote}",
-                               required=True)
+    actions = p.add_subparsers(title="actions", dest="action",
+                               metavar="{list,promote,pin,unpin}", required=True)
     listing = actions.add_parser("list", help="the served model and each challenger: metrics, "
                                  "events learned, test against the served model (from the "
-                                 "learner's newest report in the metrics topic)")
-    listing.add_argument("--json", action="store_true", help="the report as one JSON line")
+                                 "learner's newest report in the metrics topic), and the "
+                                 "versions the model topic keeps")
+    listing.add_argument("--json", action="store_true",
+                         help="the report, with the versions, as one JSON line")
     promote = actions.add_parser("promote", help="make challenger NAME the served model "
                                  "(a control record the learner obeys at its next batch)")
     promote.add_argument("name", metavar="NAME", help="the challenger's --challenger name")
-    promote.add_argument("--wait", type=_seconds, default=60, metavar="SECONDS",
-                         help="wait up to this long for the learner's report that it obeyed "
-                              "(status 0 when NAME serves, 1 when it was skipped, named no "
-                              "model or no report came in time); 0: exit once written "
-                              "(default: 60)")
-    for action in (listing, promote):
+    pin = actions.add_parser("pin", help="make the predictors serve version VERSION of model "
+                             "NAME from the model topic until unpin or a promotion (the "
+                             "learner learns on); `list` names the versions")
+    pin.add_argument("name", metavar="NAME", help="the model the version is of")
+    pin.add_argument("version", metavar="VERSION", type=_positive,
+                     help="a version the model topic keeps (--keep-versions)")
+    unpin = actions.add_parser("unpin", help="serve the live model again")
+    for action in (promote, pin, unpin):
+        action.add_argument("--wait", type=_seconds, default=60, metavar="SECONDS",
+                            help="wait up to this long for the learner's report that it obeyed "
+                            "(status 0 when it did, 1 when it was skipped or refused, or no "
+                            "report came in time); 0: exit once written (default: 60)")
+    for action in (listing, promote, pin, unpin):
         config.add_arguments(action, only=TOPIC_FLAGS + ("checkpoint_key",))
         action.set_defaults(run=_run_models, json=False)
 

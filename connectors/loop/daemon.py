@@ -31,6 +31,7 @@ from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.loop.positions import Positions
 from river_pa.connectors.loop.records import Records
 from river_pa.connectors.models.control import ControlFollowing
+from river_pa.connectors.models.pinning import Pinning
 from river_pa.connectors.models.publishing import ModelPublishing
 from river_pa.connectors.models.slot import ModelSlot
 from river_pa.connectors.observe.metrics import Health
@@ -63,7 +64,8 @@ def watch_stop(cfg: ServeConfig) -> None:
     threading.Thread(target=watch, name="river-pa-stop", daemon=True).start()
 
 
-class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFollowing):
+class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFollowing,
+             Pinning):
     """One serving process: a consumer, a producer, a model and its bookkeeping."""
 
     policy = Policy()  # --role both: predicts, emits, learns, checkpoints
@@ -225,7 +227,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
         figures = {**self.stats.snapshot(len(self.pending)), "early_labels": len(self.early),
                    "pending_bytes": self.pending.nbytes,
                    "invalid_snapshots": self.invalid_snapshots}
-        if self.challengers:  # `river-pa models list` reads them from the metrics topic
+        if self.challengers or self.control_reader:  # `river-pa models` reads them there
             figures["served"], figures["events_topic"] = self.slot.name, self.cfg.events_topic
             figures["control_skipped"] = self.invalid_control
             figures["control"] = {"topic": self.cfg.control_topic,
@@ -235,6 +237,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
         if self.policy.publishes:  # the newest model sent (visible once its transaction
             figures["model_version"] = self.slot.manifest and self.slot.manifest["version"]
             figures["model_learned"] = self.learned_at_publish  # commits, with exactly-once)
+            figures["pinned"] = self.control["pinned"]  # models/pinning.py
         return figures
 
     def _report(self) -> dict:

@@ -1,16 +1,19 @@
-"""`river-pa models list | promote NAME`: the models of a running deployment, and the command
-that makes a challenger its served model without a restart.
+"""`river-pa models list | promote NAME | pin NAME VERSION | unpin`: the models of a running
+deployment, and the commands that change which one serves without a restart.
 
-`promote` writes a control record (models/control.py) to the deployment's control topic (a
-name that the learner's newest report does not list as a challenger is refused, status 1); the
-learner obeys it between two batches: the challenger serves, its metrics continue as the served
-model's, the former served model goes on as a challenger, the model topic gets the new served
-model at once and every predictor swaps it in at its next poll (predictions name the model and
-its version); it waits (`--wait`) for the learner's report of what became of its record and
-says it (status 0 when NAME serves). `list` prints the served model and each challenger with
-their metrics, events learned and their test against the served model, from the learner's
-newest report in the metrics topic. Both take serve's flags (the same TOML keys and
-RIVER_PA_* variables), so the topics are the deployment's.
+Each command writes a control record (models/control.py) to the deployment's control topic;
+the learner obeys it between two batches. `promote` (a name that the learner's newest report
+does not list as a challenger is refused, status 1): the challenger serves, its metrics
+continue as the served model's, the former served model goes on as a challenger, the model
+topic gets the new served model at once and every predictor swaps it in at its next poll
+(predictions name the model and its version). `pin` (a version the model topic does not hold
+verified is refused, status 1): the predictors serve that earlier version until `unpin` or a
+promotion (models/pinning.py). Each waits (`--wait`) for the learner's report of what became
+of its record and says it (status 0 when obeyed). `list` prints the served model and each
+challenger with their metrics, events learned and their test against the served model, from
+the learner's newest report in the metrics topic, and the versions the model topic keeps.
+All take serve's flags (the same TOML keys and RIVER_PA_* variables), so the topics are the
+deployment's.
 
 """
 
@@ -41,26 +44,24 @@ def run(args) -> int:
     if gone := unreachable(cfg):
         print(f"river-pa models: {gone}", file=sys.stderr)
         return 1
+    actions = {"promote": _promote, "pin": _pin, "unpin": _unpin, "list": _list}
     try:
         with quiet_bootstrap():
-            return _promote(cfg, args.name, args.wait) if args.action == "promote" else \
-                _list(cfg, args.json)
+            return actions[args.action](cfg, args)
     except KafkaError as exc:
         print(f"river-pa models: {explain(exc, cfg)}", file=sys.stderr)
         return 1
 
 
-def _promote(cfg, name: str, wait_s: float) -> int:
+def _promote(cfg, args) -> int:
     from river_pa.connectors.models.challengers import NAME
     from river_pa.connectors.state.recovery import FORMER
 
+    name = args.name
     if not (NAME.fullmatch(name) or name == FORMER):
         print(f"river-pa models: NAME must be a challenger's name (1-64 of a-z A-Z 0-9 _ . -) "
               f"or {FORMER!r}, got {name!r:.80}", file=sys.stderr)
         return 1
-    from river_pa.connectors.kafka.admin import ensure_topic
-    from river_pa.connectors.models.control import OVERTAKEN
-
     report = newest_report(cfg)
     if report is not None and name not in report["challengers"]:
         print(f"river-pa models: no challenger {name!r:.80} in the learner's newest report "
@@ -68,20 +69,76 @@ def _promote(cfg, name: str, wait_s: float) -> int:
               f"{', '.join(report['challengers']) or 'none'}); nothing written", file=sys.stderr)
         return 1
     if report is None:
-        print(f"river-pa models: no learner report with challengers in {cfg.metrics_topic} to "
-              f"check {name!r:.80} against; written anyway (a learner obeys it only if it has "
+        print(f"river-pa models: no learner report in {cfg.metrics_topic} to check "
+              f"{name!r:.80} against; written anyway (a learner obeys it only if it has "
               "that challenger)", file=sys.stderr)
+    return _command(cfg, ("promote", name, None), args.wait, report, PROMOTED, _serves(name))
+
+
+def _serves(name: str):
+    """Whether a learner's report says `name` serves (`FORMER`: no challenger is the former
+    served model), and who serves, in words: a promote's effect."""
+    from river_pa.connectors.state.recovery import FORMER
+
+    def serves(report: dict) -> tuple[bool, str]:
+        served = report.get("served")
+        return (served == name or (name == FORMER and FORMER not in
+                                   (report.get("challengers") or {}))), f"{served!r} serves now"
+
+    return serves
+
+
+def _pin(cfg, args) -> int:
+    versions = _versions(cfg)
+    found = next((v for v in versions if v["version"] == args.version), None)
+    if found is None or found["name"] != args.name:
+        kept = ", ".join(f"{v['version']} ({v['name']})" for v in versions) or "none"
+        print(f"river-pa models: {cfg.model_topic} holds no version {args.version} of "
+              f"{args.name!r:.80} (versions that verify: {kept}); nothing written",
+              file=sys.stderr)
+        return 1
+    report = newest_report(cfg)
+
+    def pinned(report: dict) -> tuple[bool, str]:
+        pin = report.get("pinned")
+        return pin == {"name": args.name, "version": args.version}, f"pinned now: {pin}"
+
+    return _command(cfg, ("pin", args.name, args.version), args.wait, report, ("pinned",),
+                    pinned)
+
+
+def _unpin(cfg, args) -> int:
+    def unpinned(report: dict) -> tuple[bool, str]:
+        return report.get("pinned") is None, f"pinned now: {report.get('pinned')}"
+
+    return _command(cfg, ("unpin", "", None), args.wait, newest_report(cfg),
+                    ("unpinned", "not pinned"), unpinned)
+
+
+TRIES = 3  # writes of a command that another one got ahead of
+
+
+def _command(cfg, command: tuple, wait_s: float, report: dict | None, obeyed: tuple,
+             holds) -> int:
+    """Write control record `command` ((command, model, version)) and wait up to `wait_s` for
+    the learner's report of what became of it: status 0 when its outcome is one of `obeyed`
+    (or, when the report no longer names it, `holds(report)` says the command's effect holds),
+    else 1; written again (up to `TRIES` times) when another command got ahead of it."""
+    from river_pa.connectors.kafka.admin import ensure_topic
+    from river_pa.connectors.models.control import OVERTAKEN
+
     ensure_topic(cfg, cfg.control_topic)
     after_ms = report["time_ms"] if report is not None else -1
+    what = " ".join(str(part) for part in command if part not in ("", None))
     for attempt in range(1, TRIES + 1):
-        offset = _write(cfg, name)
-        written = f"promote {name}: control record {offset} of {cfg.control_topic}"
+        offset = _write(cfg, *command)
+        written = f"{what}: control record {offset} of {cfg.control_topic}"
         if not wait_s:
             print(f"{written}; not waited for: the learner obeys it at its next batch, or skips "
                   "it if another command was written first (its log says which; `river-pa "
                   "models list --json` shows it)")
             return 0
-        status, said = _outcome(cfg, name, offset, wait_s, after_ms)
+        status, said = _outcome(cfg, offset, wait_s, after_ms, obeyed, holds)
         if OVERTAKEN in said and attempt < TRIES:
             print(f"{written}{said}; written again", file=sys.stderr)
             continue
@@ -89,12 +146,9 @@ def _promote(cfg, name: str, wait_s: float) -> int:
         return status
 
 
-TRIES = 3  # writes of a command that another one got ahead of
-
-
-def _write(cfg, name: str) -> int:
-    """Write the control record promoting `name` at the control topic's end (the offset it is
-    signed for: models/control.py); its offset."""
+def _write(cfg, command: str, name: str, version: int | None) -> int:
+    """Write control record `command` for model `name` (and `version`) at the control topic's
+    end (the offset it is signed for: models/control.py); its offset."""
     from kafka import KafkaProducer, TopicPartition
 
     from river_pa.connectors.kafka import CLIENT_DEFAULTS
@@ -108,7 +162,8 @@ def _write(cfg, name: str) -> int:
     finally:
         consumer.close()
     key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
-    record_key, value, headers = encode("promote", name, key, cfg.control_topic, at=end)
+    record_key, value, headers = encode(command, name, key, cfg.control_topic, at=end,
+                                        version=version)
     producer = KafkaProducer(bootstrap_servers=cfg.bootstrap_servers,
                              client_id=f"{cfg.client_id}-models", acks="all",
                              **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaProducer)})
@@ -119,15 +174,14 @@ def _write(cfg, name: str) -> int:
         producer.close()
 
 
-OBEYED = ("promoted", "the served model already")  # control.py's outcomes of a promote obeyed
+PROMOTED = ("promoted", "the served model already")  # control.py's outcomes of a promote obeyed
 
 
-def _outcome(cfg, name: str, offset: int, wait_s: float, after_ms: int) -> tuple[int, str]:
+def _outcome(cfg, offset: int, wait_s: float, after_ms: int, obeyed: tuple,
+             holds) -> tuple[int, str]:
     """Wait up to `wait_s` for a learner's report newer than `after_ms` (its report before the
-    record was written) that handled control record `offset`: (0 when `name` serves, else 1;
-    what became of the record, in words that follow the record's name)."""
-    from river_pa.connectors.state.recovery import FORMER
-
+    record was written) that handled control record `offset`: (0 when obeyed, else 1; what
+    became of the record, in words that follow the record's name)."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         report = newest_report(cfg, max(deadline - time.monotonic(), 1)) or {}
@@ -137,31 +191,32 @@ def _outcome(cfg, name: str, offset: int, wait_s: float, after_ms: int) -> tuple
                 and control["next_offset"] > offset):
             outcome = (control.get("outcomes") or {}).get(str(offset))
             if isinstance(outcome, str):
-                serves = outcome in OBEYED
+                ok = outcome in obeyed
             else:  # the learner restarted since, or many records came after it
-                served = report.get("served")
-                outcome = f"handled; {served!r} serves now"
-                serves = served == name or (name == FORMER and FORMER not in
-                                            (report.get("challengers") or {}))
-            return (0 if serves else 1), f": {outcome}"
+                ok, now = holds(report)
+                outcome = f"handled; {now}"
+            return (0 if ok else 1), f": {outcome}"
         time.sleep(1)
     return 1, (f"; no report of a learner says it was handled within {wait_s:g} s (is a "
-               "learner with challengers running? it stays in the topic and a learner obeys it "
-               "when it reads it)")
+               "learner running? it stays in the topic and a learner obeys it when it reads "
+               "it)")
 
 
-def _list(cfg, as_json: bool) -> int:
+def _list(cfg, args) -> int:
     report = newest_report(cfg)
     if report is None:
-        print(f"river-pa models: no report with challengers in {cfg.metrics_topic} (a learner "
-              "with --challenger writes one every --report-every events)", file=sys.stderr)
+        print(f"river-pa models: no learner report in {cfg.metrics_topic} (a learner writes "
+              "one every --report-every events)", file=sys.stderr)
         return 1
-    if as_json:
-        print(json.dumps(report, sort_keys=True))
+    versions = _versions(cfg)
+    if args.json:
+        print(json.dumps({**report, "versions": versions}, sort_keys=True))
         return 0
     age = time.time() - report.get("time_ms", 0) / 1000
+    pin = report.get("pinned")
     print(f"report of {age:.0f} s ago; model version {report.get('model_version')} "
-          f"({report.get('model_learned')} events learned when published); control records "
+          f"({report.get('model_learned')} events learned when published"
+          f"{'' if pin is None else f'; version {pin} pinned'}); control records "
           f"skipped: {report.get('control_skipped', 0)}")
     rows = [(report.get("served", "?"), "served", report)]
     rows += [(n, "challenger", c) for n, c in report["challengers"].items()]
@@ -174,7 +229,43 @@ def _list(cfg, as_json: bool) -> int:
         metrics = ", ".join(f"{k} {v:.4g}" for k, v in (figures.get("metrics") or {}).items()
                             if isinstance(v, (int, float)))
         print(f"{name:<28.28} {role:<10} {figures.get('learned', 0):>9} {metrics:<36.36} {versus}")
+    print(f"versions in {cfg.model_topic} (`river-pa models pin NAME VERSION`): "
+          + ("; ".join(map(_version_text, versions)) or "none that verifies"))
     return 0
+
+
+def _version_text(v: dict) -> str:
+    again = "" if v["pinned"] is None else f", version {v['pinned']} pinned"
+    return f"{v['version']} {v['name']} ({v['learned']} events learned{again})"
+
+
+def _versions(cfg) -> list[dict]:
+    """The versions of the model topic that verify (signed with --checkpoint-key, when
+    given), oldest first: {"version", "name", "learned", "published_at_ms", "pinned" (the
+    version a pin published again, or None)}."""
+    from river_pa.connectors.state import checkpoint, snapshots
+
+    consumer = _reader(cfg)
+    try:
+        reader = snapshots.Reader(consumer, cfg.model_topic, "model", lambda reason: None)
+        reader.read_to_end(30)
+        key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
+        found = []
+        for manifest, payload in reader.candidates():
+            stamp = dict(zip(("term", "version"), snapshots.stamp(manifest)))
+            try:  # whatever model it holds, checked like a predictor checks it
+                _, state = checkpoint.loads(payload, None, key, "a model version", stamp)
+            except checkpoint.CheckpointError:
+                continue
+            if isinstance(state, dict) and type(state.get("learned")) is int:
+                pinned = state.get("pinned")
+                found.append({"version": manifest["version"], "name": str(state.get("name")),
+                              "learned": state["learned"],
+                              "published_at_ms": state.get("published_at_ms"),
+                              "pinned": pinned if type(pinned) is int else None})
+        return found[::-1]
+    finally:
+        consumer.close()
 
 
 def newest_report(cfg, timeout_s: float = 30) -> dict | None:

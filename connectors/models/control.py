@@ -4,7 +4,8 @@ and obeyed by the learner (and `--role both`) between two batches.
 
 A record is keyed by its command (compaction keeps the newest of each: the topic holds the
 deployment's current intent) and holds JSON ``{"command": "promote", "model": NAME,
-"issued_at_ms": ..., "by": ...}``; with a `--checkpoint-key` it is signed like a checkpoint
+"issued_at_ms": ..., "by": ...}`` (`pin` also has ``"version": V``, a version of the model
+topic; `unpin` names no model: ``""``); with a `--checkpoint-key` it is signed like a checkpoint
 (HMAC-SHA256 of the value in the header ``hmac``), and an unsigned or badly signed one is
 skipped: whoever can write the topic would otherwise choose the served model. The record names
 the control topic it was issued for (signed with it: a copy in another deployment's topic is
@@ -29,15 +30,17 @@ import logging
 import socket
 import time
 
+from river_pa.connectors.kafka import errors
 from river_pa.connectors.kafka.partitions import TopicPartition
 
 __all__ = ["COMMANDS", "ControlFollowing", "ControlReader", "decode", "encode"]
 
 log = logging.getLogger("river_pa.serve")
 
-COMMANDS = ("promote",)
+COMMANDS = ("promote", "pin", "unpin")
 MAX_VALUE_BYTES = 4096  # a longer record is no command of ours
 INVALID_LINES = 20  # lines for skipped control records; then one per power of ten
+READ_TO_END_S = 30  # reading the control topic to its end at a start or a restore
 RECENT = 20  # control records whose outcome the report gives (several can come in one batch)
 
 
@@ -46,8 +49,9 @@ def _signature(key: bytes, value: bytes) -> str:
 
 
 def encode(command: str, model: str, key: bytes | None, topic: str,
-           at: int | None = None) -> tuple[bytes, bytes, list]:
-    """(key, value, headers) of the control record `command` for model `model`, for the
+           at: int | None = None, version: int | None = None) -> tuple[bytes, bytes, list]:
+    """(key, value, headers) of the control record `command` for model `model` (and, for
+    `pin`, its `version` in the model topic), for the
     deployment whose control topic is `topic` (signed with it: a record copied to another
     deployment's topic is refused there), to be written at offset `at` of that topic (its end
     when issued: a copy at another offset is refused, and so is a record another command got
@@ -67,6 +71,8 @@ def encode(command: str, model: str, key: bytes | None, topic: str,
     fields = {"command": command, "model": model, "topic": topic,
               "issued_at_ms": int(time.time() * 1e3),
               "by": f"{getpass.getuser()}@{socket.gethostname()}"}
+    if command == "pin":
+        fields["version"] = version
     value = json.dumps(fields if at is None else {**fields, "at": at}).encode()
     headers = [("hmac", _signature(key, value).encode())] if key else []
     return command.encode(), value, headers
@@ -93,6 +99,9 @@ def decode(value: bytes | None, headers, key: bytes | None, topic: str) -> dict 
             and type(command.get("issued_at_ms")) is int
             and (command.get("at") is None or type(command["at"]) is int)):
         return f"no command of {', '.join(COMMANDS)} with a model name and issued_at_ms"
+    if command["command"] == "pin" and not (type(command.get("version")) is int
+                                            and command["version"] > 0):
+        return f"a pin without a version > 0: {command.get('version')!r:.40}"
     if command.get("topic") != topic:
         return f"it was issued for the control topic {command.get('topic')!r:.80}"
     return command
@@ -128,6 +137,15 @@ class ControlReader:
         """The records fetched since the last call (none waited for)."""
         return self.consumer.poll(0).get(self.tp, [])
 
+    def read_to_end(self, timeout_s: float) -> list:
+        """The records from the position to the topic's end now (those fetched within
+        `timeout_s`)."""
+        end = self.consumer.end_offsets([self.tp])[self.tp]
+        records, deadline = [], time.monotonic() + timeout_s
+        while self.consumer.position(self.tp) < end and time.monotonic() < deadline:
+            records += self.consumer.poll(200).get(self.tp, [])
+        return records
+
     def close(self) -> None:
         self.consumer.close(autocommit=False)
 
@@ -144,8 +162,9 @@ class ControlFollowing:
 
     def _start_control(self) -> None:
         """Open the reader (the topic created if missing) when this daemon learns models it
-        could promote."""
-        if not (self.policy.learns and self.cfg.control_topic and self.challengers):
+        could promote, or publishes versions it could pin (models/pinning.py)."""
+        if not (self.policy.learns and self.cfg.control_topic
+                and (self.challengers or self.policy.publishes)):
             return
         from river_pa.connectors.kafka.admin import ensure_topic
 
@@ -160,10 +179,16 @@ class ControlFollowing:
         reader = self.control_reader
         if reader is None:
             return False
-        if self.control_seek:
-            reader.seek(self.control["offset"])
+        if self.control_seek:  # at a start or a restore: every record written so far, before
+            reader.seek(self.control["offset"])  # the first publish (a pin holds from it)
             self.control_seek = False
-        records = reader.poll()
+            try:
+                records = reader.read_to_end(READ_TO_END_S)
+            except errors.ClientError as exc:  # a broker restarting: read from the next step
+                log.warning("%s not read to its end (%s)", self.cfg.control_topic, exc)
+                records = reader.poll()
+        else:
+            records = reader.poll()
         for record in records:
             command = decode(record.value, record.headers, self.key, self.cfg.control_topic)
             if not isinstance(command, str):
@@ -184,7 +209,16 @@ class ControlFollowing:
 
     def _obey(self, command: dict, offset: int) -> str:
         """Carry out `command`; what became of it, in a few words."""
-        name, where = command["model"], f"control record {offset} of {self.cfg.control_topic}"
+        by = command.get("by")
+        where = f"control record {offset} of {self.cfg.control_topic}" + (
+            f" (by {by!r:.80})" if by is not None else "")
+        if command["command"] == "pin":
+            return self._pin(command["model"], command["version"], where)
+        if command["command"] == "unpin":
+            return self._unpin(where)
+        return self._promote_command(command["model"], where)
+
+    def _promote_command(self, name: str, where: str) -> str:
         if name == self.slot.name:
             log.info("%s: promote %r: it is the served model already", where, name)
             return "the served model already"
@@ -193,8 +227,7 @@ class ControlFollowing:
                         "challengers %s); nothing changes", where, name, self.slot.name,
                         ", ".join(map(repr, sorted(self.challengers))))
             return "no model of that name"
-        by = command.get("by")
-        self._promote_live(name, where + (f" (by {by!r:.80})" if by is not None else ""))
+        self._promote_live(name, where)
         return "promoted"
 
     def _invalid_control(self, offset: int, reason: str) -> None:

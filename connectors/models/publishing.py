@@ -51,8 +51,9 @@ class ModelPublishing:
                 self.publish_committed
 
     def _publish_due(self) -> bool:
+        """Whether the live model is due (never while a version is pinned: models/pinning.py)."""
         learned = self.stats.counts["learned"] > self.learned_at_publish
-        return learned and (
+        return learned and self.control["pinned"] is None and (
             self.stats.counts["events"] - self.events_at_publish >= self.cfg.publish_every
             or time.monotonic() - self.last_publish >= self.cfg.publish_seconds)
 
@@ -64,7 +65,7 @@ class ModelPublishing:
         """Send the live model to the model topic as a signed checkpoint-format snapshot
         (checked, or committed with the transaction, at the next checkpoint)."""
         self._before_write()
-        counts, publisher = self.stats.counts, self.slot.publisher
+        counts = self.stats.counts
         # its name, and every model of the deployment: a predictor configured with any of them
         # serves it (`checkpoint.dumps` names them in the header)
         state = {"model": self.slot.model, "learned": counts["learned"], "events": counts["events"],
@@ -72,10 +73,15 @@ class ModelPublishing:
                  "challengers": {n: {"meta": c.slot.meta} for n, c in self.challengers.items()}}
         if shadow := self._shadow_models():  # for the predictors' --shadow predictions
             state["shadow"] = shadow
-        payload = checkpoint.dumps(state, self.slot.model, {}, self.key, publisher.next_stamp())
-        self.slot.manifest = publisher.publish(self.outputs.send, payload)
+        self._send_snapshot(state, self.slot.model)
         self.last_publish = time.monotonic()
         self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
+
+    def _send_snapshot(self, state: dict, model) -> None:
+        """Send `state` (with `model`, the one it serves) as the model topic's next version."""
+        publisher = self.slot.publisher
+        payload = checkpoint.dumps(state, model, {}, self.key, publisher.next_stamp())
+        self.slot.manifest = publisher.publish(self.outputs.send, payload)
         # a checkpoint is due even when no record follows: it checks the sends (and commits
         # them, in the transaction); otherwise the last snapshot stayed invisible for ever
         self.since_checkpoint = max(self.since_checkpoint, 1)

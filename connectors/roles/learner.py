@@ -49,7 +49,8 @@ class Learner(Daemon):
             if self.state_publisher is not None:
                 self.state_publisher.term = self.term
             self.slot.publisher = Publisher(self.cfg.model_topic, self.slot.snapshot, self.term,
-                                             reader.newest[1], reader.manifests())
+                                             reader.newest[1], reader.manifests(),
+                                             self.cfg.keep_versions)
             found = self._newest_valid(reader, self.cfg.model_topic, MODEL_FIELDS)
             self.slot.publisher.verified(found and found[0])
         finally:

@@ -126,16 +126,19 @@ class Predictor(Daemon):
             self.said_no_shadow = True
         self.slot.manifest = manifest
         self.snapshot = {k: state[k] for k in ("learned", "events", "published_at_ms")}
-        log.info("model version %d/%d from %s (%s, %d events learned)", manifest["term"],
-                 manifest["version"], self.cfg.model_topic, self.slot.name, state["learned"])
+        # the version that made the model: a pinned one's (models/pinning.py) or this one's
+        pinned = state.get("pinned")
+        self.snapshot["version"] = pinned if type(pinned) is int else manifest["version"]
+        log.info("model version %d/%d from %s (%s, %d events learned%s)", manifest["term"],
+                 manifest["version"], self.cfg.model_topic, self.slot.name, state["learned"],
+                 f"; version {pinned} pinned" if type(pinned) is int else "")
         return True
 
     def _shadow_models(self) -> dict:
         return self.shadow if self.cfg.shadow else {}
 
     def _model_fields(self) -> dict:
-        return {"n_learned": self.snapshot["learned"],
-                "model_version": self.slot.manifest["version"]}
+        return {"n_learned": self.snapshot["learned"], "model_version": self.snapshot["version"]}
 
     def figures(self) -> dict:
         """The report's figures, with the model in use and how stale it is: seconds since
@@ -149,7 +152,7 @@ class Predictor(Daemon):
         if snapshot is not None:
             ahead = self._learned_since(progress)
             stale_ms = progress["time_ms"] - snapshot["published_at_ms"] if ahead else 0
-            staleness = {"model_version": self.slot.manifest["version"],
+            staleness = {"model_version": snapshot["version"],
                          "model_learned": snapshot["learned"],
                          "model_age_s": time.time() - snapshot["published_at_ms"] / 1000,
                          "learned_since_model": ahead,

@@ -302,11 +302,12 @@ def load(path: str | Path, model_factory_meta: dict, key: bytes | None) -> dict:
         return loads(fh.read(), model_factory_meta, key, path)[1]
 
 
-def loads(data: bytes, model_factory_meta: dict, key: bytes | None, where,
+def loads(data: bytes, model_factory_meta: dict | None, key: bytes | None, where,
           stamp: dict | None = None) -> tuple[dict, dict]:
     """(header, state) of checkpoint bytes `data` (a file's, a snapshot's, named `where` in
-    errors): signature, versions, digest and the snapshot's `stamp` (term and version, as its
-    manifest says) checked before the restricted unpickler reads the payload."""
+    errors): signature, versions (those of `model_factory_meta`; None: any, for a listing),
+    digest and the snapshot's `stamp` (term and version, as its manifest says) checked before
+    the restricted unpickler reads the payload."""
     line, _, payload = data.partition(b"\n")
     header = _parse_header(where, line)
     if not key and "hmac" in header:  # never load a signed file unchecked
@@ -318,7 +319,8 @@ def loads(data: bytes, model_factory_meta: dict, key: bytes | None, where,
         if not (isinstance(header["hmac"], str)
                 and hmac.compare_digest(header["hmac"], _signature(key, header, payload))):
             raise CheckpointError(f"{where}: HMAC does not verify (wrong key or tampered file)")
-    _check_versions(where, header, model_factory_meta)
+    if model_factory_meta is not None:
+        _check_versions(where, header, model_factory_meta)
     if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise CheckpointError(f"{where}: payload is truncated or corrupt (sha256 mismatch)")
     for field, want in (stamp or {}).items():  # signed: a replay cannot be relabelled

@@ -56,14 +56,24 @@ def control_of(state) -> dict:
     """The control state of a restored `state` (models/control.py), checked; a state
     written before control records, or another value, gives a fresh one."""
     control = state.get("control") if isinstance(state, dict) else None
-    fresh = {"offset": 0, "issued": 0, "served": None, "configured": None}
+    fresh = {"offset": 0, "issued": 0, "served": None, "configured": None, "pinned": None}
+    if isinstance(control, dict) and "pinned" not in control:  # a state before pins
+        control = {**control, "pinned": None}
     if not (isinstance(control, dict) and set(control) == set(fresh)
             and type(control["offset"]) is int and control["offset"] >= 0
             and type(control["issued"]) is int
             and (control["served"] is None or isinstance(control["served"], str))
-            and (control["configured"] is None or isinstance(control["configured"], dict))):
+            and (control["configured"] is None or isinstance(control["configured"], dict))
+            and _pin_of(control["pinned"])):
         return fresh
     return dict(control)
+
+
+def _pin_of(pinned) -> bool:
+    """Whether `pinned` is a control state's pin: None, or the name and version pinned."""
+    return pinned is None or (isinstance(pinned, dict) and set(pinned) == {"name", "version"}
+                              and isinstance(pinned["name"], str)
+                              and type(pinned["version"]) is int)
 
 
 def _meta_of(model) -> dict | None:
@@ -94,7 +104,8 @@ class Recovery:
         # the control topic's next offset to obey and the issue time of the last command
         # obeyed; the challenger serving since a control record (None: --model serves) and
         # the --model it replaced (models/control.py)
-        self.control = {"offset": 0, "issued": 0, "served": None, "configured": None}
+        self.control = {"offset": 0, "issued": 0, "served": None, "configured": None,
+                        "pinned": None}  # and the version pinned (models/pinning.py)
         self.control_seek = True
         self.promoted_at = 0  # the served model's labels when it was promoted (0: never)
 
@@ -201,6 +212,7 @@ class Recovery:
         self.since_checkpoint = max(self.since_checkpoint, 1)
         self.promoted_at = self.stats.counts["labelled"]
         if self.policy.publishes:
+            self._end_pin(f"no longer pinned: {name} was promoted")
             self._publish_soon()
         log.warning("%s promoted by %s at label %d: it serves from now on (%s); %s goes on as "
                     "challenger %s", name, why, self.promoted_at, self.stats.in_words(), old,

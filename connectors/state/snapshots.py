@@ -8,7 +8,8 @@ keyed `name/t/v/i` (at most `CHUNK_BYTES` each, so any size fits the broker's
 version, chunk count, size, SHA-256, and each chunk's SHA-256: chunk i is the newest chunk i
 of its version with that digest, so records of the same stamp from anyone else, before,
 between or after the writer's, change nothing), then tombstones for
-the manifests and chunks of all but the newest `KEEP_VERSIONS` versions: compaction keeps
+the manifests and chunks of all but the newest `KEEP_VERSIONS` versions (a writer's `keep`:
+the model topic's, `--keep-versions`, are versions a pin can serve again): compaction keeps
 those, so when the newest does not load (a bad record, a half-written version of a writer that
 died) an older one still can. The
 payload (a checkpoint, connectors/state/checkpoint.py) repeats term and version in its signed header,
@@ -71,9 +72,10 @@ class Publisher:
     """The writer of snapshot `name` in `topic` for term `term`; `kept` are the manifests
     already in the topic (oldest first), `version` the newest version seen there."""
 
-    def __init__(self, topic: str, name: str, term: int, version: int, kept: list[dict]):
+    def __init__(self, topic: str, name: str, term: int, version: int, kept: list[dict],
+                 keep: int = KEEP_VERSIONS):
         self.topic, self.name, self.term, self.version = topic, name, term, version
-        self.kept = sorted(kept, key=stamp)
+        self.kept, self.keep = sorted(kept, key=stamp), keep
 
     def verified(self, accepted: dict | None) -> None:
         """Keep (and so tombstone in turn) only the versions up to `accepted`, the newest
@@ -90,7 +92,7 @@ class Publisher:
 
     def publish(self, send, payload: bytes) -> dict:
         """Send `payload` as version `next_stamp()` with `send(topic, value, key=...)`, then
-        tombstone all but the newest `KEEP_VERSIONS`; return its manifest. The caller flushes
+        tombstone all but the newest `keep`; return its manifest. The caller flushes
         and checks the sends (or commits the transaction they belong to)."""
         if max(self.term, self.version + 1) > MAX_NUMBER:  # (see MAX_NUMBERED: not reached)
             raise SnapshotError(f"{self.topic}: {self.name} {self.term}/{self.version + 1} "
@@ -104,12 +106,12 @@ class Publisher:
             send(self.topic, chunk, key=f"{prefix}/{i}".encode())
         send(self.topic, json.dumps(manifest).encode(), key=prefix.encode())
         self.kept.append(manifest)
-        for old in self.kept[:-KEEP_VERSIONS]:
+        for old in self.kept[:-self.keep]:
             old_prefix = f"{self.name}/{old['term']}/{old['version']}"
             for i in range(old["chunks"]):
                 send(self.topic, None, key=f"{old_prefix}/{i}".encode())
             send(self.topic, None, key=old_prefix.encode())
-        self.kept = self.kept[-KEEP_VERSIONS:]
+        self.kept = self.kept[-self.keep:]
         self.version = manifest["version"]
         return manifest
 

@@ -147,7 +147,7 @@ ELSEWHERE = control.encode("promote", "c1", None, "other.control")
 @pytest.mark.parametrize("value,headers,key,reason", [
     (b"not json", [], None, "not JSON"),
     (b'{"command": "drop", "model": "c1"}', [], None,
-     "no command of promote with a model name and issued_at_ms"),
+     "no command of promote, pin, unpin with a model name and issued_at_ms"),
     (control.encode("promote", "c1", None, "ctl")[1], [], KEY,
      "unsigned, and a --checkpoint-key is configured"),
     (OTHER_KEY[1], OTHER_KEY[2], KEY, "its HMAC does not verify"),
@@ -207,7 +207,8 @@ def test_models_promote_waits_for_the_report_of_its_record(monkeypatch, outcome,
              _handled(100, "PAClassifier", 1, last),  # not newer than the one checked against
              _handled(105, "PAClassifier", 1, last, topic="other.control"),  # not its topic
              _handled(110, "c1", 1, last))
-    assert commands._outcome(CFG, "c1", 0, 60, 100) == (status, f": {outcome}")
+    assert commands._outcome(CFG, 0, 60, 100, commands.PROMOTED,
+                             commands._serves("c1")) == (status, f": {outcome}")
 
 
 @pytest.mark.parametrize("name,served,challengers,status", [
@@ -220,15 +221,16 @@ def test_models_promote_after_later_records_or_a_restart_reads_the_served_model(
     from river_pa.connectors.models import commands
 
     _reports(monkeypatch, _handled(110, served, 3, {"2": "promoted"}, challengers=challengers))
-    assert commands._outcome(CFG, name, 0, 60, 100) == (status,
-                                                        f": handled; {served!r} serves now")
+    assert commands._outcome(CFG, 0, 60, 100, commands.PROMOTED, commands._serves(name)) == (
+        status, f": handled; {served!r} serves now")
 
 
 def test_models_promote_says_when_no_report_came_in_time(monkeypatch):
     from river_pa.connectors.models import commands
 
     monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s: None)
-    status, said = commands._outcome(CFG, "c1", 0, 0.01, -1)
+    status, said = commands._outcome(CFG, 0, 0.01, -1, commands.PROMOTED,
+                                     commands._serves("c1"))
     assert status == 1 and said.startswith("; no report of a learner says it was handled "
                                            "within 0.01 s")
 

@@ -44,7 +44,7 @@ class ServedPredictor(Predictor):
 
     def _start(self) -> None:
         self.slot.manifest = {"term": 1, "version": 1}
-        self.snapshot = {"learned": 7, "events": 9, "published_at_ms": 0}
+        self.snapshot = {"learned": 7, "events": 9, "published_at_ms": 0, "version": 1}
         self.model_reader = NoModelTopic()
 
     def _step(self) -> None:  # the model topic is not read: the model stays
