@@ -236,20 +236,51 @@ def promote(run, fault) -> str:
     """`river-pa models promote` of the challenger or of the former served model, or a
     forged record (signed with another key; not JSON when the daemons sign nothing)."""
     topic = f"{run.topics[0]}.control"
-    key = run.key.encode() if run.key else None
+    key = _key(run)
     name = CHALLENGER[0] if fault.target != "former" else FORMER
     if fault.target == "forged":
         record = control.encode("promote", name, b"not the key", topic) if key else \
             (b"promote", b"{not json", [])
     else:
         record = control.encode("promote", name, key, topic)
+    _control(run, record)
+    return f"{fault.target} control record 'promote {name}' into {topic}"
+
+
+def pin(run, fault) -> str:
+    """`river-pa models pin` of the oldest version of the model topic that verifies, then
+    `unpin` `seconds` later (the checker compares the newest snapshot with the replay)."""
+    from types import SimpleNamespace
+
+    from river_pa.connectors.models.commands import _versions
+
+    events = run.topics[0]
+    cfg = SimpleNamespace(bootstrap_servers=run.cluster.bootstrap, client_id="faults", kafka={},
+                          model_topic=f"{events}.model", checkpoint_key=run.key)
+    versions = _versions(cfg)
+    if not versions:
+        return "pin skipped: no version in the model topic yet"
+    oldest = versions[0]
+    _control(run, control.encode("pin", oldest["name"], _key(run), f"{events}.control",
+                                 version=oldest["version"]))
+    run.later(fault.seconds, lambda: _control(run, control.encode(
+        "unpin", "", _key(run), f"{events}.control")), "control record 'unpin'")
+    return f"control record 'pin {oldest['name']} {oldest['version']}', unpin in " \
+           f"{fault.seconds:.1f} s"
+
+
+def _key(run) -> bytes | None:
+    return run.key.encode() if run.key else None
+
+
+def _control(run, record: tuple) -> None:
     producer = _producer(run)
     try:
-        producer.send(topic, key=record[0], value=record[1], headers=record[2])
+        producer.send(f"{run.topics[0]}.control", key=record[0], value=record[1],
+                      headers=record[2])
         producer.flush(timeout=60)
     finally:
         producer.close()
-    return f"{fault.target} control record 'promote {name}' into {topic}"
 
 
 # ---- topic limits -----------------------------------------------------------------------
@@ -272,7 +303,7 @@ def limit(run, fault) -> str:
 
 ACTIONS = {"kill": signal_daemon, "term": signal_daemon, "pause": signal_daemon, "broker": broker,
            "members": members, "replay": replay, "garbage": garbage, "pickle": forged_pickle,
-           "limit": limit, "promote": promote}
+           "limit": limit, "promote": promote, "pin": pin}
 
 
 def fire(run, fault) -> str:
