@@ -156,8 +156,8 @@ _FLAGS_HELP = {
                    "always restored (default: none; with --role learn '<events_topic>.state')",
     "model_topic": "compacted topic of the model snapshots the learner publishes and the "
                    "predictors restore (default: '<events_topic>.model')",
-    "control_topic": "compacted topic of the commands `river-pa models` writes (promote), "
-                     "read by a learner with challengers (default: '<events_topic>.control')",
+    "control_topic": "compacted topic of the commands `river-pa models` writes (promote, "
+                     "pin, unpin), read by the learner (default: '<events_topic>.control')",
     "publish_every": "the learner publishes the model after this many events",
     "keep_versions": "versions of the model the model topic keeps (compaction drops older "
                      "ones): those `river-pa models pin` can serve again; at least 2",

@@ -126,8 +126,9 @@ class Records:
         """--auto-promote, and --auto-promote-cooldown labels since the start or the last
         promotion (the served model's labels: its counts continue through a promotion); never
         while a version is pinned (an operator's rollback: models/pinning.py)."""
-        return self.cfg.auto_promote and self.control["pinned"] is None and (self.stats.counts["labelled"] - self.promoted_at
-                                          >= self.cfg.auto_promote_cooldown)
+        return (self.cfg.auto_promote and self.control["pinned"] is None
+                and (self.stats.counts["labelled"] - self.promoted_at
+                     >= self.cfg.auto_promote_cooldown))
 
     def _changed(self, change: str, stats, slot, name: str) -> None:
         """Say that the drift watch of model `name` (its `stats` and `slot`: the served model's
