@@ -173,13 +173,13 @@ def _add_topics(sub, flags: bool) -> None:
 
 def _add_models(sub, flags: bool) -> None:
     summary = ("the models of a running deployment: list them, promote a challenger, pin an "
-               "earlier version (a rollback)")
+               "earlier version (a rollback), add or remove a challenger")
     if (p := _connector_command(sub, "models", summary, flags, "models.commands")) is None:
         return
     from river_pa.connectors import config
 
     actions = p.add_subparsers(title="actions", dest="action",
-                               metavar="{list,promote,pin,unpin}", required=True)
+                               metavar="{list,promote,pin,unpin,add,remove}", required=True)
     listing = actions.add_parser("list", help="the served model and each challenger: metrics, "
                                  "events learned, test against the served model (from the "
                                  "learner's newest report in the metrics topic), and the "
@@ -196,12 +196,19 @@ def _add_models(sub, flags: bool) -> None:
     pin.add_argument("version", metavar="VERSION", type=_positive,
                      help="a version the model topic keeps (--keep-versions)")
     unpin = actions.add_parser("unpin", help="serve the live model again")
-    for action in (promote, pin, unpin):
+    add = actions.add_parser("add", help="learn challenger NAME from now on (SPEC: one of "
+                             "river-pa's learners, with its parameters as JSON)")
+    add.add_argument("name", metavar="NAME", help="the new challenger's name")
+    add.add_argument("spec", metavar="SPEC", help="e.g. 'PAClassifier{\"C\": 0.1}'")
+    remove = actions.add_parser("remove", help="stop learning challenger NAME (its model and "
+                                "metrics are dropped)")
+    remove.add_argument("name", metavar="NAME", help="the challenger's name")
+    for action in (promote, pin, unpin, add, remove):
         action.add_argument("--wait", type=_seconds, default=60, metavar="SECONDS",
                             help="wait up to this long for the learner's report that it obeyed "
                             "(status 0 when it did, 1 when it was skipped or refused, or no "
                             "report came in time); 0: exit once written (default: 60)")
-    for action in (listing, promote, pin, unpin):
+    for action in (listing, promote, pin, unpin, add, remove):
         config.add_arguments(action, only=TOPIC_FLAGS + ("checkpoint_key",))
         action.set_defaults(run=_run_models, json=False)
 

@@ -31,6 +31,7 @@ from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.loop.positions import Positions
 from river_pa.connectors.loop.records import Records
 from river_pa.connectors.models.control import ControlFollowing
+from river_pa.connectors.models.live import LiveModels
 from river_pa.connectors.models.pinning import Pinning
 from river_pa.connectors.models.publishing import ModelPublishing
 from river_pa.connectors.models.slot import ModelSlot
@@ -65,7 +66,7 @@ def watch_stop(cfg: ServeConfig) -> None:
 
 
 class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFollowing,
-             Pinning):
+             Pinning, LiveModels):
     """One serving process: a consumer, a producer, a model and its bookkeeping."""
 
     policy = Policy()  # --role both: predicts, emits, learns, checkpoints

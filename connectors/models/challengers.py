@@ -11,7 +11,8 @@ learner started with another set keeps the ones it still names (same model and p
 starts the new ones from nothing and drops the others, each said in one line. A challenger
 that raises is counted (`errors`) and the record goes on; it never stops the daemon or the
 champion. Predictors serve the champion only; `river-pa models promote NAME` (a control record,
-models/control.py) or `--auto-promote` makes a challenger the champion while serving.
+models/control.py) or `--auto-promote` makes a challenger the champion while serving;
+`river-pa models add` and `remove` change the challengers while serving (models/live.py).
 
 """
 

@@ -44,7 +44,8 @@ def run(args) -> int:
     if gone := unreachable(cfg):
         print(f"river-pa models: {gone}", file=sys.stderr)
         return 1
-    actions = {"promote": _promote, "pin": _pin, "unpin": _unpin, "list": _list}
+    actions = {"promote": _promote, "pin": _pin, "unpin": _unpin, "add": _add,
+               "remove": _remove, "list": _list}
     try:
         with quiet_bootstrap():
             return actions[args.action](cfg, args)
@@ -115,13 +116,55 @@ def _unpin(cfg, args) -> int:
                     ("unpinned", "not pinned"), unpinned)
 
 
+def _add(cfg, args) -> int:
+    from river_pa.connectors.models.challengers import NAME
+    from river_pa.connectors.models.live import check_spec
+    from river_pa.registry import make_model
+
+    try:
+        if not NAME.fullmatch(args.name):
+            raise ValueError(f"NAME must be 1-64 of a-z A-Z 0-9 _ . -, got {args.name!r:.80}")
+        make_model(*check_spec(args.name, args.spec))
+    except ValueError as exc:
+        print(f"river-pa models: {exc}; nothing written", file=sys.stderr)
+        return 1
+    report = newest_report(cfg)
+    if report is not None and args.name in (report.get("served"), *report["challengers"]):
+        print(f"river-pa models: the learner has a model named {args.name!r} (remove it "
+              "first); nothing written", file=sys.stderr)
+        return 1
+
+    def learns(report: dict) -> tuple[bool, str]:
+        return args.name in report["challengers"], \
+            f"challengers now: {', '.join(report['challengers']) or 'none'}"
+
+    return _command(cfg, ("add", args.name, None, args.spec), args.wait, report, ("added",),
+                    learns)
+
+
+def _remove(cfg, args) -> int:
+    report = newest_report(cfg)
+    if report is not None and args.name not in report["challengers"]:
+        print(f"river-pa models: no challenger {args.name!r:.80} in the learner's newest report "
+              f"(challengers: {', '.join(report['challengers']) or 'none'}); nothing written",
+              file=sys.stderr)
+        return 1
+
+    def dropped(report: dict) -> tuple[bool, str]:
+        return args.name not in report["challengers"], \
+            f"challengers now: {', '.join(report['challengers']) or 'none'}"
+
+    return _command(cfg, ("remove", args.name, None), args.wait, report, ("removed",), dropped)
+
+
 TRIES = 3  # writes of a command that another one got ahead of
 
 
 def _command(cfg, command: tuple, wait_s: float, report: dict | None, obeyed: tuple,
              holds) -> int:
-    """Write control record `command` ((command, model, version)) and wait up to `wait_s` for
-    the learner's report of what became of it: status 0 when its outcome is one of `obeyed`
+    """Write control record `command` ((command, model, version[, spec])) and wait up to
+    `wait_s` for the learner's report of what became of it: status 0 when its outcome is one
+    of `obeyed`
     (or, when the report no longer names it, `holds(report)` says the command's effect holds),
     else 1; written again (up to `TRIES` times) when another command got ahead of it."""
     from river_pa.connectors.kafka.admin import ensure_topic
@@ -129,7 +172,7 @@ def _command(cfg, command: tuple, wait_s: float, report: dict | None, obeyed: tu
 
     ensure_topic(cfg, cfg.control_topic)
     after_ms = report["time_ms"] if report is not None else -1
-    what = " ".join(str(part) for part in command if part not in ("", None))
+    what = " ".join(str(part) for part in command if part not in ("", None))  # a one-line echo
     for attempt in range(1, TRIES + 1):
         offset = _write(cfg, *command)
         written = f"{what}: control record {offset} of {cfg.control_topic}"
@@ -146,9 +189,9 @@ def _command(cfg, command: tuple, wait_s: float, report: dict | None, obeyed: tu
         return status
 
 
-def _write(cfg, command: str, name: str, version: int | None) -> int:
-    """Write control record `command` for model `name` (and `version`) at the control topic's
-    end (the offset it is signed for: models/control.py); its offset."""
+def _write(cfg, command: str, name: str, version: int | None, spec: str | None = None) -> int:
+    """Write control record `command` for model `name` (and `version`, `spec`) at the control
+    topic's end (the offset it is signed for: models/control.py); its offset."""
     from kafka import KafkaProducer, TopicPartition
 
     from river_pa.connectors.kafka import CLIENT_DEFAULTS
@@ -163,7 +206,7 @@ def _write(cfg, command: str, name: str, version: int | None) -> int:
         consumer.close()
     key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
     record_key, value, headers = encode(command, name, key, cfg.control_topic, at=end,
-                                        version=version)
+                                        version=version, spec=spec)
     producer = KafkaProducer(bootstrap_servers=cfg.bootstrap_servers,
                              client_id=f"{cfg.client_id}-models", acks="all",
                              **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaProducer)})

@@ -2,10 +2,11 @@
 compacted control topic (`--control-topic`, default '<events_topic>.control', one partition)
 and obeyed by the learner (and `--role both`) between two batches.
 
-A record is keyed by its command (compaction keeps the newest of each: the topic holds the
-deployment's current intent) and holds JSON ``{"command": "promote", "model": NAME,
-"issued_at_ms": ..., "by": ...}`` (`pin` also has ``"version": V``, a version of the model
-topic; `unpin` names no model: ``""``); with a `--checkpoint-key` it is signed like a checkpoint
+A record is keyed by its command (`add` and `remove` by the command and the model: compaction
+keeps the newest of each, so the topic holds the deployment's current intent) and holds JSON
+``{"command": "promote", "model": NAME, "issued_at_ms": ..., "by": ...}`` (`pin` also has
+``"version": V``, a version of the model topic; `add` has ``"spec": SPEC``, models/live.py;
+`unpin` names no model: ``""``); with a `--checkpoint-key` it is signed like a checkpoint
 (HMAC-SHA256 of the value in the header ``hmac``), and an unsigned or badly signed one is
 skipped: whoever can write the topic would otherwise choose the served model. The record names
 the control topic it was issued for (signed with it: a copy in another deployment's topic is
@@ -37,7 +38,7 @@ __all__ = ["COMMANDS", "ControlFollowing", "ControlReader", "decode", "encode"]
 
 log = logging.getLogger("river_pa.serve")
 
-COMMANDS = ("promote", "pin", "unpin")
+COMMANDS = ("promote", "pin", "unpin", "add", "remove")
 MAX_VALUE_BYTES = 4096  # a longer record is no command of ours
 INVALID_LINES = 20  # lines for skipped control records; then one per power of ten
 READ_TO_END_S = 30  # reading the control topic to its end at a start or a restore
@@ -48,10 +49,10 @@ def _signature(key: bytes, value: bytes) -> str:
     return hmac.new(key, value, hashlib.sha256).hexdigest()
 
 
-def encode(command: str, model: str, key: bytes | None, topic: str,
-           at: int | None = None, version: int | None = None) -> tuple[bytes, bytes, list]:
+def encode(command: str, model: str, key: bytes | None, topic: str, at: int | None = None,
+           version: int | None = None, spec: str | None = None) -> tuple[bytes, bytes, list]:
     """(key, value, headers) of the control record `command` for model `model` (and, for
-    `pin`, its `version` in the model topic), for the
+    `pin`, its `version` in the model topic; for `add`, its `spec`), for the
     deployment whose control topic is `topic` (signed with it: a record copied to another
     deployment's topic is refused there), to be written at offset `at` of that topic (its end
     when issued: a copy at another offset is refused, and so is a record another command got
@@ -73,9 +74,12 @@ def encode(command: str, model: str, key: bytes | None, topic: str,
               "by": f"{getpass.getuser()}@{socket.gethostname()}"}
     if command == "pin":
         fields["version"] = version
+    if command == "add":
+        fields["spec"] = spec
     value = json.dumps(fields if at is None else {**fields, "at": at}).encode()
     headers = [("hmac", _signature(key, value).encode())] if key else []
-    return command.encode(), value, headers
+    key_text = f"{command}/{model}" if command in ("add", "remove") else command
+    return key_text.encode(), value, headers
 
 
 def decode(value: bytes | None, headers, key: bytes | None, topic: str) -> dict | str:
@@ -102,6 +106,8 @@ def decode(value: bytes | None, headers, key: bytes | None, topic: str) -> dict 
     if command["command"] == "pin" and not (type(command.get("version")) is int
                                             and command["version"] > 0):
         return f"a pin without a version > 0: {command.get('version')!r:.40}"
+    if command["command"] == "add" and not isinstance(command.get("spec"), str):
+        return f"an add without a model spec: {command.get('spec')!r:.40}"
     if command.get("topic") != topic:
         return f"it was issued for the control topic {command.get('topic')!r:.80}"
     return command
@@ -161,10 +167,9 @@ class ControlFollowing:
     control_recent: dict | None = None
 
     def _start_control(self) -> None:
-        """Open the reader (the topic created if missing) when this daemon learns models it
-        could promote, or publishes versions it could pin (models/pinning.py)."""
-        if not (self.policy.learns and self.cfg.control_topic
-                and (self.challengers or self.policy.publishes)):
+        """Open the reader (the topic created if missing) when this daemon learns: challengers
+        to promote, add or remove (models/live.py), versions to pin (models/pinning.py)."""
+        if not (self.policy.learns and self.cfg.control_topic):
             return
         from river_pa.connectors.kafka.admin import ensure_topic
 
@@ -216,6 +221,10 @@ class ControlFollowing:
             return self._pin(command["model"], command["version"], where)
         if command["command"] == "unpin":
             return self._unpin(where)
+        if command["command"] == "add":
+            return self._add(command["model"], command["spec"], where)
+        if command["command"] == "remove":
+            return self._remove(command["model"], where)
         return self._promote_command(command["model"], where)
 
     def _promote_command(self, name: str, where: str) -> str:

@@ -56,17 +56,20 @@ def control_of(state) -> dict:
     """The control state of a restored `state` (models/control.py), checked; a state
     written before control records, or another value, gives a fresh one."""
     control = state.get("control") if isinstance(state, dict) else None
-    fresh = {"offset": 0, "issued": 0, "served": None, "configured": None, "pinned": None}
-    if isinstance(control, dict) and "pinned" not in control:  # a state before pins
-        control = {**control, "pinned": None}
+    fresh = {"offset": 0, "issued": 0, "served": None, "configured": None, "pinned": None,
+             "models": {}}
+    if isinstance(control, dict):  # a state before pins and live challengers
+        control = {"pinned": None, "models": {}, **control}
     if not (isinstance(control, dict) and set(control) == set(fresh)
             and type(control["offset"]) is int and control["offset"] >= 0
             and type(control["issued"]) is int
             and (control["served"] is None or isinstance(control["served"], str))
             and (control["configured"] is None or isinstance(control["configured"], dict))
-            and _pin_of(control["pinned"])):
+            and _pin_of(control["pinned"]) and isinstance(control["models"], dict)
+            and all(isinstance(k, str) and (v is None or isinstance(v, str))
+                    for k, v in control["models"].items())):
         return fresh
-    return dict(control)
+    return {**control, "models": dict(control["models"])}
 
 
 def _pin_of(pinned) -> bool:
@@ -105,7 +108,9 @@ class Recovery:
         # obeyed; the challenger serving since a control record (None: --model serves) and
         # the --model it replaced (models/control.py)
         self.control = {"offset": 0, "issued": 0, "served": None, "configured": None,
-                        "pinned": None}  # and the version pinned (models/pinning.py)
+                        # the version pinned (models/pinning.py), the challengers added and
+                        # removed live (models/live.py)
+                        "pinned": None, "models": {}}
         self.control_seek = True
         self.promoted_at = 0  # the served model's labels when it was promoted (0: never)
 
@@ -136,7 +141,8 @@ class Recovery:
     def _state(self) -> dict:
         return {"model": self.slot.model, "stats": self.stats, "pending": self.pending,
                 "early": self.early, "offsets": dict(self.next_offsets),
-                "merged_upto": dict(self.merged_upto), "control": dict(self.control),
+                "merged_upto": dict(self.merged_upto),
+                "control": {**self.control, "models": dict(self.control["models"])},
                 "promoted_at": self.promoted_at,
                 "challengers": {name: c.state() for name, c in self.challengers.items()}}
 
@@ -159,6 +165,7 @@ class Recovery:
         self.early = state.get("early", self.early)  # checkpoints written before early labels
         self.next_offsets = dict(state["offsets"])
         self.merged_upto = merge_keys(state.get("merged_upto"))  # none in older states
+        self._live_changes()
         self._restore_challengers(state.get("challengers"))
         self._apply_settings()
 

@@ -147,7 +147,7 @@ ELSEWHERE = control.encode("promote", "c1", None, "other.control")
 @pytest.mark.parametrize("value,headers,key,reason", [
     (b"not json", [], None, "not JSON"),
     (b'{"command": "drop", "model": "c1"}', [], None,
-     "no command of promote, pin, unpin with a model name and issued_at_ms"),
+     "no command of promote, pin, unpin, add, remove with a model name and issued_at_ms"),
     (control.encode("promote", "c1", None, "ctl")[1], [], KEY,
      "unsigned, and a --checkpoint-key is configured"),
     (OTHER_KEY[1], OTHER_KEY[2], KEY, "its HMAC does not verify"),
@@ -334,3 +334,59 @@ def test_a_control_topic_of_another_use_is_refused(capsys, topic, other):
             "c=PAClassifier", "--bootstrap-servers", "127.0.0.1:1"]
     assert cli.main(argv) == 2
     assert f"control_topic {topic!r} is also the {other}" in capsys.readouterr().err
+
+
+def _trained_on_last(k: int, model) -> PAClassifier:
+    for x, y in _rows()[N - k:]:
+        model.learn_one(x, y)
+    return model
+
+
+def test_a_challenger_added_live_learns_from_then_on_and_a_restart_keeps_it(stream, tmp_path,
+                                                                            caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    _, value, headers = control.encode("add", "c2", None, "ctl", spec='PAClassifier{"C": 0.1}')
+    small = {"max_poll_records": 20}
+    first = serve_until_learned(_write_at(_daemon(tmp_path, **small), 100, (value, headers)),
+                                300)
+    assert list(first.challengers) == ["c1", "c2"]
+    assert "challenger c2 added" in caplog.text
+    at_add = first.stats.counts["learned"] - first.challengers["c2"].stats.counts["learned"]
+    assert 100 <= at_add <= 140  # the record came after a batch of 20 from label 100 on
+    caplog.clear()
+    again = serve_until_learned(_daemon(tmp_path, **small), N)  # --challenger names c1 only
+    assert list(again.challengers) == ["c1", "c2"] and "starts from nothing" not in caplog.text
+    c2 = again.challengers["c2"]
+    learned = c2.stats.counts["learned"]  # continued: every label after the record's batch
+    assert learned == N - at_add
+    assert _same_model(c2.slot.model, _trained_on_last(learned, PAClassifier(C=0.1)))
+    assert _same_model(again.challengers["c1"].slot.model, _reference(PAClassifier()))
+    assert again.control["models"] == {"c2": 'PAClassifier{"C": 0.1}'}
+
+
+def test_a_challenger_removed_live_stays_removed_after_a_restart(stream, tmp_path, caplog):
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    _, value, headers = control.encode("remove", "c1", None, "ctl")
+    first = serve_until_learned(_write_at(_daemon(tmp_path), 100, (value, headers)), 300)
+    assert first.challengers == {} and first.control_recent == {"0": "removed"}
+    again = serve_until_learned(_daemon(tmp_path), N)  # --challenger still names c1
+    assert again.challengers == {}
+    assert "challenger c1: removed by `river-pa models remove`" in caplog.text
+    assert _same_model(again.slot.model, _reference(PAClassifier(C=0.01)))
+
+
+@pytest.mark.parametrize("command,name,spec,outcome", [
+    ("add", "c2", "os:system", "not added: model 'os:system' is not one of river-pa's "
+                               "learners"),
+    ("add", "c2", "PAClassifier", "not added: the same model and parameters as c1"),
+    ("add", "c1", 'PAClassifier{"C": 0.5}', "not added: a model named 'c1' exists"),
+    ("add", "c2", 'PARegressor', "not added: challenger c2: a regressor cannot challenge"),
+    ("remove", "PAClassifier", None, "not removed: it serves"),
+    ("remove", "c9", None, "not removed: no challenger of that name"),
+])
+def test_a_refused_add_or_remove_changes_nothing(stream, tmp_path, command, name, spec, outcome):
+    _, value, headers = control.encode(command, name, None, "ctl", spec=spec)
+    daemon = serve_until_learned(_write_at(_daemon(tmp_path), 100, (value, headers)), N)
+    assert daemon.control_recent["0"].startswith(outcome)
+    assert list(daemon.challengers) == ["c1"] and daemon.control["models"] == {}
+    assert _same_model(daemon.challengers["c1"].slot.model, _reference(PAClassifier()))

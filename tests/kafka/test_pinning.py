@@ -1,8 +1,10 @@
-"""Rollback on a real broker (connectors/models/pinning.py): `river-pa models pin NAME VERSION`
-makes a predictor serve an earlier version of the model topic while the learner learns on; the
-pin survives the learner's failover (a standby restores it from the state topic and publishes no
-live model); `unpin` serves the live model again. Every event is predicted once, each prediction
-names the version that made it, and the learner's metric is the uninterrupted River run's."""
+"""Models changed while serving, on a real broker: `river-pa models pin NAME VERSION`
+(connectors/models/pinning.py) makes a predictor serve an earlier version of the model topic
+while the learner learns on; the pin survives the learner's failover (a standby restores it
+from the state topic and publishes no live model); a challenger added live (`models add`,
+models/live.py) learns every label from then on; `unpin` serves the live model again, and the
+added challenger, promoted, serves. Every event is predicted once, each prediction names the
+version that made it, and the learner's metric is the uninterrupted River run's."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import signal
 
 from river_pa.cli import main
 from river_pa.connectors.replay import elec2, records, send_all
+from river_pa.linear_model import PAClassifier
 from tests.kafka.test_end_to_end import river_reference
 from tests.kafka.test_learner_failover import (
     ACTIVE, DELAY, N_EVENTS, learner, newest_snapshot,
@@ -23,7 +26,7 @@ def _models(capsys, *argv) -> tuple[int, str]:
     return status, captured.out + captured.err
 
 
-def test_a_pinned_version_serves_through_a_learner_failover_until_unpinned(kafka, elec2_path,
+def test_pin_add_unpin_and_promote_while_serving_through_a_learner_failover(kafka, elec2_path,
                                                                            capsys):
     rows = elec2(str(elec2_path), N_EVENTS)
     stream = list(records(rows, DELAY))
@@ -58,6 +61,9 @@ def test_a_pinned_version_serves_through_a_learner_failover_until_unpinned(kafka
     a.wait()
     b = learner(kafka, events, labels, "b", group, "--keep-versions", "3")
     kafka.wait_for_log("b", ACTIVE, b, 120)
+    # a challenger added live learns every label from then on (the second half's)
+    status, out = _models(capsys, "add", "c02", 'PAClassifier{"C": 0.01}', *topics)
+    assert status == 0 and out.endswith(": added\n"), out
     send_all(kafka.producer(), stream[half:], events, labels)
     kafka.wait_for(preds, N_EVENTS, proc=p)
     report = kafka.wait_for_report("b.jsonl", lambda r: r["labelled"] == N_EVENTS, b, 240)
@@ -73,8 +79,18 @@ def test_a_pinned_version_serves_through_a_learner_failover_until_unpinned(kafka
     # the events sent after the pin are all predicted by the pinned version
     assert {made[rid] for rid in made if rid not in set(first)} == {
         (old["version"], old["learned"])}
+    assert report["challengers"]["c02"]["learned"] == N_EVENTS - labelled
+    c02 = PAClassifier(C=0.01)
+    for x, y in rows[labelled:]:
+        c02.learn_one(x, y)
     status, out = _models(capsys, "unpin", *topics)
     assert status == 0 and out.endswith(": unpinned\n"), out
     kafka.wait_for_log("p", f"(PAClassifier, {N_EVENTS} events learned)", p, 120)
     assert "pinned" not in newest_snapshot(kafka, f"{events}.model", "model", False)
+    status, out = _models(capsys, "promote", "c02", *topics)  # the predictor follows
+    assert status == 0 and out.endswith(": promoted\n"), out
+    kafka.wait_for_log("p", f"(c02, {N_EVENTS} events learned)", p, 120)
+    served = newest_snapshot(kafka, f"{events}.model", "model", False)["model"]
+    assert [served.predict_proba_one(x) for x, _ in rows] == [c02.predict_proba_one(x)
+                                                            for x, _ in rows]
     assert kafka.stop(b) == 0 and kafka.stop(p) == 0
