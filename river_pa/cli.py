@@ -200,6 +200,9 @@ def _add_models(sub, flags: bool) -> None:
                              "river-pa's learners, with its parameters as JSON)")
     add.add_argument("name", metavar="NAME", help="the new challenger's name")
     add.add_argument("spec", metavar="SPEC", help="e.g. 'PAClassifier{\"C\": 0.1}'")
+    add.add_argument("--backfill", action="store_true",
+                     help="learn the events and labels topics' retained history first (in the "
+                     "background), then join the live models")
     remove = actions.add_parser("remove", help="stop learning challenger NAME (its model and "
                                 "metrics are dropped)")
     remove.add_argument("name", metavar="NAME", help="the challenger's name")
@@ -210,7 +213,7 @@ def _add_models(sub, flags: bool) -> None:
                             "report came in time); 0: exit once written (default: 60)")
     for action in (listing, promote, pin, unpin, add, remove):
         config.add_arguments(action, only=TOPIC_FLAGS + ("checkpoint_key",))
-        action.set_defaults(run=_run_models, json=False)
+        action.set_defaults(run=_run_models, json=False, backfill=False)
 
 
 def _seconds(text: str) -> float:

@@ -30,6 +30,7 @@ from river_pa.connectors.loop.ordering import EventTimeOrder
 from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.loop.positions import Positions
 from river_pa.connectors.loop.records import Records
+from river_pa.connectors.models.backfill import Backfilling
 from river_pa.connectors.models.control import ControlFollowing
 from river_pa.connectors.models.live import LiveModels
 from river_pa.connectors.models.pinning import Pinning
@@ -66,7 +67,7 @@ def watch_stop(cfg: ServeConfig) -> None:
 
 
 class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFollowing,
-             Pinning, LiveModels):
+             Pinning, LiveModels, Backfilling):
     """One serving process: a consumer, a producer, a model and its bookkeeping."""
 
     policy = Policy()  # --role both: predicts, emits, learns, checkpoints
@@ -154,6 +155,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
             closes.append(self.offsets_client.close)
         if self.control_reader is not None:
             closes.append(self.control_reader.close)
+        closes += [backfill.close for backfill in (self.backfills or {}).values()]
         for close in closes:
             try:
                 close()
@@ -196,6 +198,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
                                       or time.monotonic() > deadline)
         self._flow_control()
         handled = self._follow_control()
+        self._step_backfills()
         if self.policy.publishes:
             self._publish()
         # a control record handled: at once, `river-pa models promote` waits for it (an idle
@@ -235,6 +238,8 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
                                   "next_offset": self.control["offset"],
                                   "outcomes": self.control_recent or {}}
             figures["challengers"] = {n: c.figures() for n, c in self.challengers.items()}
+            if self.backfills:  # added live, not joined yet (models/backfill.py)
+                figures["backfilling"] = {n: b.figures() for n, b in self.backfills.items()}
         if self.policy.publishes:  # the newest model sent (visible once its transaction
             figures["model_version"] = self.slot.manifest and self.slot.manifest["version"]
             figures["model_learned"] = self.learned_at_publish  # commits, with exactly-once)

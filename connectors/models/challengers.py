@@ -221,6 +221,7 @@ class Challenger:
         self.stats = stats
         self.duel = duel
         self.errors = 0
+        self.backfilled: dict | None = None  # what it learned of the history (backfill.py)
 
     def predict(self, x: dict):
         """What its metric scores for event `x` (probabilities or a label); None when it
@@ -271,7 +272,7 @@ class Challenger:
     def state(self) -> dict:
         """What the learner's state keeps of it."""
         return {"model": self.slot.model, "stats": self.stats, "errors": self.errors,
-                "meta": self.slot.meta, "duel": self.duel}
+                "meta": self.slot.meta, "duel": self.duel, "backfilled": self.backfilled}
 
     def restore(self, saved) -> bool:
         """Continue from `saved` (a `state()` of the state restored) when it is this
@@ -282,6 +283,8 @@ class Challenger:
                 and isinstance(saved.get("errors"), int)):
             return False
         self.slot.model, self.stats, self.errors = saved["model"], saved["stats"], saved["errors"]
+        backfilled = saved.get("backfilled")  # none in older states
+        self.backfilled = backfilled if isinstance(backfilled, dict) else None
         duel = saved.get("duel")  # none after a promotion (another served model) or in older
         if isinstance(duel, Duel) and (duel.alpha, duel.min_labels, duel.outcomes.maxlen) == (
                 self.duel.alpha, self.duel.min_labels, self.duel.outcomes.maxlen):
@@ -294,4 +297,5 @@ class Challenger:
         return {"model": self.slot.name, "metrics": scores["metrics"],
                 "rolling": scores["rolling"], "labelled": counts["labelled"],
                 "learned": counts["learned"], "errors": self.errors,
-                "versus_served": self.duel.figures(), "drift": scores["drift"]}
+                "versus_served": self.duel.figures(), "drift": scores["drift"],
+                **({"backfilled": self.backfilled} if self.backfilled else {})}

@@ -135,16 +135,17 @@ def _add(cfg, args) -> int:
         return 1
 
     def learns(report: dict) -> tuple[bool, str]:
-        return args.name in report["challengers"], \
+        return args.name in {**report["challengers"], **(report.get("backfilling") or {})}, \
             f"challengers now: {', '.join(report['challengers']) or 'none'}"
 
-    return _command(cfg, ("add", args.name, None, args.spec), args.wait, report, ("added",),
-                    learns)
+    return _command(cfg, ("add", args.name, None, args.spec, args.backfill), args.wait, report,
+                    ("added", "added, backfilling"), learns)
 
 
 def _remove(cfg, args) -> int:
     report = newest_report(cfg)
-    if report is not None and args.name not in report["challengers"]:
+    if report is not None and args.name not in {**report["challengers"],
+                                                **(report.get("backfilling") or {})}:
         print(f"river-pa models: no challenger {args.name!r:.80} in the learner's newest report "
               f"(challengers: {', '.join(report['challengers']) or 'none'}); nothing written",
               file=sys.stderr)
@@ -162,7 +163,7 @@ TRIES = 3  # writes of a command that another one got ahead of
 
 def _command(cfg, command: tuple, wait_s: float, report: dict | None, obeyed: tuple,
              holds) -> int:
-    """Write control record `command` ((command, model, version[, spec])) and wait up to
+    """Write control record `command` ((command, model, version[, spec, backfill])) and wait up to
     `wait_s` for the learner's report of what became of it: status 0 when its outcome is one
     of `obeyed`
     (or, when the report no longer names it, `holds(report)` says the command's effect holds),
@@ -172,7 +173,7 @@ def _command(cfg, command: tuple, wait_s: float, report: dict | None, obeyed: tu
 
     ensure_topic(cfg, cfg.control_topic)
     after_ms = report["time_ms"] if report is not None else -1
-    what = " ".join(str(part) for part in command if part not in ("", None))  # a one-line echo
+    what = " ".join(str(part) for part in command[:4] if part not in ("", None))
     for attempt in range(1, TRIES + 1):
         offset = _write(cfg, *command)
         written = f"{what}: control record {offset} of {cfg.control_topic}"
@@ -189,9 +190,10 @@ def _command(cfg, command: tuple, wait_s: float, report: dict | None, obeyed: tu
         return status
 
 
-def _write(cfg, command: str, name: str, version: int | None, spec: str | None = None) -> int:
-    """Write control record `command` for model `name` (and `version`, `spec`) at the control
-    topic's end (the offset it is signed for: models/control.py); its offset."""
+def _write(cfg, command: str, name: str, version: int | None, spec: str | None = None,
+           backfill: bool = False) -> int:
+    """Write control record `command` for model `name` (and `version`, `spec`, `backfill`) at
+    the control topic's end (the offset it is signed for: models/control.py); its offset."""
     from kafka import KafkaProducer, TopicPartition
 
     from river_pa.connectors.kafka import CLIENT_DEFAULTS
@@ -206,7 +208,7 @@ def _write(cfg, command: str, name: str, version: int | None, spec: str | None =
         consumer.close()
     key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
     record_key, value, headers = encode(command, name, key, cfg.control_topic, at=end,
-                                        version=version, spec=spec)
+                                        version=version, spec=spec, backfill=backfill)
     producer = KafkaProducer(bootstrap_servers=cfg.bootstrap_servers,
                              client_id=f"{cfg.client_id}-models", acks="all",
                              **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaProducer)})

@@ -5,7 +5,8 @@ and obeyed by the learner (and `--role both`) between two batches.
 A record is keyed by its command (`add` and `remove` by the command and the model: compaction
 keeps the newest of each, so the topic holds the deployment's current intent) and holds JSON
 ``{"command": "promote", "model": NAME, "issued_at_ms": ..., "by": ...}`` (`pin` also has
-``"version": V``, a version of the model topic; `add` has ``"spec": SPEC``, models/live.py;
+``"version": V``, a version of the model topic; `add` has ``"spec": SPEC`` and ``"backfill"``,
+models/live.py;
 `unpin` names no model: ``""``); with a `--checkpoint-key` it is signed like a checkpoint
 (HMAC-SHA256 of the value in the header ``hmac``), and an unsigned or badly signed one is
 skipped: whoever can write the topic would otherwise choose the served model. The record names
@@ -50,9 +51,11 @@ def _signature(key: bytes, value: bytes) -> str:
 
 
 def encode(command: str, model: str, key: bytes | None, topic: str, at: int | None = None,
-           version: int | None = None, spec: str | None = None) -> tuple[bytes, bytes, list]:
+           version: int | None = None, spec: str | None = None,
+           backfill: bool = False) -> tuple[bytes, bytes, list]:
     """(key, value, headers) of the control record `command` for model `model` (and, for
-    `pin`, its `version` in the model topic; for `add`, its `spec`), for the
+    `pin`, its `version` in the model topic; for `add`, its `spec` and whether to `backfill`
+    it), for the
     deployment whose control topic is `topic` (signed with it: a record copied to another
     deployment's topic is refused there), to be written at offset `at` of that topic (its end
     when issued: a copy at another offset is refused, and so is a record another command got
@@ -75,7 +78,7 @@ def encode(command: str, model: str, key: bytes | None, topic: str, at: int | No
     if command == "pin":
         fields["version"] = version
     if command == "add":
-        fields["spec"] = spec
+        fields.update(spec=spec, backfill=backfill)
     value = json.dumps(fields if at is None else {**fields, "at": at}).encode()
     headers = [("hmac", _signature(key, value).encode())] if key else []
     key_text = f"{command}/{model}" if command in ("add", "remove") else command
@@ -106,7 +109,8 @@ def decode(value: bytes | None, headers, key: bytes | None, topic: str) -> dict 
     if command["command"] == "pin" and not (type(command.get("version")) is int
                                             and command["version"] > 0):
         return f"a pin without a version > 0: {command.get('version')!r:.40}"
-    if command["command"] == "add" and not isinstance(command.get("spec"), str):
+    if command["command"] == "add" and not (isinstance(command.get("spec"), str)
+                                            and command.get("backfill", False) in (True, False)):
         return f"an add without a model spec: {command.get('spec')!r:.40}"
     if command.get("topic") != topic:
         return f"it was issued for the control topic {command.get('topic')!r:.80}"
@@ -167,9 +171,12 @@ class ControlFollowing:
     control_recent: dict | None = None
 
     def _start_control(self) -> None:
-        """Open the reader (the topic created if missing) when this daemon learns: challengers
-        to promote, add or remove (models/live.py), versions to pin (models/pinning.py)."""
-        if not (self.policy.learns and self.cfg.control_topic):
+        """Open the reader (the topic created if missing) when this daemon learns and has
+        challengers (to promote, add or remove: models/live.py) or publishes versions (to pin:
+        models/pinning.py): the learner always, `--role both` with a --challenger (a daemon
+        of a deployment that uses no command needs no right to the topic)."""
+        if not (self.policy.learns and self.cfg.control_topic
+                and (self.challengers or self.policy.publishes)):
             return
         from river_pa.connectors.kafka.admin import ensure_topic
 
@@ -222,7 +229,8 @@ class ControlFollowing:
         if command["command"] == "unpin":
             return self._unpin(where)
         if command["command"] == "add":
-            return self._add(command["model"], command["spec"], where)
+            return self._add(command["model"], command["spec"], where,
+                             command.get("backfill") is True)
         if command["command"] == "remove":
             return self._remove(command["model"], where)
         return self._promote_command(command["model"], where)

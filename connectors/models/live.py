@@ -9,7 +9,8 @@ control topic must run no code. A removed challenger's model, metrics and pendin
 are dropped. What the control records said is part of the learner's state
 (``control["models"]``: {name: SPEC, or None when removed}) and wins over `--challenger` for
 the names it holds: a restarted learner keeps a challenger added live, and does not bring back
-one removed live that its `--challenger` still names (one line says so).
+one removed live that its `--challenger` still names (one line says so). With `--backfill` an
+added challenger learns the retained history first (models/backfill.py).
 
 """
 
@@ -50,30 +51,41 @@ def check_spec(name: str, spec: str) -> tuple[str, dict]:
 class LiveModels:
     """The learner's side of `add` and `remove`."""
 
-    def _add(self, name: str, spec: str, where: str) -> str:
-        """Learn challenger `name` (`spec`) from now on; what became of the command."""
-        if name == self.slot.name or name in self.challengers:
+    def _add(self, name: str, spec: str, where: str, backfill: bool = False) -> str:
+        """Learn challenger `name` (`spec`) from now on, or first on the topics' retained
+        history (`backfill`, models/backfill.py); what became of the command."""
+        if name == self.slot.name or name in self.challengers or name in (self.backfills or {}):
             found = f"a model named {name!r:.80} exists (remove it first)"
         else:
             found = self._live_challenger(name, spec)
         if isinstance(found, str):
             log.warning("%s: add %.80s: %s; nothing changes", where, name, found)
             return f"not added: {found}"
-        self.challengers[name] = found
         self.control["models"][name] = spec
         self.since_checkpoint = max(self.since_checkpoint, 1)
+        if backfill:
+            self.control["backfilling"].append(name)
+            self._start_backfill(name, found)
+            log.warning("%s: challenger %s added (%s): it learns the retained history first, "
+                        "then joins the live models", where, name, spec)
+            return "added, backfilling"
+        self.challengers[name] = found
         log.warning("%s: challenger %s added (%s): it learns from the next label on, scored on "
                     "the events it predicts", where, name, spec)
         return "added"
 
     def _remove(self, name: str, where: str) -> str:
         """Drop challenger `name`; what became of the command."""
-        if name not in self.challengers:
+        if name in (self.backfills or {}):
+            self._stop_backfills([name])
+            self.control["backfilling"].remove(name)
+        elif name not in self.challengers:
             why = ("it serves (promote another model first)" if name == self.slot.name else
                    "no challenger of that name")
             log.warning("%s: remove %.80r: %s; nothing changes", where, name, why)
             return f"not removed: {why}"
-        self._drop_challenger(name)
+        else:
+            self._drop_challenger(name)
         self.control["models"][name] = None
         self.since_checkpoint = max(self.since_checkpoint, 1)
         log.warning("%s: challenger %s removed: its model, metrics and pending predictions are "
@@ -108,8 +120,8 @@ class LiveModels:
         """Apply the restored state's live additions and removals to this start's
         challengers (before they continue from the state): they win over --challenger."""
         for name, spec in self.control["models"].items():
-            if name == self.slot.name:  # an added one promoted since: the state's model serves
-                continue
+            if name == self.slot.name or name in self.control["backfilling"]:
+                continue  # promoted since (the state's model serves), or not joined yet
             if spec is None:
                 if self.challengers.pop(name, None) is not None:
                     log.info("challenger %s: removed by `river-pa models remove`, not learned "

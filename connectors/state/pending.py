@@ -105,6 +105,10 @@ class PendingStore:
         """The entries, oldest first."""
         return self._items.values()
 
+    def items(self):
+        """(id, entry) pairs, oldest first."""
+        return self._items.items()
+
     def pop(self, rid: str) -> Pending | None:
         """Remove and return the entry for `rid`, or None when it is unknown."""
         return self._remove(rid) if rid in self._items else None

@@ -57,9 +57,9 @@ def control_of(state) -> dict:
     written before control records, or another value, gives a fresh one."""
     control = state.get("control") if isinstance(state, dict) else None
     fresh = {"offset": 0, "issued": 0, "served": None, "configured": None, "pinned": None,
-             "models": {}}
+             "models": {}, "backfilling": []}
     if isinstance(control, dict):  # a state before pins and live challengers
-        control = {"pinned": None, "models": {}, **control}
+        control = {"pinned": None, "models": {}, "backfilling": [], **control}
     if not (isinstance(control, dict) and set(control) == set(fresh)
             and type(control["offset"]) is int and control["offset"] >= 0
             and type(control["issued"]) is int
@@ -67,9 +67,12 @@ def control_of(state) -> dict:
             and (control["configured"] is None or isinstance(control["configured"], dict))
             and _pin_of(control["pinned"]) and isinstance(control["models"], dict)
             and all(isinstance(k, str) and (v is None or isinstance(v, str))
-                    for k, v in control["models"].items())):
+                    for k, v in control["models"].items())
+            and isinstance(control["backfilling"], list)
+            and all(isinstance(n, str) for n in control["backfilling"])):
         return fresh
-    return {**control, "models": dict(control["models"])}
+    return {**control, "models": dict(control["models"]),
+            "backfilling": list(control["backfilling"])}
 
 
 def _pin_of(pinned) -> bool:
@@ -110,7 +113,8 @@ class Recovery:
         self.control = {"offset": 0, "issued": 0, "served": None, "configured": None,
                         # the version pinned (models/pinning.py), the challengers added and
                         # removed live (models/live.py)
-                        "pinned": None, "models": {}}
+                        "pinned": None, "models": {}, "backfilling": []}
+        self._stop_backfills()
         self.control_seek = True
         self.promoted_at = 0  # the served model's labels when it was promoted (0: never)
 
@@ -142,7 +146,8 @@ class Recovery:
         return {"model": self.slot.model, "stats": self.stats, "pending": self.pending,
                 "early": self.early, "offsets": dict(self.next_offsets),
                 "merged_upto": dict(self.merged_upto),
-                "control": {**self.control, "models": dict(self.control["models"])},
+                "control": {**self.control, "models": dict(self.control["models"]),
+                            "backfilling": list(self.control["backfilling"])},
                 "promoted_at": self.promoted_at,
                 "challengers": {name: c.state() for name, c in self.challengers.items()}}
 
@@ -168,6 +173,8 @@ class Recovery:
         self._live_changes()
         self._restore_challengers(state.get("challengers"))
         self._apply_settings()
+        self._stop_backfills()
+        self._restart_backfills()
 
     def _promoted_by_control(self, state: dict) -> bool:
         """Whether `state` serves a model a control record promoted while this start's

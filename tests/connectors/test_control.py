@@ -390,3 +390,25 @@ def test_a_refused_add_or_remove_changes_nothing(stream, tmp_path, command, name
     assert daemon.control_recent["0"].startswith(outcome)
     assert list(daemon.challengers) == ["c1"] and daemon.control["models"] == {}
     assert _same_model(daemon.challengers["c1"].slot.model, _reference(PAClassifier()))
+
+
+def test_a_challenger_added_with_backfill_learns_the_history_then_joins(stream, tmp_path,
+                                                                        caplog):
+    # its model and metric are those of a challenger present from the start: River's
+    # progressive validation over the whole stream, though it came at label 100
+    caplog.set_level(logging.INFO, "river_pa.serve")
+    _, value, headers = control.encode("add", "c2", None, "ctl", spec='PAClassifier{"C": 0.1}',
+                                       backfill=True)
+    small = {"max_poll_records": 20}
+    daemon = _serve_until(_write_at(_daemon(tmp_path, **small), 100, (value, headers)),
+                          lambda d: d.stats.counts["learned"] == N and "c2" in d.challengers)
+    assert daemon.control_recent["0"] == "added, backfilling"
+    assert "challenger c2 joined the live models after backfilling" in caplog.text
+    c2 = daemon.challengers["c2"]
+    assert _same_model(c2.slot.model, _reference(PAClassifier(C=0.1)))
+    figures = daemon.figures()["challengers"]["c2"]
+    assert figures["metrics"] == {"Accuracy": _river(PAClassifier(C=0.1))}
+    # it joined mid-stream: live taught it the rest, scoring its predictions of the pending
+    assert figures["learned"] == N and 100 <= figures["backfilled"]["labels"] < N - 100
+    assert figures["backfilled"]["from_offsets"] == {"ev:0": 0, "lab:0": 0}
+    assert daemon.control["backfilling"] == [] and daemon.backfills == {}

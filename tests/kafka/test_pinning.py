@@ -1,8 +1,9 @@
 """Models changed while serving, on a real broker: `river-pa models pin NAME VERSION`
 (connectors/models/pinning.py) makes a predictor serve an earlier version of the model topic
 while the learner learns on; the pin survives the learner's failover (a standby restores it
-from the state topic and publishes no live model); a challenger added live (`models add`,
-models/live.py) learns every label from then on; `unpin` serves the live model again, and the
+from the state topic and publishes no live model); a challenger added live with `models add
+--backfill` (models/live.py, models/backfill.py) learns the retained history, joins, and ends
+exactly as if it had been there from the start; `unpin` serves the live model again, and the
 added challenger, promoted, serves. Every event is predicted once, each prediction names the
 version that made it, and the learner's metric is the uninterrupted River run's."""
 
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import json
 import signal
+
+from river import evaluate, metrics
 
 from river_pa.cli import main
 from river_pa.connectors.replay import elec2, records, send_all
@@ -61,9 +64,10 @@ def test_pin_add_unpin_and_promote_while_serving_through_a_learner_failover(kafk
     a.wait()
     b = learner(kafka, events, labels, "b", group, "--keep-versions", "3")
     kafka.wait_for_log("b", ACTIVE, b, 120)
-    # a challenger added live learns every label from then on (the second half's)
-    status, out = _models(capsys, "add", "c02", 'PAClassifier{"C": 0.01}', *topics)
-    assert status == 0 and out.endswith(": added\n"), out
+    # a challenger added live learns the retained history first, then joins (--backfill)
+    status, out = _models(capsys, "add", "c02", 'PAClassifier{"C": 0.01}', "--backfill",
+                          *topics)
+    assert status == 0 and out.endswith(": added, backfilling\n"), out
     send_all(kafka.producer(), stream[half:], events, labels)
     kafka.wait_for(preds, N_EVENTS, proc=p)
     report = kafka.wait_for_report("b.jsonl", lambda r: r["labelled"] == N_EVENTS, b, 240)
@@ -79,9 +83,13 @@ def test_pin_add_unpin_and_promote_while_serving_through_a_learner_failover(kafk
     # the events sent after the pin are all predicted by the pinned version
     assert {made[rid] for rid in made if rid not in set(first)} == {
         (old["version"], old["learned"])}
-    assert report["challengers"]["c02"]["learned"] == N_EVENTS - labelled
+    report = kafka.wait_for_report("b.jsonl", lambda r: "c02" in r["challengers"], b, 120)
+    added = report["challengers"]["c02"]  # as if it had learned from the start
+    assert added["learned"] == N_EVENTS and added["backfilled"]["labels"] >= labelled
+    assert added["metrics"] == {"Accuracy": evaluate.progressive_val_score(
+        rows, PAClassifier(C=0.01), metrics.Accuracy(), delay=DELAY).get()}
     c02 = PAClassifier(C=0.01)
-    for x, y in rows[labelled:]:
+    for x, y in rows:
         c02.learn_one(x, y)
     status, out = _models(capsys, "unpin", *topics)
     assert status == 0 and out.endswith(": unpinned\n"), out
