@@ -22,14 +22,20 @@ from tests.kafka.test_learner_failover import (
 )
 
 
-def test_models_promote_switches_the_learner_and_the_predictor_while_serving(kafka, elec2_path,
-                                                                           capsys):
+def half_sent(kafka, elec2_path):
+    """(rows, stream, half, events, labels, preds, group): the Elec2 stream's first half sent
+    to new topics, for the learners of `group`."""
     rows = elec2(str(elec2_path), N_EVENTS)
     stream = list(records(rows, DELAY))
     half = len(stream) // 2
     events, labels, preds = kafka.topics("events", "labels", "preds", partitions=3)
     send_all(kafka.producer(), stream[:half], events, labels)
-    group = f"{events}-learn"
+    return rows, stream, half, events, labels, preds, f"{events}-learn"
+
+
+def test_models_promote_switches_the_learner_and_the_predictor_while_serving(kafka, elec2_path,
+                                                                           capsys):
+    rows, stream, half, events, labels, preds, group = half_sent(kafka, elec2_path)
     a = learner(kafka, events, labels, "a", group, "--challenger", 'c01=PAClassifier{"C": 0.01}',
                 "--shadow")
     p = kafka.serve_stream(events, None, preds, "--role", "predict", "--shadow", name="p")

@@ -15,8 +15,9 @@ import signal
 from river import evaluate, metrics
 
 from river_pa.cli import main
-from river_pa.connectors.replay import elec2, records, send_all
+from river_pa.connectors.replay import send_all
 from river_pa.linear_model import PAClassifier
+from tests.kafka.test_challengers import half_sent
 from tests.kafka.test_end_to_end import river_reference
 from tests.kafka.test_learner_failover import (
     ACTIVE, DELAY, N_EVENTS, learner, newest_snapshot,
@@ -31,12 +32,7 @@ def _models(capsys, *argv) -> tuple[int, str]:
 
 def test_pin_add_unpin_and_promote_while_serving_through_a_learner_failover(kafka, elec2_path,
                                                                            capsys):
-    rows = elec2(str(elec2_path), N_EVENTS)
-    stream = list(records(rows, DELAY))
-    half = len(stream) // 2
-    events, labels, preds = kafka.topics("events", "labels", "preds", partitions=3)
-    send_all(kafka.producer(), stream[:half], events, labels)
-    group = f"{events}-learn"
+    rows, stream, half, events, labels, preds, group = half_sent(kafka, elec2_path)
     a = learner(kafka, events, labels, "a", group, "--keep-versions", "3")
     p = kafka.serve_stream(events, None, preds, "--role", "predict", name="p")
     first = [rid for kind, rid, _, _ in stream[:half] if kind == "event"]
