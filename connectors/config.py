@@ -157,10 +157,11 @@ _FLAGS_HELP = {
     "model_topic": "compacted topic of the model snapshots the learner publishes and the "
                    "predictors restore (default: '<events_topic>.model')",
     "control_topic": "compacted topic of the commands `river-pa models` writes (promote, "
-                     "pin, unpin), read by the learner (default: '<events_topic>.control')",
+                     "pin, unpin, add, remove), read by the learner (default: "
+                     "'<events_topic>.control')",
     "publish_every": "the learner publishes the model after this many events",
     "keep_versions": "versions of the model the model topic keeps (compaction drops older "
-                     "ones): those `river-pa models pin` can serve again; at least 2",
+                     "ones): those `river-pa models pin` can serve again; 2 to 1000",
     "publish_seconds": "the learner publishes the model after this many seconds (if it learned)",
     "report_every": "a report snapshot after this many events",
     "report_seconds": "a report snapshot after this many seconds",
@@ -251,8 +252,9 @@ def _json_object(text: str) -> dict:
     """A JSON object from the command line or the environment."""
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc}): {text!r:.60}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:  # nested too deep: RecursionError
+        raise argparse.ArgumentTypeError(f"not valid JSON ({str(exc):.80}): {text!r:.60}") \
+            from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"not a JSON object: {text!r:.60}")
     return value
@@ -301,7 +303,7 @@ def _json_or_text(raw: str):
     """'false' -> False, '3000' -> 3000, anything else stays text (client settings)."""
     try:
         return json.loads(raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return raw
 
 

@@ -227,7 +227,11 @@ def _seconds(text: str) -> float:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:  # not a number, or beyond Python's 4300 digits
+        raise argparse.ArgumentTypeError(f"must be a whole number > 0, got {text!r:.60}") \
+            from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r:.60}")
     return value

@@ -88,11 +88,13 @@ class Backfilling:
     """The daemon's side: start, step and join the backfills (a daemon that learns)."""
 
     backfills: dict | None = None
+    backfills_due: list | None = None  # to start again at the next batch (after a restore)
 
     def _start_backfill(self, name: str, challenger) -> None:
         """Start learning `challenger` on the history (it joins `self.challengers` later)."""
         self.backfills = self.backfills or {}
-        partitions = sorted((TopicPartition(t, p) for t in self.topics
+        topics = [self.cfg.events_topic, self.cfg.labels_topic]
+        partitions = sorted((TopicPartition(t, p) for t in topics
                              for p in self.consumer.partitions_for_topic(t) or ()),
                             key=tp_key)
         self.backfills[name] = Backfill(
@@ -102,16 +104,24 @@ class Backfilling:
                  name, self.next_offsets)
 
     def _restart_backfills(self) -> None:
-        """Start again the backfills a restored state names (they were not part of it)."""
-        for name in self.control["backfilling"]:
+        """Start again, at the next batch, the backfills a restored state names (they were not
+        part of it; a restore runs before the daemon's consumer knows its topics: a learner
+        restarted mid-backfill failed on every start, in a new user's try)."""
+        self.backfills_due = list(self.control["backfilling"])
+
+    def _start_due_backfills(self) -> None:
+        for name in self.backfills_due or ():
             found = self._live_challenger(name, self.control["models"].get(name) or "")
             if isinstance(found, str):
                 log.warning("challenger %s: its backfill not started again: %s", name, found)
             else:
                 self._start_backfill(name, found)
+        self.backfills_due = None
 
     def _stop_backfills(self, names=None) -> None:
         """Close the backfills of `names` (None: all), e.g. before a restore starts them again."""
+        if names is None:
+            self.backfills_due = None
         for name in list(self.backfills or ()) if names is None else names:
             backfill = (self.backfills or {}).pop(name, None)
             if backfill is not None:
@@ -120,6 +130,7 @@ class Backfilling:
     def _step_backfills(self) -> None:
         """Let each backfill learn up to `BUDGET` times `--max-poll-records` records of the
         history; join the ones that met the live offsets."""
+        self._start_due_backfills()
         for name, backfill in list((self.backfills or {}).items()):
             budget, wait_ms = BUDGET * self.cfg.max_poll_records, 0
             while True:
@@ -173,7 +184,10 @@ class Backfilling:
 
     def _backfill_learn(self, backfill: Backfill, x, y, y_pred, delay_ms) -> None:
         challenger = backfill.challenger
-        if change := challenger.score(y, y_pred, delay_ms, None):  # no duel on the history
+        # its metrics only: the served model predicted none of the history, so no test against
+        # it (an absent prediction counted as wrong made any backfilled model "beat" it, and
+        # --auto-promote promote it, in a new user's try)
+        if change := challenger.stats.score(y, y_pred, delay_ms):
             self._changed(change, challenger.stats, challenger.slot, challenger.name)
         challenger.learn(x, y)
         backfill.counts["labels"] += 1

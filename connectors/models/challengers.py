@@ -58,9 +58,12 @@ def parse_challenger(text: str) -> tuple[str, str, dict]:
                          "parameters}, NAME of 1-64 of a-z A-Z 0-9 _ . -")
     try:
         kwargs = json.loads(brace + params) if brace else {}
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep
         raise ValueError(f"challenger {name}: parameters {brace + params!r:.80} are not a JSON "
-                         f"object ({exc})") from None
+                         f"object ({str(exc):.80})") from None
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"challenger {name}: parameters {brace + params!r:.80} are not a JSON "
+                         "object")
     return name, model.strip(), kwargs
 
 

@@ -121,9 +121,14 @@ def _add(cfg, args) -> int:
     from river_pa.connectors.models.live import check_spec
     from river_pa.registry import make_model
 
+    from river_pa.connectors.models.control import MAX_VALUE_BYTES
+
     try:
         if not NAME.fullmatch(args.name):
             raise ValueError(f"NAME must be 1-64 of a-z A-Z 0-9 _ . -, got {args.name!r:.80}")
+        if len(args.spec) > MAX_VALUE_BYTES // 2:  # the record would be skipped
+            raise ValueError(f"SPEC of {len(args.spec)} characters (at most "
+                             f"{MAX_VALUE_BYTES // 2}): {args.spec!r:.80}")
         make_model(*check_spec(args.name, args.spec))
     except ValueError as exc:
         print(f"river-pa models: {exc}; nothing written", file=sys.stderr)
@@ -259,12 +264,15 @@ def _list(cfg, args) -> int:
         return 0
     age = time.time() - report.get("time_ms", 0) / 1000
     pin = report.get("pinned")
-    print(f"report of {age:.0f} s ago; model version {report.get('model_version')} "
-          f"({report.get('model_learned')} events learned when published"
-          f"{'' if pin is None else f'; version {pin} pinned'}); control records "
-          f"skipped: {report.get('control_skipped', 0)}")
+    serving = (f"model version {report.get('model_version')} ({report.get('model_learned')} "
+               "events learned when published)") if not isinstance(pin, dict) else (
+        f"pinned: the predictors serve version {pin.get('version')} of {pin.get('name')}")
+    print(f"report of {age:.0f} s ago; {serving}; control records skipped: "
+          f"{report.get('control_skipped', 0)}")
     rows = [(report.get("served", "?"), "served", report)]
     rows += [(n, "challenger", c) for n, c in report["challengers"].items()]
+    rows += [(n, "backfilling", {"learned": b.get("labels", 0)})
+             for n, b in (report.get("backfilling") or {}).items()]
     print(f"{'model':<28} {'role':<10} {'learned':>9} {'metrics':<36} versus served")
     for name, role, figures in rows:
         duel = figures.get("versus_served")

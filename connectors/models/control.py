@@ -109,9 +109,10 @@ def decode(value: bytes | None, headers, key: bytes | None, topic: str) -> dict 
     if command["command"] == "pin" and not (type(command.get("version")) is int
                                             and command["version"] > 0):
         return f"a pin without a version > 0: {command.get('version')!r:.40}"
-    if command["command"] == "add" and not (isinstance(command.get("spec"), str)
-                                            and command.get("backfill", False) in (True, False)):
+    if command["command"] == "add" and not isinstance(command.get("spec"), str):
         return f"an add without a model spec: {command.get('spec')!r:.40}"
+    if command["command"] == "add" and type(command.get("backfill", False)) is not bool:
+        return f"an add whose backfill is not true or false: {command.get('backfill')!r:.40}"
     if command.get("topic") != topic:
         return f"it was issued for the control topic {command.get('topic')!r:.80}"
     return command
@@ -224,6 +225,14 @@ class ControlFollowing:
         by = command.get("by")
         where = f"control record {offset} of {self.cfg.control_topic}" + (
             f" (by {by!r:.80})" if by is not None else "")
+        try:
+            return self._carry_out(command, where)
+        except (ValueError, TypeError, RecursionError, OverflowError) as exc:  # never a loop
+            log.warning("%s: %s %.80s failed: %.200s; nothing changes", where,
+                        command["command"], command["model"], exc)
+            return f"failed: {str(exc):.200}"
+
+    def _carry_out(self, command: dict, where: str) -> str:
         if command["command"] == "pin":
             return self._pin(command["model"], command["version"], where)
         if command["command"] == "unpin":

@@ -79,9 +79,12 @@ class LiveModels:
         if name in (self.backfills or {}):
             self._stop_backfills([name])
             self.control["backfilling"].remove(name)
-        elif name not in self.challengers:
+        elif name not in self.challengers or checkpoint.same_meta(
+                self.challengers[name].slot.meta, self.configured.meta):
             why = ("it serves (promote another model first)" if name == self.slot.name else
-                   "no challenger of that name")
+                   "no challenger of that name" if name not in self.challengers else
+                   "it is --model, which a restart loads the state with (promote it back, or "
+                   "start a learner with another --model)")
             log.warning("%s: remove %.80r: %s; nothing changes", where, name, why)
             return f"not removed: {why}"
         else:
@@ -128,6 +131,11 @@ class LiveModels:
                              "(drop it from --challenger)", name)
             elif not (name in self.challengers
                       and self._same_spec(self.challengers[name], spec)):
+                if name in self.challengers:
+                    log.warning("challenger %s: `river-pa models add` gave it %s, which wins over "
+                                "its --challenger (remove it to let --challenger name it)",
+                                name, spec)
+                    del self.challengers[name]
                 found = self._live_challenger(name, spec)
                 if isinstance(found, str):
                     log.warning("challenger %s added by `river-pa models add` not restored: %s",

@@ -381,6 +381,8 @@ def test_a_challenger_removed_live_stays_removed_after_a_restart(stream, tmp_pat
     ("add", "c2", "PAClassifier", "not added: the same model and parameters as c1"),
     ("add", "c1", 'PAClassifier{"C": 0.5}', "not added: a model named 'c1' exists"),
     ("add", "c2", 'PARegressor', "not added: challenger c2: a regressor cannot challenge"),
+    ("add", "c2", 'PAClassifier{"C": ' + "[" * 1500 + "]" * 1500 + "}",  # RecursionError
+     "not added: challenger c2: parameters"),
     ("remove", "PAClassifier", None, "not removed: it serves"),
     ("remove", "c9", None, "not removed: no challenger of that name"),
 ])
@@ -410,5 +412,35 @@ def test_a_challenger_added_with_backfill_learns_the_history_then_joins(stream, 
     assert figures["metrics"] == {"Accuracy": _river(PAClassifier(C=0.1))}
     # it joined mid-stream: live taught it the rest, scoring its predictions of the pending
     assert figures["learned"] == N and 100 <= figures["backfilled"]["labels"] < N - 100
+    # its test against the served model counts only the labels after it joined (the served
+    # model predicted none of the history)
+    duel = figures["versus_served"]
+    assert 0 < duel["window"] <= N - figures["backfilled"]["labels"]
     assert figures["backfilled"]["from_offsets"] == {"ev:0": 0, "lab:0": 0}
     assert daemon.control["backfilling"] == [] and daemon.backfills == {}
+
+
+def test_a_backfill_cut_by_a_restart_starts_again_and_ends_the_same(stream, tmp_path):
+    _, value, headers = control.encode("add", "c2", None, "ctl", spec='PAClassifier{"C": 0.1}',
+                                       backfill=True)
+    small = {"max_poll_records": 20}
+    first = serve_until_learned(_write_at(_daemon(tmp_path, **small), 100, (value, headers)),
+                                160)
+    assert first.control["backfilling"] == ["c2"] and "c2" not in first.challengers
+    again = _serve_until(_daemon(tmp_path, **small),
+                         lambda d: d.stats.counts["learned"] == N and "c2" in d.challengers)
+    c2 = again.challengers["c2"]
+    assert _same_model(c2.slot.model, _reference(PAClassifier(C=0.1)))
+    assert again.figures()["challengers"]["c2"]["metrics"] == {
+        "Accuracy": _river(PAClassifier(C=0.1))}
+
+
+def test_the_configured_model_cannot_be_removed_while_another_serves(stream, tmp_path):
+    # a restart loads the state through --model: removed, no learner of the group could start
+    promote = control.encode("promote", "c1", None, "ctl", at=0)
+    remove = control.encode("remove", FORMER, None, "ctl", at=1)
+    daemon = serve_until_learned(_write_at(_daemon(tmp_path), 100, promote[1:], remove[1:]), N)
+    assert daemon.control_recent == {"0": "promoted", "1": "not removed: it is --model, which "
+                                     "a restart loads the state with (promote it back, or start "
+                                     "a learner with another --model)"}
+    assert list(daemon.challengers) == [FORMER]
