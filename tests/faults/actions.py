@@ -259,7 +259,7 @@ def pin(run, fault) -> str:
                           model_topic=f"{events}.model", checkpoint_key=run.key)
     versions = _versions(cfg)
     if not versions:
-        return "pin skipped: no version in the model topic yet"
+        return "skipped: no version in the model topic yet (pin)"
     oldest = versions[0]
     _control(run, control.encode("pin", oldest["name"], _key(run), f"{events}.control",
                                  version=oldest["version"]))
