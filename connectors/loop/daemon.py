@@ -198,7 +198,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
                                       or time.monotonic() > deadline)
         self._flow_control()
         handled = self._follow_control()
-        self._step_backfills()
+        self._step_backfills(idle=batch == 0)
         if self.policy.publishes:
             self._publish()
         # a control record handled: at once, `river-pa models promote` waits for it (an idle
