@@ -64,7 +64,7 @@ def _promote(cfg, args) -> int:
               f"or {FORMER!r}, got {name!r:.80}", file=sys.stderr)
         return 1
     report = newest_report(cfg)
-    if report is not None and name not in report["challengers"]:
+    if report is not None and name not in report["challengers"] and name != report.get("served"):
         print(f"river-pa models: no challenger {name!r:.80} in the learner's newest report "
               f"(served: {report.get('served')}; challengers: "
               f"{', '.join(report['challengers']) or 'none'}); nothing written", file=sys.stderr)

@@ -55,6 +55,9 @@ def test_models_promote_switches_the_learner_and_the_predictor_while_serving(kaf
     assert capsys.readouterr().out == f"promote c01: control record 0 of {events}.control: " \
                                       "promoted\n"
     assert "c01 promoted by control record 0" in kafka.log("a")
+    assert main(["models", "promote", "c01", *topics]) == 0  # the served one: nothing changes
+    assert capsys.readouterr().out == f"promote c01: control record 1 of {events}.control: " \
+                                      "the served model already\n"
     kafka.wait_for_log("p", f"from {events}.model (c01, ", p, 120)
     send_all(kafka.producer(), stream[half:], events, labels)
     report = kafka.wait_for_report("a.jsonl", lambda r: r["labelled"] == N_EVENTS, a, 240)
