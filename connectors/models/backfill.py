@@ -27,6 +27,7 @@ import logging
 from river_pa.connectors.codec import BadRecord, decode_event, decode_label
 from river_pa.connectors.kafka.partitions import TopicPartition, tp_key
 from river_pa.connectors.loop.ordering import EventTimeOrder
+from river_pa.connectors.state.pending import Pending, PendingStore
 
 __all__ = ["Backfill", "Backfilling"]
 
@@ -42,19 +43,19 @@ CATCH_UP_WAIT_MS = 100  # a fetch after a seek, when the rest may fit in this ba
 class Backfill:
     """One challenger's catch-up on the history: its consumer, the merge, the offsets aimed at
     (`target`, a checkpoint's {"topic:partition": offset}), its own pending events and early
-    labels (bounded like the daemon's by `max_pending`), and what it learned."""
+    labels (stores bounded like the daemon's: `new_store()`), and what it learned."""
 
     def __init__(self, challenger, consumer, events_topic: str, labels_topic: str,
-                 partitions: list, target: dict[str, int], max_pending: int):
+                 partitions: list, target: dict[str, int], new_store):
         self.challenger, self.consumer = challenger, consumer
-        self.partitions, self.target, self.max_pending = partitions, dict(target), max_pending
+        self.partitions, self.target = partitions, dict(target)
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)
         self.start = {tp_key(tp): consumer.position(tp) for tp in partitions}
         self.order = EventTimeOrder(events_topic, labels_topic, self._reached,
                                     TopicPartition, assigned=lambda: set(partitions))
-        self.pending: dict[str, tuple] = {}  # id -> (x, prediction, timestamp)
-        self.early: dict[str, object] = {}  # id -> label
+        self.pending = new_store()  # events: Pending(x, its prediction, timestamp)
+        self.early = new_store()  # labels before their event: Pending({}, label, timestamp)
         self.counts = {"events": 0, "labels": 0, "skipped": 0, "dropped": 0}
 
     def _reached(self, tp) -> bool:
@@ -99,9 +100,11 @@ class Backfilling:
         partitions = sorted((TopicPartition(t, p) for t in topics
                              for p in self.consumer.partitions_for_topic(t) or ()),
                             key=tp_key)
+        cfg = self.cfg
         self.backfills[name] = Backfill(
-            challenger, self.client.make_offsets_client(self.cfg), self.cfg.events_topic,
-            self.cfg.labels_topic, partitions, self.next_offsets, self.cfg.pending_max)
+            challenger, self.client.make_offsets_client(cfg), cfg.events_topic,
+            cfg.labels_topic, partitions, self.next_offsets,
+            lambda: PendingStore(cfg.pending_max, None, cfg.pending_max_bytes))
         log.info("challenger %s: backfilling from the earliest retained offsets up to %s",
                  name, self.next_offsets)
 
@@ -170,21 +173,20 @@ class Backfilling:
         if record.topic == self.cfg.events_topic:
             backfill.counts["events"] += 1
             y_pred, y = challenger.predict(event.x), event.y
-            if y is None and event.id not in backfill.early:
-                backfill.pending[event.id] = (event.x, y_pred, record.timestamp)
-                if len(backfill.pending) > backfill.max_pending:
-                    del backfill.pending[next(iter(backfill.pending))]
-                    backfill.counts["dropped"] += 1
-                return
-            self._backfill_learn(backfill, event.x, backfill.early.pop(event.id, y), y_pred,
-                                 None)
-        elif (entry := backfill.pending.pop(label.id, None)) is not None:
-            x, y_pred, ts = entry
-            self._backfill_learn(backfill, x, label.y, y_pred, record.timestamp - ts)
+            if y is None:
+                early = backfill.early.pop(event.id)
+                if early is None:
+                    dropped = backfill.pending.add(event.id, Pending(event.x, y_pred,
+                                                                     record.timestamp))
+                    backfill.counts["dropped"] += len(dropped)
+                    return
+                y = early.y_pred  # its label came first: learned now
+            self._backfill_learn(backfill, event.x, y, y_pred, None)
+        elif (entry := backfill.pending.pop(label.id)) is not None:
+            self._backfill_learn(backfill, entry.x, label.y, entry.y_pred,
+                                 record.timestamp - entry.ts)
         else:
-            backfill.early[label.id] = label.y
-            if len(backfill.early) > backfill.max_pending:
-                del backfill.early[next(iter(backfill.early))]
+            backfill.early.add(label.id, Pending({}, label.y, record.timestamp))
 
     def _backfill_learn(self, backfill: Backfill, x, y, y_pred, delay_ms) -> None:
         challenger = backfill.challenger
@@ -200,8 +202,8 @@ class Backfilling:
         """The backfilled model joins the live merge: its predictions of the pending events
         are theirs."""
         for rid, entry in self.pending.items():
-            if rid in backfill.pending:
-                entry.others = {**(entry.others or {}), name: backfill.pending[rid][1]}
+            if (mine := backfill.pending.pop(rid)) is not None:
+                entry.others = {**(entry.others or {}), name: mine.y_pred}
         backfill.challenger.backfilled = backfill.figures()
         self.challengers[name] = backfill.challenger
         self.control["backfilling"].remove(name)

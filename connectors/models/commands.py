@@ -118,10 +118,9 @@ def _unpin(cfg, args) -> int:
 
 def _add(cfg, args) -> int:
     from river_pa.connectors.models.challengers import NAME
+    from river_pa.connectors.models.control import MAX_VALUE_BYTES
     from river_pa.connectors.models.live import check_spec
     from river_pa.registry import make_model
-
-    from river_pa.connectors.models.control import MAX_VALUE_BYTES
 
     try:
         if not NAME.fullmatch(args.name):
@@ -140,8 +139,7 @@ def _add(cfg, args) -> int:
         return 1
 
     def learns(report: dict) -> tuple[bool, str]:
-        return args.name in {**report["challengers"], **(report.get("backfilling") or {})}, \
-            f"challengers now: {', '.join(report['challengers']) or 'none'}"
+        return args.name in _learning(report), _challengers_now(report)
 
     return _command(cfg, ("add", args.name, None, args.spec, args.backfill), args.wait, report,
                     ("added", "added, backfilling"), learns)
@@ -149,18 +147,25 @@ def _add(cfg, args) -> int:
 
 def _remove(cfg, args) -> int:
     report = newest_report(cfg)
-    if report is not None and args.name not in {**report["challengers"],
-                                                **(report.get("backfilling") or {})}:
+    if report is not None and args.name not in _learning(report):
         print(f"river-pa models: no challenger {args.name!r:.80} in the learner's newest report "
               f"(challengers: {', '.join(report['challengers']) or 'none'}); nothing written",
               file=sys.stderr)
         return 1
 
     def dropped(report: dict) -> tuple[bool, str]:
-        return args.name not in report["challengers"], \
-            f"challengers now: {', '.join(report['challengers']) or 'none'}"
+        return args.name not in _learning(report), _challengers_now(report)
 
     return _command(cfg, ("remove", args.name, None), args.wait, report, ("removed",), dropped)
+
+
+def _learning(report: dict) -> set:
+    """The names of a learner's report's challengers, the backfilling ones too."""
+    return {*report["challengers"], *(report.get("backfilling") or {})}
+
+
+def _challengers_now(report: dict) -> str:
+    return f"challengers now: {', '.join(sorted(_learning(report))) or 'none'}"
 
 
 TRIES = 3  # writes of a command that another one got ahead of
@@ -168,11 +173,11 @@ TRIES = 3  # writes of a command that another one got ahead of
 
 def _command(cfg, command: tuple, wait_s: float, report: dict | None, obeyed: tuple,
              holds) -> int:
-    """Write control record `command` ((command, model, version[, spec, backfill])) and wait up to
-    `wait_s` for the learner's report of what became of it: status 0 when its outcome is one
-    of `obeyed`
-    (or, when the report no longer names it, `holds(report)` says the command's effect holds),
-    else 1; written again (up to `TRIES` times) when another command got ahead of it."""
+    """Write control record `command` ((command, model, version[, spec, backfill])) and wait
+    up to `wait_s` for the learner's report of what became of it: status 0 when its outcome
+    is one of `obeyed` (or, when the report no longer names it, `holds(report)` says the
+    command's effect holds), else 1; written again (up to `TRIES` times) when another command
+    got ahead of it."""
     from river_pa.connectors.kafka.admin import ensure_topic
     from river_pa.connectors.models.control import OVERTAKEN
 

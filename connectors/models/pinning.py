@@ -42,7 +42,8 @@ class Pinning:
                         found)
             return f"not pinned: {found}"
         state = {**found, "pinned": version, "published_at_ms": int(time.time() * 1000),
-                 "challengers": self._deployment_metas()}
+                 "challengers": {**self._challenger_metas(),  # every model of the deployment
+                                 self.slot.name: {"meta": self.slot.meta}}}
         self._send_snapshot(state, found["model"])
         self.control["pinned"] = {"name": name, "version": version}
         self.since_checkpoint = max(self.since_checkpoint, 1)
@@ -102,9 +103,3 @@ class Pinning:
                 and type(state.get("learned")) is int):
             return f"{where} holds no model"
         return state
-
-    def _deployment_metas(self) -> dict:
-        """Every model of the deployment, {name: {"meta": ...}}, for a snapshot's header: a
-        predictor configured with any of them loads it."""
-        return {**{n: {"meta": c.slot.meta} for n, c in self.challengers.items()},
-                self.slot.name: {"meta": self.slot.meta}}

@@ -70,12 +70,17 @@ class ModelPublishing:
         # serves it (`checkpoint.dumps` names them in the header)
         state = {"model": self.slot.model, "learned": counts["learned"], "events": counts["events"],
                  "published_at_ms": int(time.time() * 1000), "name": self.slot.name,
-                 "challengers": {n: {"meta": c.slot.meta} for n, c in self.challengers.items()}}
+                 "challengers": self._challenger_metas()}
         if shadow := self._shadow_models():  # for the predictors' --shadow predictions
             state["shadow"] = shadow
         self._send_snapshot(state, self.slot.model)
         self.last_publish = time.monotonic()
         self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
+
+    def _challenger_metas(self) -> dict:
+        """{name: {"meta": ...}} of each challenger, for a snapshot's header (a predictor
+        configured with any of them loads it)."""
+        return {n: {"meta": c.slot.meta} for n, c in self.challengers.items()}
 
     def _send_snapshot(self, state: dict, model) -> None:
         """Send `state` (with `model`, the one it serves) as the model topic's next version."""

@@ -52,14 +52,29 @@ def promoted(state, meta: dict) -> str | None:
                  if isinstance(c, dict) and checkpoint.same_meta(c.get("meta"), meta)), None)
 
 
+def fresh_control() -> dict:
+    """The control state of a daemon that has obeyed no control record: the control topic's
+    next offset to obey and the issue time of the last command obeyed; the challenger serving
+    since a control record (None: --model serves) and the --model it replaced
+    (models/control.py); the version pinned (models/pinning.py); the challengers added (their
+    spec) and removed (None) live, and those still backfilling (models/live.py, backfill.py)."""
+    return {"offset": 0, "issued": 0, "served": None, "configured": None, "pinned": None,
+            "models": {}, "backfilling": []}
+
+
+def copy_control(control: dict) -> dict:
+    """A copy of `control` that shares nothing that changes (a state's, a checkpoint's)."""
+    return {**control, "models": dict(control["models"]),
+            "backfilling": list(control["backfilling"])}
+
+
 def control_of(state) -> dict:
     """The control state of a restored `state` (models/control.py), checked; a state
     written before control records, or another value, gives a fresh one."""
     control = state.get("control") if isinstance(state, dict) else None
-    fresh = {"offset": 0, "issued": 0, "served": None, "configured": None, "pinned": None,
-             "models": {}, "backfilling": []}
+    fresh = fresh_control()
     if isinstance(control, dict):  # a state before pins and live challengers
-        control = {"pinned": None, "models": {}, "backfilling": [], **control}
+        control = {**{k: fresh[k] for k in ("pinned", "models", "backfilling")}, **control}
     if not (isinstance(control, dict) and set(control) == set(fresh)
             and type(control["offset"]) is int and control["offset"] >= 0
             and type(control["issued"]) is int
@@ -71,8 +86,7 @@ def control_of(state) -> dict:
             and isinstance(control["backfilling"], list)
             and all(isinstance(n, str) for n in control["backfilling"])):
         return fresh
-    return {**control, "models": dict(control["models"]),
-            "backfilling": list(control["backfilling"])}
+    return copy_control(control)
 
 
 def _pin_of(pinned) -> bool:
@@ -107,13 +121,7 @@ class Recovery:
                                   self.cfg.pending_max_bytes)
         self.next_offsets: dict[str, int] = {}
         self.merged_upto: dict[int, tuple] = {}  # see EventTimeOrder.late
-        # the control topic's next offset to obey and the issue time of the last command
-        # obeyed; the challenger serving since a control record (None: --model serves) and
-        # the --model it replaced (models/control.py)
-        self.control = {"offset": 0, "issued": 0, "served": None, "configured": None,
-                        # the version pinned (models/pinning.py), the challengers added and
-                        # removed live (models/live.py)
-                        "pinned": None, "models": {}, "backfilling": []}
+        self.control = fresh_control()
         self._stop_backfills()
         self.control_seek = True
         self.promoted_at = 0  # the served model's labels when it was promoted (0: never)
@@ -146,8 +154,7 @@ class Recovery:
         return {"model": self.slot.model, "stats": self.stats, "pending": self.pending,
                 "early": self.early, "offsets": dict(self.next_offsets),
                 "merged_upto": dict(self.merged_upto),
-                "control": {**self.control, "models": dict(self.control["models"]),
-                            "backfilling": list(self.control["backfilling"])},
+                "control": copy_control(self.control),
                 "promoted_at": self.promoted_at,
                 "challengers": {name: c.state() for name, c in self.challengers.items()}}
 
