@@ -56,7 +56,15 @@ def test_kafka_python_messages_about_normal_operation_are_dropped_and_real_ones_
     logging.getLogger("kafka.coordinator.assignors.range").warning(
         "No partition metadata for topic %s", "events")
     logging.getLogger("kafka.cluster").error("Topic %s not found in cluster metadata", "metrics")
-    assert caplog.messages == []
+    transport = logging.getLogger("kafka.net.transport")
+    for error in (AttributeError("'NoneType' object has no attribute 'recv'"),
+                  ConnectionResetError("reset by peer")):
+        try:  # the socket close() set to None, read by the network thread (CI, a daemon's exit)
+            raise error
+        except Exception:
+            transport.exception("%s: Error receiving network data closing socket", "<t>")
+    assert caplog.messages == ["<t>: Error receiving network data closing socket"]
+    caplog.clear()
     selector.warning("Selector got READ event without reader...")
     coordinator.warning("Marking the coordinator dead (node %s) for group %s: %s.", 1, "g",
                         TopicAuthorizationFailedError())
