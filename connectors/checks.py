@@ -80,17 +80,21 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")
-    from river_pa.connectors.observe.drift import ON_DRIFT
+    from river_pa.connectors.observe.drift import parse_on_drift
 
-    if cfg.on_drift not in ON_DRIFT:  # the detector's name and parameters: cli.py, status 2
-        raise SystemExit(f"river-pa serve: on_drift must be {' or '.join(ON_DRIFT)}, got "
-                         f"{cfg.on_drift!r:.60}")
-    if cfg.on_drift == "reset" and cfg.drift_detector == "none":
-        raise SettingsConflict("river-pa serve: on_drift=reset needs a drift detector, and "
-                               "drift_detector is none")
-    if cfg.auto_promote and not cfg.challenger:
-        raise SettingsConflict("river-pa serve: auto_promote needs a challenger to promote")
-    if cfg.challenger and cfg.challenger_min_labels > cfg.rolling_window:  # never in the window
+    try:  # the detector's name and parameters: cli.py, status 2
+        default, own = parse_on_drift(cfg.on_drift)
+    except ValueError as exc:
+        raise SystemExit(f"river-pa serve: {exc}") from None
+    reactions = {default, *own.values()}
+    if reactions != {"log"} and cfg.drift_detector == "none":
+        raise SettingsConflict(f"river-pa serve: on_drift={cfg.on_drift:.80} needs a drift "
+                               "detector, and drift_detector is none")
+    fresh = "challenger" in reactions  # models/fresh.py
+    if cfg.auto_promote and not (cfg.challenger or fresh):
+        raise SettingsConflict("river-pa serve: auto_promote needs a challenger to promote "
+                               "(--challenger, or --on-drift challenger)")
+    if (cfg.challenger or fresh) and cfg.challenger_min_labels > cfg.rolling_window:
         raise SettingsConflict(f"river-pa serve: challenger_min_labels="
                                f"{cfg.challenger_min_labels} is above rolling_window="
                                f"{cfg.rolling_window}, the labels the test looks at")

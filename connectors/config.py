@@ -22,7 +22,7 @@ from river_pa.connectors.checks import (
 )
 from river_pa.connectors.errors import SettingsConflict
 from river_pa.connectors.kafka import CLIENTS
-from river_pa.connectors.observe.drift import DETECTORS, ON_DRIFT
+from river_pa.connectors.observe.drift import DETECTORS
 
 __all__ = ["ServeConfig", "SettingsConflict", "add_arguments", "build_parser", "from_args",
            "load_config"]
@@ -145,8 +145,12 @@ _FLAGS_HELP = {
     "drift_params": "JSON object of keyword arguments for the drift detector, e.g. "
                     "'{\"delta\": 0.001}'",
     "on_drift": "what a detected drift does besides its log line and count: log (nothing "
-                "more), or reset (the model, served or challenger, starts afresh: the label "
-                "that showed the drift is its first)",
+                "more), reset (the model, served or challenger, starts afresh: the label that "
+                "showed the drift is its first) or challenger (a drift of the served model "
+                "starts a fresh copy of it as challenger fresh-LABEL, replacing the one an "
+                "earlier drift started; --auto-promote promotes it once it is better); "
+                "comma-separated NAME=REACTION items give model NAME its own, e.g. "
+                "challenger,c05=reset",
     "checkpoint_path": "file of the checkpoint (model, metrics, pending store, offsets)",
     "checkpoint_key": "HMAC key; checkpoints are signed and verified before unpickling",
     "checkpoint_every": "checkpoint and commit after this many records",
@@ -237,8 +241,7 @@ def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None 
 
 # flags of a few values: a bad one is argparse's error (status 2) like any bad flag
 _CHOICES = {"role": ("both", "learn", "predict"), "auto_offset_reset": ("earliest", "latest"),
-            "kafka_client": CLIENTS, "drift_detector": (*DETECTORS, "none"),
-            "on_drift": ON_DRIFT}
+            "kafka_client": CLIENTS, "drift_detector": (*DETECTORS, "none")}
 
 
 def build_parser() -> argparse.ArgumentParser:

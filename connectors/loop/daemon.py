@@ -32,6 +32,7 @@ from river_pa.connectors.loop.positions import Positions
 from river_pa.connectors.loop.records import Records
 from river_pa.connectors.models.backfill import Backfilling
 from river_pa.connectors.models.control import ControlFollowing
+from river_pa.connectors.models.fresh import FreshChallengers
 from river_pa.connectors.models.live import LiveModels
 from river_pa.connectors.models.pinning import Pinning
 from river_pa.connectors.models.publishing import ModelPublishing
@@ -67,7 +68,7 @@ def watch_stop(cfg: ServeConfig) -> None:
 
 
 class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFollowing,
-             Pinning, LiveModels, Backfilling):
+             Pinning, LiveModels, Backfilling, FreshChallengers):
     """One serving process: a consumer, a producer, a model and its bookkeeping."""
 
     policy = Policy()  # --role both: predicts, emits, learns, checkpoints

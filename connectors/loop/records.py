@@ -132,20 +132,26 @@ class Records:
 
     def _changed(self, change: str, stats, slot, name: str) -> None:
         """Say that the drift watch of model `name` (its `stats` and `slot`: the served model's
-        or a challenger's) found its errors rose (`change` "rise": a drift) or fell; with
-        `--on-drift reset` a drift starts the model afresh (the label that showed it is its
-        first)."""
+        or a challenger's) found its errors rose (`change` "rise": a drift) or fell, and
+        answer a drift as `--on-drift` says for that model: reset starts it afresh (the label
+        that showed the drift is its first), challenger starts a fresh copy of the served
+        model beside it (models/fresh.py)."""
         watch = stats.drift
         where = (f"{type(watch.detector).__name__}, model {name}, label "
                  f"{stats.counts['labelled']}, rolling {stats.in_words(rolling=True)}")
         if change == "fall":
             log.info("the errors fell (%s): not a drift", where)
             return
-        reset = self.cfg.on_drift == "reset"
-        log.warning("drift %d: the errors rose (%s)%s", watch.rises, where,
-                    ": the model starts afresh (--on-drift reset)" if reset else "")
-        if reset:
+        reaction, answer = self._reaction(name), ""
+        if reaction == "reset":
             slot.reset()
+            answer = ": the model starts afresh (--on-drift reset)"
+        elif reaction == "challenger" and slot is self.slot:
+            answer = (f": challenger {self._start_fresh()} starts afresh beside it (--on-drift "
+                      "challenger)")
+        elif reaction == "challenger":
+            answer = ": a challenger (--on-drift challenger answers drifts of the served model)"
+        log.warning("drift %d: the errors rose (%s)%s", watch.rises, where, answer)
 
     def _predict(self, x: dict):
         return self.slot.predict(x, self._with_proba())

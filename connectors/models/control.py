@@ -173,11 +173,12 @@ class ControlFollowing:
 
     def _start_control(self) -> None:
         """Open the reader (the topic created if missing) when this daemon learns and has
-        challengers (to promote, add or remove: models/live.py) or publishes versions (to pin:
-        models/pinning.py): the learner always, `--role both` with a --challenger (a daemon
-        of a deployment that uses no command needs no right to the topic)."""
+        challengers (to promote, add or remove: models/live.py; or will have: models/fresh.py)
+        or publishes versions (to pin: models/pinning.py): the learner always, `--role both`
+        with a --challenger or `--on-drift challenger` (a daemon of a deployment that uses no
+        command needs no right to the topic)."""
         if not (self.policy.learns and self.cfg.control_topic
-                and (self.challengers or self.policy.publishes)):
+                and (self.challengers or self.policy.publishes or self._makes_fresh())):
             return
         from river_pa.connectors.kafka.admin import ensure_topic
 

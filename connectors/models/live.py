@@ -79,8 +79,8 @@ class LiveModels:
         if name in (self.backfills or {}):
             self._stop_backfills([name])
             self.control["backfilling"].remove(name)
-        elif name not in self.challengers or checkpoint.same_meta(
-                self.challengers[name].slot.meta, self.configured.meta):
+        elif name not in self.challengers or name not in self.control["made"] and \
+                checkpoint.same_meta(self.challengers[name].slot.meta, self.configured.meta):
             why = ("it serves (promote another model first)" if name == self.slot.name else
                    "no challenger of that name" if name not in self.challengers else
                    "it is --model, which a restart loads the state with (promote it back, or "
@@ -89,6 +89,7 @@ class LiveModels:
             return f"not removed: {why}"
         else:
             self._drop_challenger(name)
+            self._made_removed(name)
         self.control["models"][name] = None
         self.since_checkpoint = max(self.since_checkpoint, 1)
         log.warning("%s: challenger %s removed: its model, metrics and pending predictions are "

@@ -1,7 +1,9 @@
 """Drift watched: the errors of the served model's progressive predictions go through one of
 River's drift detectors (`river.drift`, ADWIN by default), counted in the report and in
 `/metrics`, logged at each detection, and optionally answered by resetting the model
-(`--on-drift reset`).
+(`--on-drift reset`) or, for the served model, by starting a fresh copy of it as a challenger
+(`--on-drift challenger`, models/fresh.py); `--on-drift log,c05=reset` gives model c05 its own
+reaction.
 
 The error of one labelled prediction is 0 or 1 for a classifier (the label it predicted, the
 most probable one when the metric scores probabilities, against the true label), the fraction of
@@ -22,13 +24,51 @@ labels.
 from __future__ import annotations
 
 import math
+import re
 
-__all__ = ["DETECTORS", "ON_DRIFT", "DriftWatch", "make_detector", "prediction_error"]
+__all__ = ["DETECTORS", "ON_DRIFT", "DriftWatch", "make_detector", "parse_on_drift",
+           "prediction_error"]
 
 # River's detectors of a stream of real values (KSWIN is left out: a Kolmogorov-Smirnov test
 # per update, 228 us per label measured against ADWIN's 0.42, the learner's whole budget)
 DETECTORS = ("ADWIN", "PageHinkley")
-ON_DRIFT = ("log", "reset")  # what a detection does besides its log line and count
+ON_DRIFT = ("log", "reset", "challenger")  # what a detection does besides its log line and count
+_MODEL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a challenger's (models/challengers.py)
+
+
+def parse_on_drift(text: str) -> tuple[str, dict[str, str]]:
+    """(the reaction of every model, {model name: its own reaction}) of an `--on-drift` value:
+    comma-separated items, each a reaction of `ON_DRIFT` (at most one: the default, "log"
+    without one) or NAME=REACTION for the model named NAME (the served model's name, or a
+    challenger's). ValueError naming the item otherwise.
+
+    >>> parse_on_drift("reset")
+    ('reset', {})
+    >>> parse_on_drift("challenger, c05=reset")
+    ('challenger', {'c05': 'reset'})
+    >>> parse_on_drift("c05=restart")
+    Traceback (most recent call last):
+    ...
+    ValueError: on_drift 'c05=restart': restart is not log, reset or challenger
+
+    """
+    default, own = None, {}
+    for item in (part.strip() for part in str(text).split(",")):
+        name, eq, reaction = item.rpartition("=")
+        if reaction not in ON_DRIFT:
+            raise ValueError(f"on_drift {text!r:.80}: {reaction or 'an empty item':.40} is "
+                             f"not {', '.join(ON_DRIFT[:-1])} or {ON_DRIFT[-1]}")
+        if eq and not _MODEL_NAME.fullmatch(name):
+            raise ValueError(f"on_drift {text!r:.80}: {name!r:.70} is not a model name (1-64 "
+                             "of a-z A-Z 0-9 _ . -)")
+        if (not eq and default is not None) or name in own:
+            raise ValueError(f"on_drift {text!r:.80}: a reaction of "
+                             f"{name or 'every model'} given twice")
+        if eq:
+            own[name] = reaction
+        else:
+            default = reaction
+    return default or "log", own
 
 
 def make_detector(name: str, params: dict):

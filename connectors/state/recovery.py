@@ -57,15 +57,16 @@ def fresh_control() -> dict:
     next offset to obey and the issue time of the last command obeyed; the challenger serving
     since a control record (None: --model serves) and the --model it replaced
     (models/control.py); the version pinned (models/pinning.py); the challengers added (their
-    spec) and removed (None) live, and those still backfilling (models/live.py, backfill.py)."""
+    spec) and removed (None) live, those still backfilling (models/live.py, backfill.py) and
+    those the learner made on a drift (models/fresh.py)."""
     return {"offset": 0, "issued": 0, "served": None, "configured": None, "pinned": None,
-            "models": {}, "backfilling": []}
+            "models": {}, "backfilling": [], "made": []}
 
 
 def copy_control(control: dict) -> dict:
     """A copy of `control` that shares nothing that changes (a state's, a checkpoint's)."""
     return {**control, "models": dict(control["models"]),
-            "backfilling": list(control["backfilling"])}
+            "backfilling": list(control["backfilling"]), "made": list(control["made"])}
 
 
 def control_of(state) -> dict:
@@ -74,7 +75,8 @@ def control_of(state) -> dict:
     control = state.get("control") if isinstance(state, dict) else None
     fresh = fresh_control()
     if isinstance(control, dict):  # a state before pins and live challengers
-        control = {**{k: fresh[k] for k in ("pinned", "models", "backfilling")}, **control}
+        control = {**{k: fresh[k] for k in ("pinned", "models", "backfilling", "made")},
+                   **control}
     if not (isinstance(control, dict) and set(control) == set(fresh)
             and type(control["offset"]) is int and control["offset"] >= 0
             and type(control["issued"]) is int
@@ -83,8 +85,8 @@ def control_of(state) -> dict:
             and _pin_of(control["pinned"]) and isinstance(control["models"], dict)
             and all(isinstance(k, str) and (v is None or isinstance(v, str))
                     for k, v in control["models"].items())
-            and isinstance(control["backfilling"], list)
-            and all(isinstance(n, str) for n in control["backfilling"])):
+            and all(isinstance(control[k], list) and all(isinstance(n, str) for n in control[k])
+                    for k in ("backfilling", "made"))):
         return fresh
     return copy_control(control)
 
@@ -178,7 +180,9 @@ class Recovery:
         self.next_offsets = dict(state["offsets"])
         self.merged_upto = merge_keys(state.get("merged_upto"))  # none in older states
         self._live_changes()
-        self._restore_challengers(state.get("challengers"))
+        saved = state.get("challengers")
+        saved = dict(saved) if isinstance(saved, dict) else {}  # none in older states
+        self._restore_challengers(saved, self._restore_made(saved))
         self._apply_settings()
         self._stop_backfills()
         self._restart_backfills()
@@ -199,6 +203,7 @@ class Recovery:
         self.slot = self._slot_for(state["model"], served)
         meta = self.slot.meta
         former = next((n for n, c in (state.get("challengers") or {}).items() if isinstance(c, dict)
+                       and n not in self.control["made"]  # a fresh copy of it (models/fresh.py)
                        and checkpoint.same_meta(c.get("meta"), self.configured.meta)), FORMER)
         models = [(n, m) for n, m in self._challenger_models
                   if n != served and not checkpoint.same_meta(checkpoint.metadata(m), meta)]
@@ -222,6 +227,7 @@ class Recovery:
         if demoted in self.challengers and demoted != name:  # a former one of a restart
             demoted = f"{demoted} {old}"
         self._promote(state, name, demoted, type(self.challengers[name].slot.pristine))
+        self._made_promoted(name, demoted)
         is_configured = checkpoint.same_meta(self.challengers[name].slot.meta,
                                              self.configured.meta)
         self.slot = self._slot_for(state["model"], self.configured.name if is_configured
@@ -275,13 +281,15 @@ class Recovery:
             if entry.others and old in entry.others:
                 entry.others[new] = entry.others.pop(old)
 
-    def _restore_challengers(self, saved) -> None:
-        """Continue the challengers the restored state holds with the same model and
-        parameters (by name, or else the one with them: a renamed challenger, the former
-        served model after a promotion); the others start afresh, and the state's challengers
-        no longer named are dropped, each said in one line."""
-        saved = dict(saved) if isinstance(saved, dict) else {}  # none in older states
+    def _restore_challengers(self, saved: dict, restored: set) -> None:
+        """Continue the challengers the restored state holds (`saved`, by name; those in
+        `restored` are continued already) with the same model and parameters (by name, or
+        else the one with them: a renamed challenger, the former served model after a
+        promotion); the others start afresh, and the state's challengers no longer named are
+        dropped, each said in one line."""
         for name, challenger in self.challengers.items():
+            if name in restored:
+                continue
             if challenger.restore(saved.get(name)):
                 saved.pop(name)
                 continue

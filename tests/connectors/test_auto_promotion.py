@@ -37,16 +37,18 @@ def sea(seed: int, drift: bool) -> list:
     return rows[:POSITION] + [(x, not y) for x, y in rows[POSITION:]] if drift else rows
 
 
-def watch(fake_clients, tmp_path, caplog, rows) -> tuple[list, list]:
-    """Serve `rows` with --auto-promote; the (model, label) of each drift and each promotion."""
+def watch(fake_clients, tmp_path, caplog, rows, **settings) -> tuple[list, list]:
+    """Serve `rows` with --auto-promote (and `settings`); the (model, label) of each drift and
+    each promotion."""
     caplog.set_level(logging.INFO, "river_pa.serve")
     fake_clients.topic("ev"), fake_clients.topic("lab")
     fake_clients.send_all(records(rows, DELAY, start_ms=0), "ev", "lab")
     cfg = ServeConfig(model="PAClassifier", model_params={"C": 0.01}, events_topic="ev",
                       labels_topic="lab", predictions_topic="preds", metrics_topic=None,
                       report_path=None, checkpoint_path=str(tmp_path / "ckpt"),
-                      checkpoint_every=1000, challenger=['agile=PAClassifier{"C": 1.0}'],
-                      auto_promote=True)
+                      checkpoint_every=1000, **{
+                          "challenger": ['agile=PAClassifier{"C": 1.0}'], "auto_promote": True,
+                          **settings})
     serve_until_learned(Daemon(cfg, PAClassifier(C=0.01)), N)
     drifts, promotions = [], []
     for record in caplog.records:
@@ -72,4 +74,28 @@ def test_a_drift_is_seen_and_the_challenger_that_adapts_is_promoted(fake_clients
 @pytest.mark.parametrize("seed", SEEDS)
 def test_nothing_is_promoted_on_a_stationary_stream(fake_clients, tmp_path, caplog, seed):
     _, promotions = watch(fake_clients, tmp_path, caplog, sea(seed, drift=False))
+    assert promotions == []
+
+
+# --on-drift challenger, no --challenger: the drift's fresh copy of PAClassifier(C=0.01) is
+# promoted; over 20 seeds: 20 copies started 32/64/384 labels after the drift (min/median/max),
+# each promoted 1000/1000/1379 labels after it (the cool-down ends at label 5000), one promotion
+# per run; on the 20 stationary streams no drift, so no copy and no promotion
+FRESH = {"challenger": [], "on_drift": "challenger"}
+FRESH_PROMOTED = 2000
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_on_drift_challenger_promotes_the_fresh_copy_the_drift_started(fake_clients, tmp_path,
+                                                                      caplog, seed):
+    drifts, promotions = watch(fake_clients, tmp_path, caplog, sea(seed, drift=True), **FRESH)
+    first = next(label for name, label in drifts if name == "PAClassifier" and label > POSITION)
+    assert promotions and promotions[0][0] == f"fresh-{first}", (drifts, promotions)
+    assert first < promotions[0][1] <= POSITION + FRESH_PROMOTED, promotions
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_on_drift_challenger_promotes_nothing_on_a_stationary_stream(fake_clients, tmp_path,
+                                                                    caplog, seed):
+    _, promotions = watch(fake_clients, tmp_path, caplog, sea(seed, drift=False), **FRESH)
     assert promotions == []
