@@ -1,15 +1,16 @@
 """Fresh challengers: `--on-drift challenger` answers a drift of the served model by starting
 a fresh copy of it (the same model and parameters, having learned nothing) as a challenger.
 
-The copy is named ``fresh-L``, L the served model's labels when the drift was found; it learns
-from the label that showed the drift on, is scored on the events it predicts and duels the
-served model like any challenger, so `--auto-promote` promotes it once it is better (or
-`river-pa models promote fresh-L`). Only the challengers the learner made itself count
-towards a bound: the fresh copy, and the model a promotion of it demoted (the model that
-drifted). A new drift drops the ones an earlier drift made before it starts its own (the
-concept they learned has drifted away too), so a stream that drifts for ever keeps at most one
-of each. Their names are part of the learner's state (``control["made"]``): a restored learner
-continues them exactly, and one dropped does not come back as a --challenger of a restart.
+The copy is named ``fresh-L``, L the served model's labels when the drift was found
+(``fresh-L.2`` when a model has that name); it learns from the label that showed the drift on,
+is scored on the events it predicts and duels the served model like any challenger, so
+`--auto-promote` promotes it once it is better (or `river-pa models promote fresh-L`). Only the
+challengers the learner made itself count towards a bound: the fresh copy, and the model a
+promotion of it demoted (the model that drifted). A new drift drops the ones an earlier drift
+made before it starts its own (the concept they learned has drifted away too), so a stream
+that drifts for ever keeps at most one of each. Their names are part of the learner's state
+(``control["made"]``): a restored learner continues them exactly, and one dropped does not
+come back as a --challenger of a restart.
 
 """
 
@@ -53,7 +54,12 @@ class FreshChallengers:
                 log.info("challenger %s dropped: made by an earlier drift", name)
             if name in configured or name in self.control["models"]:
                 self.control["models"][name] = None  # not brought back by a restart
-        name = f"fresh-{self.stats.counts['labelled']}"
+        name = base = f"fresh-{self.stats.counts['labelled']}"
+        taken = {self.slot.name, *self.challengers, *(self.backfills or {})}
+        for k in range(2, len(taken) + 2):  # a name `models add` gave: fresh-L.2, ...
+            if name not in taken:
+                break
+            name = f"{base}.{k}"
         model = self.slot.pristine.clone()
         self.challengers[name] = Challenger(name, model, self._new_stats(model), self._duel())
         self.control["made"] = [name]

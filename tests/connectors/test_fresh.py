@@ -135,6 +135,13 @@ def test_each_model_can_have_its_own_reaction(stream, tmp_path, caplog):
     assert list(daemon.challengers) == ["c05"]
 
 
+def test_a_name_a_model_has_is_not_taken(stream, tmp_path):
+    daemon = _daemon(tmp_path, auto_promote=False, challenger=["fresh-672=PAClassifier"])
+    serve_until_learned(daemon, FLIPS[0] + 200)
+    assert daemon.control["made"] == ["fresh-672.2"]  # the drift is seen at label 672
+    assert list(daemon.challengers) == ["fresh-672", "fresh-672.2"]
+
+
 def test_a_made_challenger_can_be_removed_and_stays_removed(stream, tmp_path, monkeypatch):
     monkeypatch.setattr(admin, "ensure_topic", lambda cfg, topic: None)
     stream.topic("ctl")
