@@ -50,11 +50,12 @@ def run(args) -> int:
         model = make_model(cfg.model, cfg.model_params)
         serve_metrics(cfg.metric, model)  # an unknown --metric: status 2 before any I/O
         make_detector(cfg.drift_detector, cfg.drift_params)  # likewise a bad detector
-        make_challengers(cfg.challenger, model, cfg.metric)  # ... or challenger
+        challengers = make_challengers(cfg.challenger, model, cfg.metric)  # ... or challenger
         check_model(model)  # a model broken by its parameters: status 2, not a crash loop
     except ValueError as exc:
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 2
+    _unknown_reactions(cfg.on_drift, [type(model).__name__, *dict(challengers)])
     try:
         check_writable(cfg.checkpoint_path)
     except CheckpointError as exc:
@@ -80,6 +81,19 @@ def run(args) -> int:
     finally:
         if endpoints is not None:
             endpoints.close()
+
+
+def _unknown_reactions(on_drift: str, names: list[str]) -> None:
+    """Warn of `--on-drift` reactions of models this start does not have (a typo; or a model
+    `river-pa models add` or a promotion may name later, which they then apply to)."""
+    from river_pa.connectors.observe.drift import parse_on_drift
+
+    unknown = sorted(set(parse_on_drift(on_drift)[1]) - set(names))
+    if unknown:
+        logging.getLogger("river_pa.serve").warning(
+            "on_drift gives a reaction to %s, which this start has no model of (served: %s; "
+            "challengers: %s): it applies if a model of that name comes (models add, a "
+            "promotion)", ", ".join(unknown), names[0], ", ".join(names[1:]) or "none")
 
 
 def _serve(cfg, model, observers) -> int:

@@ -263,7 +263,19 @@ def _json_object(text: str) -> dict:
     return value
 
 
+def _on_drift(text: str) -> str:
+    from river_pa.connectors.observe.drift import parse_on_drift
+
+    try:  # a bad flag is argparse's error (status 2), naming the flag
+        parse_on_drift(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("on_drift ")) from None
+    return text
+
+
 def _parser_for(f: dataclasses.Field):
+    if f.name == "on_drift":
+        return _on_drift
     kinds = {"int": int, "float": float, "dict": _json_object, "int | None": int}
     kind = kinds.get(f.type, str)
     if f.name not in POSITIVE + NOT_NEGATIVE:

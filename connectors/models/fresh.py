@@ -6,11 +6,12 @@ The copy is named ``fresh-L``, L the served model's labels when the drift was fo
 is scored on the events it predicts and duels the served model like any challenger, so
 `--auto-promote` promotes it once it is better (or `river-pa models promote fresh-L`). Only the
 challengers the learner made itself count towards a bound: the fresh copy, and the model a
-promotion of it demoted (the model that drifted). A new drift drops the ones an earlier drift
-made before it starts its own (the concept they learned has drifted away too), so a stream
-that drifts for ever keeps at most one of each. Their names are part of the learner's state
-(``control["made"]``): a restored learner continues them exactly, and one dropped does not
-come back as a --challenger of a restart.
+promotion of it demoted when that is the model that drifted (not a --challenger promoted in
+between). A new drift drops the ones an earlier drift made before it starts its own (the
+concept they learned has drifted away too), so a stream that drifts for ever keeps at most one
+of each. Their names are part of the learner's state (``control["made"]``): a restored learner
+continues them exactly, and one dropped does not come back as a --challenger of a restart; a
+--challenger of a restart that gives a made name other parameters makes it theirs.
 
 """
 
@@ -21,6 +22,7 @@ import logging
 
 from river_pa.connectors.models.challengers import Challenger
 from river_pa.connectors.observe.drift import parse_on_drift
+from river_pa.connectors.state import checkpoint
 
 __all__ = ["FreshChallengers"]
 
@@ -62,16 +64,20 @@ class FreshChallengers:
             name = f"{base}.{k}"
         model = self.slot.pristine.clone()
         self.challengers[name] = Challenger(name, model, self._new_stats(model), self._duel())
-        self.control["made"] = [name]
+        self.control["made"], self.control["drifted"] = [name], self.slot.name
         self.since_checkpoint = max(self.since_checkpoint, 1)
         return name
 
-    def _made_promoted(self, name: str, demoted: str) -> None:
-        """Challenger `name` was promoted and the served model demoted as `demoted`: a made
-        one that serves is no longer bounded; the model it replaced is, in its place."""
+    def _made_promoted(self, name: str, old: str, demoted: str) -> None:
+        """Challenger `name` was promoted and the served model `old` demoted as `demoted`: a
+        made one that serves is no longer bounded; the model it replaced is in its place when
+        that is the model whose drift made it (not a --challenger promoted since)."""
         made = self.control["made"]
         if name in made:
-            made[made.index(name)] = demoted
+            made.remove(name)
+            if old == self.control["drifted"]:
+                made.append(demoted)
+            self.control["drifted"] = None
 
     def _made_removed(self, name: str) -> None:
         if name in self.control["made"]:
@@ -80,12 +86,15 @@ class FreshChallengers:
     def _restore_made(self, saved: dict) -> set:
         """Continue the made challengers of a restored state (`saved`: its challengers, those
         continued taken out); a name another source already gave (--challenger, `models add`)
-        is theirs. The names continued."""
+        is theirs unless it continues the made one (the same model and parameters). The names
+        continued."""
         kept, restored = [], set()
         for name in self.control["made"]:
             state = saved.get(name)
             if name in self.challengers:
-                kept.append(name)
+                if isinstance(state, dict) and checkpoint.same_meta(
+                        state.get("meta"), self.challengers[name].slot.meta):
+                    kept.append(name)
                 continue
             if not (isinstance(state, dict) and hasattr(state.get("model"), "clone")):
                 continue

@@ -49,15 +49,15 @@ def parse_on_drift(text: str) -> tuple[str, dict[str, str]]:
     >>> parse_on_drift("c05=restart")
     Traceback (most recent call last):
     ...
-    ValueError: on_drift 'c05=restart': restart is not log, reset or challenger
+    ValueError: on_drift 'c05=restart': 'restart' is not log, reset or challenger
 
     """
     default, own = None, {}
     for item in (part.strip() for part in str(text).split(",")):
         name, eq, reaction = item.rpartition("=")
         if reaction not in ON_DRIFT:
-            raise ValueError(f"on_drift {text!r:.80}: {reaction or 'an empty item':.40} is "
-                             f"not {', '.join(ON_DRIFT[:-1])} or {ON_DRIFT[-1]}")
+            raise ValueError(f"on_drift {text!r:.80}: {reaction!r:.40} is not "
+                             f"{', '.join(ON_DRIFT[:-1])} or {ON_DRIFT[-1]}")
         if eq and not _MODEL_NAME.fullmatch(name):
             raise ValueError(f"on_drift {text!r:.80}: {name!r:.70} is not a model name (1-64 "
                              "of a-z A-Z 0-9 _ . -)")

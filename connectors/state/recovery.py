@@ -58,9 +58,10 @@ def fresh_control() -> dict:
     since a control record (None: --model serves) and the --model it replaced
     (models/control.py); the version pinned (models/pinning.py); the challengers added (their
     spec) and removed (None) live, those still backfilling (models/live.py, backfill.py) and
-    those the learner made on a drift (models/fresh.py)."""
+    those the learner made on a drift and the served model whose drift made the newest
+    (models/fresh.py)."""
     return {"offset": 0, "issued": 0, "served": None, "configured": None, "pinned": None,
-            "models": {}, "backfilling": [], "made": []}
+            "models": {}, "backfilling": [], "made": [], "drifted": None}
 
 
 def copy_control(control: dict) -> dict:
@@ -75,12 +76,13 @@ def control_of(state) -> dict:
     control = state.get("control") if isinstance(state, dict) else None
     fresh = fresh_control()
     if isinstance(control, dict):  # a state before pins and live challengers
-        control = {**{k: fresh[k] for k in ("pinned", "models", "backfilling", "made")},
-                   **control}
+        control = {**{k: fresh[k] for k in ("pinned", "models", "backfilling", "made",
+                                            "drifted")}, **control}
     if not (isinstance(control, dict) and set(control) == set(fresh)
             and type(control["offset"]) is int and control["offset"] >= 0
             and type(control["issued"]) is int
-            and (control["served"] is None or isinstance(control["served"], str))
+            and all(control[k] is None or isinstance(control[k], str)
+                    for k in ("served", "drifted"))
             and (control["configured"] is None or isinstance(control["configured"], dict))
             and _pin_of(control["pinned"]) and isinstance(control["models"], dict)
             and all(isinstance(k, str) and (v is None or isinstance(v, str))
@@ -227,7 +229,7 @@ class Recovery:
         if demoted in self.challengers and demoted != name:  # a former one of a restart
             demoted = f"{demoted} {old}"
         self._promote(state, name, demoted, type(self.challengers[name].slot.pristine))
-        self._made_promoted(name, demoted)
+        self._made_promoted(name, old, demoted)
         is_configured = checkpoint.same_meta(self.challengers[name].slot.meta,
                                              self.configured.meta)
         self.slot = self._slot_for(state["model"], self.configured.name if is_configured

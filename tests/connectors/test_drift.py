@@ -192,5 +192,5 @@ def test_an_unknown_detector_or_reaction_is_refused_by_name(capsys, tmp_path):
     toml = tmp_path / "serve.toml"
     toml.write_text('on_drift = "retrain"\n')
     assert cli.main(["serve", "--config", str(toml), "--bootstrap-servers", "127.0.0.1:1"]) == 1
-    assert capsys.readouterr().err.strip() == ("river-pa serve: on_drift 'retrain': retrain is "
+    assert capsys.readouterr().err.strip() == ("river-pa serve: on_drift 'retrain': 'retrain' is "
                                                "not log, reset or challenger")
