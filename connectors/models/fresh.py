@@ -69,15 +69,22 @@ class FreshChallengers:
         return name
 
     def _made_promoted(self, name: str, old: str, demoted: str) -> None:
-        """Challenger `name` was promoted and the served model `old` demoted as `demoted`: a
-        made one that serves is no longer bounded; the model it replaced is in its place when
-        that is the model whose drift made it (not a --challenger promoted since)."""
+        """Challenger `name` was promoted and the served model `old` demoted as `demoted`: the
+        model whose drift made the newest copy is followed under its new name; a made one that
+        serves is no longer bounded, and the model that drifted is in its place when it is a
+        challenger (not a --challenger promoted in between)."""
+        drifted = self.control["drifted"]
+        if drifted == old:  # the model that drifted goes on as a challenger
+            drifted = demoted
+        elif drifted == name:  # ... or serves again
+            drifted = self.slot.name
         made = self.control["made"]
         if name in made:
             made.remove(name)
-            if old == self.control["drifted"]:
-                made.append(demoted)
-            self.control["drifted"] = None
+            if drifted in self.challengers:
+                made.append(drifted)
+            drifted = None
+        self.control["drifted"] = drifted
 
     def _made_removed(self, name: str) -> None:
         if name in self.control["made"]:

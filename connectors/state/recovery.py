@@ -229,7 +229,6 @@ class Recovery:
         if demoted in self.challengers and demoted != name:  # a former one of a restart
             demoted = f"{demoted} {old}"
         self._promote(state, name, demoted, type(self.challengers[name].slot.pristine))
-        self._made_promoted(name, old, demoted)
         is_configured = checkpoint.same_meta(self.challengers[name].slot.meta,
                                              self.configured.meta)
         self.slot = self._slot_for(state["model"], self.configured.name if is_configured
@@ -238,6 +237,7 @@ class Recovery:
                             configured=None if is_configured else self.configured.meta)
         self.challengers = {n: self._challenger_from(n, saved)
                             for n, saved in state["challengers"].items()}
+        self._made_promoted(name, old, demoted)
         self.since_checkpoint = max(self.since_checkpoint, 1)
         self.promoted_at = self.stats.counts["labelled"]
         if self.policy.publishes:
