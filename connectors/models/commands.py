@@ -269,9 +269,11 @@ def _list(cfg, args) -> int:
         return 0
     age = time.time() - report.get("time_ms", 0) / 1000
     pin = report.get("pinned")
-    serving = (f"model version {report.get('model_version')} ({report.get('model_learned')} "
-               "events learned when published)") if not isinstance(pin, dict) else (
-        f"pinned: the predictors serve version {pin.get('version')} of {pin.get('name')}")
+    serving = (f"pinned: the predictors serve version {pin.get('version')} of {pin.get('name')}"
+               if isinstance(pin, dict) else "no model version published (none yet, or "
+               "--role both, which publishes none)" if report.get("model_version") is None else
+               f"model version {report['model_version']} ({report.get('model_learned')} events "
+               "learned when published)")
     print(f"report of {age:.0f} s ago; {serving}; control records skipped: "
           f"{report.get('control_skipped', 0)}")
     rows = [(report.get("served", "?"), "served", report)]

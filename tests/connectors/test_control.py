@@ -444,3 +444,24 @@ def test_the_configured_model_cannot_be_removed_while_another_serves(stream, tmp
                                      "a restart loads the state with (promote it back, or start "
                                      "a learner with another --model)"}
     assert list(daemon.challengers) == [FORMER]
+
+
+@pytest.mark.parametrize("version,line", [
+    (None, "no model version published (none yet, or --role both, which publishes none)"),
+    (4, "model version 4 (900 events learned when published)")])
+def test_models_list_names_the_version_or_says_there_is_none(monkeypatch, capsys, version,
+                                                             line):
+    # helper-34: `--role both` printed "model version None (None events learned ...)"
+    import argparse
+    import time as clock
+
+    from river_pa.connectors.models import commands
+
+    report = _handled(int(clock.time() * 1000), "PAClassifier", model_version=version,
+                      model_learned=900 if version else None, labelled=1000, learned=1000,
+                      metrics={})
+    monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s=30: report)
+    monkeypatch.setattr(commands, "_versions", lambda cfg: [])
+    assert commands._list(CFG, argparse.Namespace(json=False)) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(f" ago; {line}; control records skipped: 0"), first
