@@ -80,17 +80,16 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
     if cfg.auto_offset_reset not in ("earliest", "latest"):
         raise SystemExit(f"river-pa serve: auto_offset_reset must be earliest or latest, "
                          f"got {cfg.auto_offset_reset!r}")
-    from river_pa.connectors.observe.drift import parse_on_drift
+    from river_pa.connectors.observe.drift import reactions
 
     try:  # the detector's name and parameters: cli.py, status 2
-        default, own = parse_on_drift(cfg.on_drift)
+        given = reactions(cfg.on_drift)
     except ValueError as exc:
         raise SystemExit(f"river-pa serve: {exc}") from None
-    reactions = {default, *own.values()}
-    if reactions != {"log"} and cfg.drift_detector == "none":
+    if given != {"log"} and cfg.drift_detector == "none":
         raise SettingsConflict(f"river-pa serve: on_drift={cfg.on_drift:.80} needs a drift "
                                "detector, and drift_detector is none")
-    fresh = "challenger" in reactions  # models/fresh.py
+    fresh = "challenger" in given  # models/fresh.py
     if cfg.auto_promote and not (cfg.challenger or fresh):
         raise SettingsConflict("river-pa serve: auto_promote needs a challenger to promote "
                                "(--challenger, or --on-drift challenger)")

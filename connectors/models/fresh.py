@@ -21,7 +21,7 @@ import functools
 import logging
 
 from river_pa.connectors.models.challengers import Challenger
-from river_pa.connectors.observe.drift import parse_on_drift
+from river_pa.connectors.observe.drift import parse_on_drift, reactions
 from river_pa.connectors.state import checkpoint
 
 __all__ = ["FreshChallengers"]
@@ -43,8 +43,7 @@ class FreshChallengers:
 
     def _makes_fresh(self) -> bool:
         """Whether a drift may start a fresh challenger."""
-        default, own = self._on_drift
-        return "challenger" in (default, *own.values())
+        return "challenger" in reactions(self.cfg.on_drift)
 
     def _start_fresh(self) -> str:
         """Drop the challengers earlier drifts made and start a fresh copy of the served model
@@ -105,7 +104,7 @@ class FreshChallengers:
                 continue
             if not (isinstance(state, dict) and hasattr(state.get("model"), "clone")):
                 continue
-            model = state["model"].clone()
+            model = state["model"]  # the slot keeps a pristine clone; restore checks the rest
             challenger = Challenger(name, model, self._new_stats(model), self._duel())
             if challenger.restore(state):
                 self.challengers[name] = challenger

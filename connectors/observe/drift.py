@@ -27,7 +27,7 @@ import math
 import re
 
 __all__ = ["DETECTORS", "ON_DRIFT", "DriftWatch", "make_detector", "parse_on_drift",
-           "prediction_error"]
+           "prediction_error", "reactions"]
 
 # River's detectors of a stream of real values (KSWIN is left out: a Kolmogorov-Smirnov test
 # per update, 228 us per label measured against ADWIN's 0.42, the learner's whole budget)
@@ -69,6 +69,17 @@ def parse_on_drift(text: str) -> tuple[str, dict[str, str]]:
         else:
             default = reaction
     return default or "log", own
+
+
+def reactions(text: str) -> set[str]:
+    """Every reaction an `--on-drift` value gives some model; ValueError as `parse_on_drift`.
+
+    >>> sorted(reactions("log,c05=challenger"))
+    ['challenger', 'log']
+
+    """
+    default, own = parse_on_drift(text)
+    return {default, *own.values()}
 
 
 def make_detector(name: str, params: dict):
