@@ -195,8 +195,11 @@ class Commits:
         (`since_checkpoint`): a learner that restored a state newer than the model topic's
         newest snapshot and was stopped before a checkpoint aborted the transaction holding
         that snapshot, and the predictors served an older model for ever (soak seed 489).
+        Never while a version is pinned: the stop of a pinned learner published the live
+        model, and the predictors served it, pin or not (models/pinning.py).
         """
-        if self.policy.publishes and self.stats.counts["learned"] > self.learned_at_publish:
+        if self.policy.publishes and self.stats.counts["learned"] > self.learned_at_publish \
+                and self.control["pinned"] is None:
             self._publish_model()
         if self.processed_this_run or self.since_checkpoint or self._commit_behind():
             self._report()
