@@ -163,8 +163,9 @@ _FLAGS_HELP = {
     "control_topic": "compacted topic of the commands `river-pa models` writes (promote, "
                      "pin, unpin, add, remove), read by the learner (default: "
                      "'<events_topic>.control')",
-    "publish_every": "the learner publishes the model after this many events",
-    "keep_versions": "versions of the model the model topic keeps (compaction drops older "
+    "publish_every": "the learner publishes the model (and each challenger that learned) after "
+                     "this many events",
+    "keep_versions": "versions of each model the model topic keeps (compaction drops older "
                      "ones): those `river-pa models pin` can serve again; 2 to 1000",
     "publish_seconds": "the learner publishes the model after this many seconds (if it learned)",
     "report_every": "a report snapshot after this many events",

@@ -100,6 +100,11 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
         self.invalid_snapshots = 0  # records of the state and model topics not valid, skipped
         self.last_publish = time.monotonic()
         self.events_at_publish = self.learned_at_publish = 0
+        # the learner's: the model topic's newest version (one numbering for every model's
+        # snapshots), the publishers of the challengers' own and the manifests found of them
+        self.model_version = 0
+        self.model_publishers: dict[str, snapshots.Publisher] = {}
+        self.model_others: dict[str, list[dict]] = {}
         self.progress_at, self.learned_at_progress = time.monotonic(), 0
         self.health = Health()
 

@@ -225,6 +225,7 @@ class Challenger:
         self.duel = duel
         self.errors = 0
         self.backfilled: dict | None = None  # what it learned of the history (backfill.py)
+        self.published = -1  # its labels learned at its last snapshot (models/publishing.py)
 
     def predict(self, x: dict):
         """What its metric scores for event `x` (probabilities or a label); None when it

@@ -11,7 +11,8 @@ verified is refused, status 1): the predictors serve that earlier version until 
 promotion (models/pinning.py). Each waits (`--wait`) for the learner's report of what became
 of its record and says it (status 0 when obeyed). `list` prints the served model and each
 challenger with their metrics, events learned and their test against the served model, from
-the learner's newest report in the metrics topic, and the versions the model topic keeps.
+the learner's newest report in the metrics topic, and the versions the model topic keeps of
+each (the served model's, and each challenger's own: models/publishing.py).
 All take serve's flags (the same TOML keys and RIVER_PA_* variables), so the topics are the
 deployment's.
 
@@ -90,7 +91,7 @@ def _serves(name: str):
 
 
 def _pin(cfg, args) -> int:
-    versions = _versions(cfg)
+    versions = _versions(cfg, [args.name])
     found = next((v for v in versions if v["version"] == args.version), None)
     if found is None or found["name"] != args.name:
         kept = ", ".join(f"{v['version']} ({v['name']})" for v in versions) or "none"
@@ -263,7 +264,7 @@ def _list(cfg, args) -> int:
         print(f"river-pa models: no learner report in {cfg.metrics_topic} (a learner writes "
               "one every --report-every events)", file=sys.stderr)
         return 1
-    versions = _versions(cfg)
+    versions = _versions(cfg, [report.get("served"), *report["challengers"]])
     if args.json:
         print(json.dumps({**report, "versions": versions}, sort_keys=True))
         return 0
@@ -299,33 +300,41 @@ def _version_text(v: dict) -> str:
     return f"{v['version']} {v['name']} ({v['learned']} events learned{again})"
 
 
-def _versions(cfg) -> list[dict]:
+def _versions(cfg, names) -> list[dict]:
     """The versions of the model topic that verify (signed with --checkpoint-key, when
-    given), oldest first: {"version", "name", "learned", "published_at_ms", "pinned" (the
-    version a pin published again, or None)}."""
-    from river_pa.connectors.state import checkpoint, snapshots
-
+    given): the served model's snapshots and those of each model of `names` as a challenger
+    (`model@NAME`), oldest first: {"version", "name", "snapshot" (where it is), "learned",
+    "published_at_ms", "pinned" (the version a pin published again, or None)}."""
     consumer = _reader(cfg)
     try:
-        reader = snapshots.Reader(consumer, cfg.model_topic, "model", lambda reason: None)
-        reader.read_to_end(30)
-        key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
-        found = []
-        for manifest, payload in reader.candidates():
-            stamp = dict(zip(("term", "version"), snapshots.stamp(manifest)))
-            try:  # whatever model it holds, checked like a predictor checks it
-                _, state = checkpoint.loads(payload, None, key, "a model version", stamp)
-            except checkpoint.CheckpointError:
-                continue
-            if isinstance(state, dict) and type(state.get("learned")) is int:
-                pinned = state.get("pinned")
-                found.append({"version": manifest["version"], "name": str(state.get("name")),
-                              "learned": state["learned"],
-                              "published_at_ms": state.get("published_at_ms"),
-                              "pinned": pinned if type(pinned) is int else None})
-        return found[::-1]
+        snapshots = ["model", *(f"model@{n}" for n in dict.fromkeys(names) if isinstance(n, str))]
+        found = [v for snapshot in snapshots for v in _verified_versions(cfg, consumer, snapshot)]
+        return sorted(found, key=lambda v: v["version"])
     finally:
         consumer.close()
+
+
+def _verified_versions(cfg, consumer, snapshot: str) -> list[dict]:
+    """`_versions` of one snapshot of the model topic, read with `consumer`."""
+    from river_pa.connectors.state import checkpoint, snapshots
+
+    reader = snapshots.Reader(consumer, cfg.model_topic, snapshot, lambda reason: None)
+    reader.read_to_end(30)
+    key = cfg.checkpoint_key.encode() if cfg.checkpoint_key else None
+    found = []
+    for manifest, payload in reader.candidates():
+        stamp = dict(zip(("term", "version"), snapshots.stamp(manifest)))
+        try:  # whatever model it holds, checked like a predictor checks it
+            _, state = checkpoint.loads(payload, None, key, "a model version", stamp)
+        except checkpoint.CheckpointError:
+            continue
+        if isinstance(state, dict) and type(state.get("learned")) is int:
+            pinned = state.get("pinned")
+            found.append({"version": manifest["version"], "name": str(state.get("name")),
+                          "snapshot": snapshot, "learned": state["learned"],
+                          "published_at_ms": state.get("published_at_ms"),
+                          "pinned": pinned if type(pinned) is int else None})
+    return found
 
 
 def newest_report(cfg, timeout_s: float = 30) -> dict | None:

@@ -98,6 +98,7 @@ class LiveModels:
 
     def _drop_challenger(self, name: str) -> None:
         del self.challengers[name]
+        self._drop_snapshots(name)
         for entry in self.pending.entries():
             if entry.others:
                 entry.others.pop(name, None)

@@ -9,8 +9,10 @@ in every prediction record they make with it. While pinned, the learner goes on 
 model and publishes its progress, but no model; `unpin`, or a promotion, publishes the live
 served model at once. The pin is part of the learner's state (``control["pinned"]``): a
 failover, or a rollback with `--exactly-once`, keeps it. The model topic keeps the newest
-`--keep-versions` versions (state/snapshots.py): those are the ones a pin can reach. A daemon
-with `--role both` serves its own model and publishes none: it refuses a pin.
+`--keep-versions` versions of each model (state/snapshots.py): those are the ones a pin can
+reach, a challenger's own (`model@NAME`, models/publishing.py) too: the predictors then serve
+that version of the challenger. A daemon with `--role both` serves its own model and
+publishes none: it refuses a pin.
 
 """
 
@@ -34,7 +36,7 @@ class Pinning:
         if not self.policy.publishes:
             found = "this daemon serves its own model (--role both): a pin needs --role learn"
         else:
-            found = self._published_version(version)
+            found = self._published_version(name, version)
         if isinstance(found, dict) and found.get("name") != name:
             found = f"version {version} is of model {found.get('name')!r:.80}, not {name!r:.80}"
         if isinstance(found, str):
@@ -42,8 +44,7 @@ class Pinning:
                         found)
             return f"not pinned: {found}"
         state = {**found, "pinned": version, "published_at_ms": int(time.time() * 1000),
-                 "challengers": {**self._challenger_metas(),  # every model of the deployment
-                                 self.slot.name: {"meta": self.slot.meta}}}
+                 "challengers": self._deployment_metas()}
         self._send_snapshot(state, found["model"])
         self.control["pinned"] = {"name": name, "version": version}
         self.since_checkpoint = max(self.since_checkpoint, 1)
@@ -70,12 +71,23 @@ class Pinning:
             log.warning("version %d of %s %s: the predictors serve the live %s again",
                         pinned["version"], pinned["name"], why, self.slot.name)
 
-    def _published_version(self, version: int) -> dict | str:
-        """The state of version `version` in the model topic, or of a version that published
-        it again (a pin obeyed again after a failover: the pin's own snapshot may have pushed
-        the original out), verified like a snapshot a predictor loads; or why there is none."""
+    def _published_version(self, name: str, version: int) -> dict | str:
+        """The state of version `version` of model `name`: a snapshot of the served model
+        (`model`), or of its own as a challenger (`model@NAME`, models/publishing.py); else
+        the served snapshot's version, whichever model it is of, or why there is none."""
+        found = self._version_of(self.slot.snapshot, version)
+        if isinstance(found, dict) and found.get("name") == name:
+            return found
+        own = self._version_of(f"{self.slot.snapshot}@{name}", version)
+        return own if isinstance(own, dict) else found
+
+    def _version_of(self, snapshot: str, version: int) -> dict | str:
+        """The state of version `version` of `snapshot` in the model topic, or of a version
+        that published it again (a pin obeyed again after a failover: the pin's own snapshot
+        may have pushed the original out), verified like a snapshot a predictor loads; or why
+        there is none."""
         topic = self.cfg.model_topic
-        reader = self._snapshot_reader(topic, self.slot.snapshot)
+        reader = self._snapshot_reader(topic, snapshot)
         try:
             for manifest, payload in reader.candidates():  # newest first
                 if manifest["version"] < version:

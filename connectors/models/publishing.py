@@ -1,6 +1,13 @@
 """The model topic's writer side: the learner publishes the live model as a signed snapshot when
 due, and between snapshots a small progress record the predictors read to say how stale their
-model is."""
+model is.
+
+With the served model, each challenger that learned since its last one is published as its own
+snapshot, `model@NAME` (predictors read only `model`): the model topic keeps the newest
+`--keep-versions` of each model, and `river-pa models pin NAME VERSION` can serve any of them
+(models/pinning.py). One numbering runs over all of them, so a version names one model; a
+challenger's snapshots are tombstoned when it is dropped (`models remove`, or a drift's fresh
+copy replaced), so a deployment that makes models for ever keeps a bounded topic."""
 
 from __future__ import annotations
 
@@ -74,19 +81,58 @@ class ModelPublishing:
         if shadow := self._shadow_models():  # for the predictors' --shadow predictions
             state["shadow"] = shadow
         self._send_snapshot(state, self.slot.model)
+        self._publish_challengers()
         self.last_publish = time.monotonic()
         self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
+
+    def _publish_challengers(self) -> None:
+        """Send each challenger that learned since its last snapshot as its own (`model@NAME`),
+        each naming every model of the deployment, as a pin of it needs."""
+        metas = self._deployment_metas()
+        for name, challenger in self.challengers.items():
+            learned = challenger.stats.counts["learned"]
+            if learned != challenger.published:
+                state = {"model": challenger.slot.model, "learned": learned,
+                         "events": self.stats.counts["events"], "name": name,
+                         "published_at_ms": int(time.time() * 1000), "challengers": metas}
+                self._send_snapshot(state, challenger.slot.model, self._model_publisher(name))
+                challenger.published = learned
+
+    def _model_publisher(self, name: str) -> snapshots.Publisher:
+        """The writer of challenger `name`'s own snapshots (kept across promotions, removals
+        and rollbacks for this term: the versions it wrote are the ones it tombstones)."""
+        if name not in self.model_publishers:
+            self.model_publishers[name] = snapshots.Publisher(
+                self.cfg.model_topic, f"{self.slot.snapshot}@{name}", self.term,
+                self.model_version, self.model_others.pop(name, []), self.cfg.keep_versions)
+        return self.model_publishers[name]
+
+    def _drop_snapshots(self, name: str) -> None:
+        """Tombstone challenger `name`'s own snapshots (it is dropped)."""
+        if self.policy.publishes:
+            self._model_publisher(name).retire(self.outputs.send)
+            self.since_checkpoint = max(self.since_checkpoint, 1)
 
     def _challenger_metas(self) -> dict:
         """{name: {"meta": ...}} of each challenger, for a snapshot's header (a predictor
         configured with any of them loads it)."""
         return {n: {"meta": c.slot.meta} for n, c in self.challengers.items()}
 
-    def _send_snapshot(self, state: dict, model) -> None:
-        """Send `state` (with `model`, the one it serves) as the model topic's next version."""
-        publisher = self.slot.publisher
+    def _deployment_metas(self) -> dict:
+        """`_challenger_metas` and the served model's: every model of the deployment."""
+        return {**self._challenger_metas(), self.slot.name: {"meta": self.slot.meta}}
+
+    def _send_snapshot(self, state: dict, model, publisher=None) -> None:
+        """Send `state` (with `model`, the one it serves) as the next version of `publisher`'s
+        snapshot (the served model's by default), numbered above every version of the topic."""
+        served = publisher is None
+        publisher = publisher or self.slot.publisher
+        publisher.version = max(publisher.version, self.model_version)
         payload = checkpoint.dumps(state, model, {}, self.key, publisher.next_stamp())
-        self.slot.manifest = publisher.publish(self.outputs.send, payload)
+        manifest = publisher.publish(self.outputs.send, payload)
+        self.model_version = manifest["version"]
+        if served:
+            self.slot.manifest = manifest
         # a checkpoint is due even when no record follows: it checks the sends (and commits
         # them, in the transaction); otherwise the last snapshot stayed invisible for ever
         self.since_checkpoint = max(self.since_checkpoint, 1)

@@ -40,17 +40,21 @@ class Learner(Daemon):
 
     def _start(self) -> None:
         """Restore the group's state, then read the model topic: this term is numbered above
-        every term in both topics, its versions above every version there, and the model
-        already published is not published again (a new term used to republish it)."""
+        every term in both topics, its versions above every version there (the challengers'
+        own snapshots too: a version names one model), and the model already published is
+        not published again (a new term used to republish it)."""
         super()._start()
-        reader = self._snapshot_reader(self.cfg.model_topic, self.slot.snapshot)
+        reader = self._snapshot_reader(self.cfg.model_topic, self.slot.snapshot, others=True)
         try:
-            self.term = max(self.term, reader.newest[0] + 1)
+            newest = max(reader.newest, reader.others_newest)
+            self.term = max(self.term, newest[0] + 1)
             if self.state_publisher is not None:
                 self.state_publisher.term = self.term
+            self.model_version = newest[1]
             self.slot.publisher = Publisher(self.cfg.model_topic, self.slot.snapshot, self.term,
-                                             reader.newest[1], reader.manifests(),
+                                             newest[1], reader.manifests(),
                                              self.cfg.keep_versions)
+            self.model_publishers, self.model_others = {}, reader.other_manifests()
             found = self._newest_valid(reader, self.cfg.model_topic, MODEL_FIELDS)
             self.slot.publisher.verified(found and found[0])
         finally:

@@ -15,7 +15,10 @@ died) an older one still can. The
 payload (a checkpoint, connectors/state/checkpoint.py) repeats term and version in its signed header,
 so a replayed or relabelled manifest does not verify. Beside it, a small record keyed
 `name.progress` (JSON) says how far the writer has come since (the learner's events learned,
-the time, and the term and version of its newest model).
+the time, and the term and version of its newest model). A reader made with `others=True`
+also notes the manifests of the snapshots named `name@OTHER` (the challengers' own in the
+model topic, connectors/models/publishing.py), so a writer of them numbers its versions above
+theirs and tombstones their old ones.
 
 A reader reads the one partition to its end and offers the versions newer than the one it
 holds (`candidates`, newest first), each checked for size and digest; the caller verifies the
@@ -61,6 +64,9 @@ MAX_NUMBERED = 2**52
 MAX_PENDING_VERSIONS = 4  # versions whose manifest has not come, per reader
 MAX_RUNS = 2  # runs of chunks of one version not matched by a manifest yet (see _Version)
 _KEY = re.compile(rb"/(\d{1,16})/(\d{1,16})(?:/(\d{1,16}))?")  # bytes: ASCII digits only
+_OTHER_KEY = re.compile(rb"([^/]{1,200})/(\d{1,16})/(\d{1,16})")  # OTHER/term/version
+MAX_OTHERS = 256  # names `name@OTHER` a reader notes manifests of (a flood of forged ones)
+MAX_OTHER_VERSIONS = 1001  # manifests noted per such name (the newest; --keep-versions <= 1000)
 
 
 def stamp(manifest: dict) -> tuple[int, int]:
@@ -106,14 +112,22 @@ class Publisher:
             send(self.topic, chunk, key=f"{prefix}/{i}".encode())
         send(self.topic, json.dumps(manifest).encode(), key=prefix.encode())
         self.kept.append(manifest)
-        for old in self.kept[:-self.keep]:
+        self._tombstone(send, self.kept[:-self.keep])
+        self.kept = self.kept[-self.keep:]
+        self.version = manifest["version"]
+        return manifest
+
+    def retire(self, send) -> None:
+        """Tombstone every version kept: the snapshot is gone once compacted."""
+        self._tombstone(send, self.kept)
+        self.kept = []
+
+    def _tombstone(self, send, manifests: list[dict]) -> None:
+        for old in manifests:
             old_prefix = f"{self.name}/{old['term']}/{old['version']}"
             for i in range(old["chunks"]):
                 send(self.topic, None, key=f"{old_prefix}/{i}".encode())
             send(self.topic, None, key=old_prefix.encode())
-        self.kept = self.kept[-self.keep:]
-        self.version = manifest["version"]
-        return manifest
 
 
 def restore(consumer: Consumer, topic: str, name: str,
@@ -243,7 +257,7 @@ class Reader:
     that is not valid."""
 
     def __init__(self, consumer: Consumer, topic: str, name: str, on_invalid,
-                 max_pending_bytes: int = MAX_PENDING_BYTES):
+                 max_pending_bytes: int = MAX_PENDING_BYTES, others: bool = False):
         self.consumer, self.topic, self.name = consumer, topic, name
         self.on_invalid, self.max_pending_bytes = on_invalid, max_pending_bytes
         self.tp = TopicPartition(topic, 0)
@@ -257,6 +271,11 @@ class Reader:
         self.prefix = f"{name}/".encode()
         self.progress_key = f"{name}.progress".encode()
         self.progress: dict | None = None  # the newest valid progress record
+        # with `others`: {OTHER: {(term, version): manifest}} of the snapshots `name@OTHER`
+        # (not verified: what a writer of them numbers above and tombstones), and their newest
+        self.others_prefix = f"{name}@".encode() if others else None
+        self.others: dict[str, dict[tuple[int, int], dict]] = {}
+        self.others_newest: tuple[int, int] = (0, 0)
 
     def close(self) -> None:
         """Close the reader's consumer."""
@@ -284,6 +303,30 @@ class Reader:
                 self.progress = _progress(record.value) or self.progress
             elif record.key is not None and record.key.startswith(self.prefix):
                 self._take(record.key, record.value)
+            elif self.others_prefix and record.key and record.key.startswith(self.others_prefix):
+                self._take_other(record.key, record.value)
+
+    def _take_other(self, key: bytes, value: bytes | None) -> None:
+        """Note (or forget, at its tombstone) the manifest of a snapshot `name@OTHER`; its
+        chunks and anything else are ignored."""
+        match = _OTHER_KEY.fullmatch(key, len(self.others_prefix))
+        if match is None:
+            return
+        other, at = match[1].decode(errors="replace"), (int(match[2]), int(match[3]))
+        versions = self.others.get(other)
+        manifest = None if value is None else _manifest(value, *at)
+        if not isinstance(manifest, dict):  # a tombstone, or not a manifest of that stamp
+            if value is None and versions is not None:
+                versions.pop(at, None)
+            return
+        if versions is None and len(self.others) < MAX_OTHERS:
+            versions = self.others[other] = {}
+        if versions is not None:
+            versions[at] = manifest
+            if len(versions) > MAX_OTHER_VERSIONS:
+                del versions[min(versions)]
+        if max(at) <= MAX_NUMBERED:
+            self.others_newest = max(self.others_newest, at)
 
     def _invalid(self, reason: str) -> None:
         self.on_invalid(f"{self.topic}: {self.name}: {reason}")
@@ -358,6 +401,11 @@ class Reader:
     def manifests(self) -> list[dict]:
         """The newest manifest of each version held, oldest first (a writer's `kept`)."""
         return [v.found[-1][0] for _, v in sorted(self.versions.items()) if v.found]
+
+    def other_manifests(self) -> dict[str, list[dict]]:
+        """{OTHER: the manifests noted of snapshot `name@OTHER`, oldest first} (`others`)."""
+        return {other: [versions[at] for at in sorted(versions)]
+                for other, versions in self.others.items()}
 
     def candidates(self):
         """Yield (manifest, payload) of the versions newer than the one held, newest first

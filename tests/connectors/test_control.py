@@ -461,7 +461,7 @@ def test_models_list_names_the_version_or_says_there_is_none(monkeypatch, capsys
                       model_learned=900 if version else None, labelled=1000, learned=1000,
                       metrics={})
     monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s=30: report)
-    monkeypatch.setattr(commands, "_versions", lambda cfg: [])
+    monkeypatch.setattr(commands, "_versions", lambda cfg, names: [])
     assert commands._list(CFG, argparse.Namespace(json=False)) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.endswith(f" ago; {line}; control records skipped: 0"), first

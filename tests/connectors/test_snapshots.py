@@ -243,3 +243,27 @@ def test_a_writer_keeps_the_verified_fallback_not_a_refused_newer_version():
     publisher = Publisher("events.model", "model", 3, 1, [real, forged])
     publisher.verified(None)  # nothing verified: nothing of the topic is counted
     assert publisher.kept == []
+
+
+def test_a_reader_of_others_notes_their_manifests_and_forgets_the_tombstoned():
+    # the challengers' own snapshots (models/publishing.py): a new learner numbers above them
+    # and tombstones their old versions; a flood of names is bounded
+    from river_pa.connectors.state import snapshots
+    from tests.connectors.fake_kafka import Cluster, FakeConsumer
+
+    cluster = Cluster()
+    cluster.topic("events.model")
+    publisher = Publisher("events.model", "model@c1", 2, 12, [], keep=2)
+    for _ in range(3):
+        publisher.publish(lambda topic, value, key: cluster.append(topic, value, key),
+                          b"c1" * 1000)
+    cluster.append("events.model", b"{not json", b"model@c1/2/99")
+    for i in range(snapshots.MAX_OTHERS + 5):
+        cluster.append("events.model", json.dumps({"term": 1, "version": 1, "chunks": 1,
+                                                   "bytes": 4, "sha256": "00"}).encode(),
+                       f"model@x{i}/1/1".encode())
+    reader = Reader(FakeConsumer(cluster), "events.model", "model", pytest.fail, others=True)
+    reader.read_to_end(5)
+    assert [stamp(m) for m in reader.other_manifests()["c1"]] == [(2, 14), (2, 15)]
+    assert reader.others_newest == (2, 15) and len(reader.others) == snapshots.MAX_OTHERS
+    assert reader.manifests() == []  # not the snapshot it reads

@@ -248,8 +248,9 @@ def promote(run, fault) -> str:
 
 
 def pin(run, fault) -> str:
-    """`river-pa models pin` of the oldest version of the model topic that verifies, then
-    `unpin` `seconds` later (the checker compares the newest snapshot with the replay)."""
+    """`river-pa models pin` of the oldest version of the model topic that verifies, the
+    served model's or a challenger's own, then `unpin` `seconds` later (the checker compares
+    the newest snapshots with the replay)."""
     from types import SimpleNamespace
 
     from river_pa.connectors.models.commands import _versions
@@ -257,7 +258,7 @@ def pin(run, fault) -> str:
     events = run.topics[0]
     cfg = SimpleNamespace(bootstrap_servers=run.cluster.bootstrap, client_id="faults", kafka={},
                           model_topic=f"{events}.model", checkpoint_key=run.key)
-    versions = _versions(cfg)
+    versions = _versions(cfg, [CHALLENGER[0], FORMER])
     if not versions:
         return "skipped: no version in the model topic yet (pin)"
     oldest = versions[0]

@@ -17,7 +17,8 @@ after heal. It then stops every daemon with SIGTERM and reads the topics:
     stream was in Kafka before the faults or the learner merged no record late (its state's
     `late_records`: written after a later record had been released), the metric within
     `TOLERANCE` events otherwise;
-    the newest model snapshot in the model topic (what a new predictor loads) likewise; the
+    the newest model snapshot in the model topic (what a new predictor loads) likewise, and
+    the challenger's own newest one (`model@NAME`); the
     learner's challenger (daemons.py's `CHALLENGER`) and both drift watches likewise against
     the same replay (the challenger's learned count always), whichever of the two models
     serves (a `promote` fault swaps them: each model is checked against its own replay);
@@ -309,9 +310,13 @@ def learned_and_model(run) -> list[str]:
     if exact and state["stats"].drift.snapshot() != served.watch.snapshot():
         found.append(f"(c) drift {state['stats'].drift.snapshot()} where the replay gives "
                      f"{served.watch.snapshot()}")
-    others = [c for c in state["challengers"].values() if c["model"].C == challenger.model.C]
-    found += challenged(others[0] if len(others) == 1 else None, challenger, labelled, exact)
+    others = {n: c for n, c in state["challengers"].items()
+              if c["model"].C == challenger.model.C}
+    found += challenged(*others.values() if len(others) == 1 else [None], challenger, labelled,
+                        exact)
     found += published_model(run, model, labelled, exact)
+    for name in others if len(others) == 1 else ():  # its own snapshots (models/publishing.py)
+        found += published_model(run, challenger.model, labelled, exact, f"model@{name}")
     return found
 
 
@@ -334,14 +339,15 @@ def challenged(state, replayed: _Replayed, labelled: int, exact: bool) -> list[s
                                    f"replay gives {want}"]
 
 
-def published_model(run, model, labelled: int, exact: bool) -> list[str]:
-    """The newest model in the model topic (what a new predictor loads)."""
+def published_model(run, model, labelled: int, exact: bool, name: str = "model") -> list[str]:
+    """The newest snapshot `name` in the model topic: the served model's (what a new
+    predictor loads), or a challenger's own (`model@NAME`)."""
     try:
-        snapshot = restored(run, f"{run.topics[0]}.model", "model")
+        snapshot = restored(run, f"{run.topics[0]}.model", name)
     except Exception as exc:  # noqa: BLE001
-        return [f"(c) the model topic's newest snapshot cannot be loaded: {exc}"]
+        return [f"(c) the model topic's newest snapshot {name} cannot be loaded: {exc}"]
     if snapshot["learned"] != labelled:
-        return [f"(c) the newest model snapshot learned {snapshot['learned']} of {labelled}"]
+        return [f"(c) the newest snapshot {name} learned {snapshot['learned']} of {labelled}"]
     if exact and pickle.dumps(snapshot["model"]) != pickle.dumps(model):
-        return ["(c) the newest model snapshot's pickle differs from the replay's"]
+        return [f"(c) the newest snapshot {name}'s pickle differs from the replay's"]
     return []

@@ -4,8 +4,9 @@ while the learner learns on; the pin survives the learner's failover (a standby 
 from the state topic and publishes no live model); a challenger added live with `models add
 --backfill` (models/live.py, models/backfill.py) learns the retained history, joins, and ends
 exactly as if it had been there from the start; `unpin` serves the live model again, and the
-added challenger, promoted, serves. Every event is predicted once, each prediction names the
-version that made it, and the learner's metric is the uninterrupted River run's."""
+added challenger, promoted, serves; a version of its own from before, as a challenger, can be
+pinned too. Every event is predicted once, each prediction names the version that made it,
+and the learner's metric is the uninterrupted River run's."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from river import evaluate, metrics
 
 from river_pa.cli import main
 from river_pa.connectors.replay import send_all
+from river_pa.connectors.state.recovery import FORMER
 from river_pa.linear_model import PAClassifier
 from tests.kafka.test_challengers import half_sent
 from tests.kafka.test_end_to_end import river_reference
@@ -97,4 +99,16 @@ def test_pin_add_unpin_and_promote_while_serving_through_a_learner_failover(kafk
     served = newest_snapshot(kafka, f"{events}.model", "model", False)["model"]
     assert [served.predict_proba_one(x) for x, _ in rows] == [c02.predict_proba_one(x)
                                                             for x, _ in rows]
+    # each model keeps its own versions: c02's as a challenger, the demoted model's since
+    status, out = _models(capsys, "list", "--json", *topics)
+    versions = json.loads(out)["versions"]
+    assert {v["snapshot"] for v in versions if v["name"] == FORMER} == {f"model@{FORMER}"}
+    own = next(v for v in versions if v["snapshot"] == "model@c02")
+    assert own["name"] == "c02" and len({v["version"] for v in versions}) == len(versions)
+    status, out = _models(capsys, "pin", "c02", str(own["version"]), *topics)
+    assert status == 0 and out.endswith(": pinned\n"), out
+    kafka.wait_for_log("p", f"(c02, {own['learned']} events learned; version {own['version']} "
+                            "pinned)", p, 120)
     assert kafka.stop(b) == 0 and kafka.stop(p) == 0
+    # stopped while pinned, the learner published no live model over the pin
+    assert newest_snapshot(kafka, f"{events}.model", "model", False)["pinned"] == own["version"]
