@@ -6,8 +6,9 @@ With the served model, each challenger that learned since its last one is publis
 snapshot, `model@NAME` (predictors read only `model`): the model topic keeps the newest
 `--keep-versions` of each model, and `river-pa models pin NAME VERSION` can serve any of them
 (models/pinning.py). One numbering runs over all of them, so a version names one model; a
-challenger's snapshots are tombstoned when it is dropped (`models remove`, or a drift's fresh
-copy replaced), so a deployment that makes models for ever keeps a bounded topic."""
+challenger's snapshots are tombstoned when it is dropped (`models remove`, a drift's fresh copy
+replaced, or a restart's settings), so a deployment that makes models for ever keeps a bounded
+topic."""
 
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ class ModelPublishing:
     def _publish_challengers(self) -> None:
         """Send each challenger that learned since its last snapshot as its own (`model@NAME`),
         each naming every model of the deployment, as a pin of it needs."""
+        self._drop_others()
         metas = self._deployment_metas()
         for name, challenger in self.challengers.items():
             learned = challenger.stats.counts["learned"]
@@ -106,6 +108,13 @@ class ModelPublishing:
                 self.cfg.model_topic, f"{self.slot.snapshot}@{name}", self.term,
                 self.model_version, self.model_others.pop(name, []), self.cfg.keep_versions)
         return self.model_publishers[name]
+
+    def _drop_others(self) -> None:
+        """Tombstone the own snapshots found at start of models the deployment no longer has
+        (a restart's settings dropped them)."""
+        models = {self.slot.name, *self.challengers, *(self.backfills or {})}
+        for name in [n for n in self.model_others if n not in models]:
+            self._drop_snapshots(name)
 
     def _drop_snapshots(self, name: str) -> None:
         """Tombstone challenger `name`'s own snapshots (it is dropped)."""

@@ -128,3 +128,13 @@ def test_a_removed_challengers_snapshots_are_tombstoned(stream, tmp_path):
     keys = _live_keys(stream, "mt")
     assert keys and not [k for k in keys if k.startswith(b"model@c1")]
     assert len(_versions(stream, "model")) == KEEP
+
+
+def test_a_challenger_a_restart_drops_has_its_snapshots_tombstoned(stream, tmp_path):
+    serve_until_learned(_learner(tmp_path), N // 2)
+    assert _versions(stream, "model@c1")
+    learner = serve_until_learned(_learner(tmp_path, challenger=["c2=PAClassifier"]), N)
+    assert list(learner.challengers) == ["c2"]
+    keys = _live_keys(stream, "mt")
+    assert not [k for k in keys if k.startswith(b"model@c1")]
+    assert [s["name"] for _, s in _versions(stream, "model@c2")] == ["c2"] * KEEP
