@@ -138,3 +138,14 @@ def test_a_challenger_a_restart_drops_has_its_snapshots_tombstoned(stream, tmp_p
     keys = _live_keys(stream, "mt")
     assert not [k for k in keys if k.startswith(b"model@c1")]
     assert [s["name"] for _, s in _versions(stream, "model@c2")] == ["c2"] * KEEP
+
+
+def test_a_learner_killed_between_the_served_and_a_challengers_snapshot_sends_both_again(
+        stream, tmp_path):
+    serve_until_learned(_learner(tmp_path), N)
+    (version, state), = _versions(stream, "model@c1")[-1:]
+    assert state["learned"] == N
+    stream.append("mt", None, f"model@c1/1/{version}".encode())  # as if never sent
+    assert _versions(stream, "model@c1")[-1][1]["learned"] < N
+    serve_until_learned(_learner(tmp_path), N)  # nothing left to learn
+    assert _versions(stream, "model@c1")[-1][1]["learned"] == N
