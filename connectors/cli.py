@@ -25,7 +25,7 @@ def run(args) -> int:
     --stall-exit-seconds (connectors/observe/metrics.py's `Watchdog`)."""
     from river_pa.connectors.errors import CheckpointError
     from river_pa.connectors.state.checkpoint import check_writable
-    from river_pa.connectors.config import SettingsConflict, from_args
+    from river_pa.connectors.config import ServeConfig, SettingsConflict, from_args
     from river_pa.connectors.models.slot import check_model
     from river_pa.connectors.kafka.diagnostics import quiet_normal_operation
     from river_pa.connectors.models.challengers import make_challengers
@@ -56,6 +56,10 @@ def run(args) -> int:
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 2
     _unknown_reactions(cfg.on_drift, [type(model).__name__, *dict(challengers)])
+    if cfg.auto_promote_cooldown != ServeConfig.auto_promote_cooldown and not cfg.auto_promote:
+        logging.getLogger("river_pa.serve").warning(
+            "auto_promote_cooldown=%d has no effect without auto_promote (--auto-promote): "
+            "promotions are by `river-pa models promote` only", cfg.auto_promote_cooldown)
     try:
         check_writable(cfg.checkpoint_path)
     except CheckpointError as exc:

@@ -244,3 +244,12 @@ def test_a_reaction_of_a_model_the_start_has_not_is_a_warning(caplog):
         "on_drift gives a reaction to c5, which this start has no model of (served: "
         "PAClassifier; challengers: c05): it applies if a model of that name comes (models add, "
         "a promotion)"]
+
+
+def test_a_cooldown_without_auto_promote_is_a_warning(caplog):
+    argv = ["serve", "--challenger", "c05=PAClassifier", "--auto-promote-cooldown", "200",
+            "--checkpoint-path", "/proc/no/checkpoint"]
+    assert cli.main(argv) == 3  # said before the checkpoint is checked, without any I/O
+    assert [r.getMessage() for r in caplog.records if "cooldown" in r.getMessage()] == [
+        "auto_promote_cooldown=200 has no effect without auto_promote (--auto-promote): "
+        "promotions are by `river-pa models promote` only"]
