@@ -47,7 +47,15 @@ class ModelPublishing:
         """Remember what the model topic holds once the outputs are committed (at start and
         after each checkpoint): a rollback returns to it (`_publish_rolled_back`)."""
         self.publish_committed = (self.learned_at_publish, self.events_at_publish,
-                                  self.slot.manifest)
+                                  self.slot.manifest, self._kept())
+
+    def _kept(self) -> tuple:
+        """What each model-topic writer holds as kept (to tombstone in turn), and the
+        challengers' snapshots found at start that no writer took yet."""
+        writers = dict(self.model_publishers)
+        if self.slot.publisher is not None:
+            writers[None] = self.slot.publisher
+        return {n: list(p.kept) for n, p in writers.items()}, dict(self.model_others)
 
     def _publish_rolled_back(self) -> None:
         """After a rollback: a snapshot sent since the last checkpoint may be gone with the
@@ -55,8 +63,15 @@ class ModelPublishing:
         last snapshot aborted with its transaction, never sent again; predictors kept a model
         of 1,188 events for 1,500 learned)."""
         if self.policy.publishes:
-            self.learned_at_publish, self.events_at_publish, self.slot.manifest = \
-                self.publish_committed
+            self.learned_at_publish, self.events_at_publish, self.slot.manifest, (kept, others) \
+                = self.publish_committed
+            # and what the writers keep: the versions (and tombstones: a removal obeyed again
+            # after the rollback) sent since are gone with the transaction
+            self.model_others = dict(others)
+            self.model_publishers = {n: p for n, p in self.model_publishers.items() if n in kept}
+            for name, publisher in [*self.model_publishers.items(), (None, self.slot.publisher)]:
+                if publisher is not None and name in kept:
+                    publisher.kept = list(kept[name])
 
     def _publish_due(self) -> bool:
         """Whether the live model is due (never while a version is pinned: models/pinning.py)."""

@@ -149,3 +149,17 @@ def test_a_learner_killed_between_the_served_and_a_challengers_snapshot_sends_bo
     assert _versions(stream, "model@c1")[-1][1]["learned"] < N
     serve_until_learned(_learner(tmp_path), N)  # nothing left to learn
     assert _versions(stream, "model@c1")[-1][1]["learned"] == N
+
+
+def test_a_rollback_returns_the_writers_to_what_the_last_checkpoint_committed(stream, tmp_path):
+    # exactly-once: a removal's tombstones aborted with their transaction, then obeyed again
+    # after the rollback, tombstoned nothing (the writer kept no version any more)
+    learner = serve_until_learned(_learner(tmp_path), N)
+    kept = list(learner.model_publishers["c1"].kept)
+    assert len(kept) == KEEP
+    learner._publish_committed()
+    learner._drop_snapshots("c1")  # sent in the transaction the rollback aborts
+    learner._model_publisher("c9")  # a writer made since
+    assert learner.model_publishers["c1"].kept == []
+    learner._publish_rolled_back()
+    assert learner.model_publishers["c1"].kept == kept and "c9" not in learner.model_publishers
