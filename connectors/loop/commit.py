@@ -198,9 +198,11 @@ class Commits:
         Never while a version is pinned: the stop of a pinned learner published the live
         model, and the predictors served it, pin or not (models/pinning.py).
         """
-        if self.policy.publishes and self.stats.counts["learned"] > self.learned_at_publish \
-                and self.control["pinned"] is None:
-            self._publish_model()
+        if self.policy.publishes and self.control["pinned"] is None:
+            if self.stats.counts["learned"] > self.learned_at_publish:
+                self._publish_model()
+            else:  # those that learned since (models/publishing.py)
+                self._publish_challengers()
         if self.processed_this_run or self.since_checkpoint or self._commit_behind():
             self._report()
             self._checkpoint_or_rollback()

@@ -25,13 +25,18 @@ class ModelPublishing:
     """Publishing of the model slot to the model topic (a daemon whose policy publishes)."""
 
     def _publish(self) -> None:
-        """The learner publishes the model when due, else (at most every `PROGRESS_SECONDS`,
-        when it learned) its progress: a small record beside the model the predictors read
-        to say how stale their model is."""
+        """The learner publishes the model when due, else the challengers that learned (a
+        challenger added, or one that caught up with its backfill, while the served model
+        learns nothing), else (at most every `PROGRESS_SECONDS`, when it learned) its
+        progress: a small record beside the model the predictors read to say how stale their
+        model is."""
         self._before_write()  # called after every batch: the lease consumer is polled there
         learned = self.stats.counts["learned"]
         if self._publish_due():
             self._publish_model()
+        elif self._challengers_due():
+            self._publish_challengers()
+            self.last_publish = time.monotonic()
         elif (learned > self.learned_at_progress
               and time.monotonic() - self.progress_at >= PROGRESS_SECONDS):
             model = self.slot.manifest or {"term": 0, "version": 0}
@@ -79,6 +84,13 @@ class ModelPublishing:
         return learned and self.control["pinned"] is None and (
             self.stats.counts["events"] - self.events_at_publish >= self.cfg.publish_every
             or time.monotonic() - self.last_publish >= self.cfg.publish_seconds)
+
+    def _challengers_due(self) -> bool:
+        """Whether a challenger learned since its last snapshot, `--publish-seconds` after the
+        last publication (never while a version is pinned)."""
+        return self.control["pinned"] is None and \
+            time.monotonic() - self.last_publish >= self.cfg.publish_seconds and \
+            any(c.stats.counts["learned"] != c.published for c in self.challengers.values())
 
     def _publish_soon(self) -> None:
         """Publish the model at the next `_publish` (another model serves: a promotion)."""

@@ -67,6 +67,8 @@ class Learner(Daemon):
         # this state's model, published (and its challengers after it: else all again)
         if published["learned"] == counts["learned"] and self._challengers_after(found[0]):
             self.learned_at_publish, self.events_at_publish = counts["learned"], counts["events"]
+            for challenger in self.challengers.values():  # theirs too (with the same state)
+                challenger.published = challenger.stats.counts["learned"]
 
     def _challengers_after(self, manifest: dict) -> bool:
         """Whether each challenger has a snapshot of its own newer than `manifest`, the served

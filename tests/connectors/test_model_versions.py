@@ -17,7 +17,7 @@ from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.linear_model import PAClassifier
 from tests.connectors.fake_kafka import FakeConsumer, TP, serve_until_learned
 from tests.connectors.test_challengers import N, _rows, _same_model
-from tests.connectors.test_control import _write_at
+from tests.connectors.test_control import _serve_until, _write_at
 from tests.connectors.test_control import stream as control_stream  # noqa: F401 (a fixture)
 
 KEEP = 3
@@ -163,3 +163,21 @@ def test_a_rollback_returns_the_writers_to_what_the_last_checkpoint_committed(st
     assert learner.model_publishers["c1"].kept == []
     learner._publish_rolled_back()
     assert learner.model_publishers["c1"].kept == kept and "c9" not in learner.model_publishers
+
+
+def test_a_new_term_with_nothing_new_publishes_nothing_and_an_added_model_is_published(
+        stream, tmp_path):
+    serve_until_learned(_learner(tmp_path), N)
+    def numbers():
+        return [v for name in ("model", "model@c1") for v, _ in _versions(stream, name)]
+
+    before = numbers()
+    serve_until_learned(_learner(tmp_path), N)  # nothing left to learn
+    assert numbers() == before
+    # a challenger added while the served model learns nothing: published all the same
+    _, value, headers = control.encode("add", "x1", None, "ctl", spec='PAClassifier{"C": 0.2}')
+    learner = _serve_until(_write_at(_learner(tmp_path), N, (value, headers)),
+                           lambda daemon: "x1" in daemon.challengers)
+    assert list(learner.challengers) == ["c1", "x1"]
+    [(_, added)] = _versions(stream, "model@x1")
+    assert (added["name"], added["learned"]) == ("x1", 0)
