@@ -22,7 +22,7 @@ from river_pa.connectors.models import control
 from river_pa.connectors.state import checkpoint
 from river_pa.connectors.state.recovery import FORMER
 from river_pa.registry import make_model
-from tests.faults.daemons import CHALLENGER
+from tests.faults.daemons import CHALLENGER, EXTRA
 
 __all__ = ["fire", "forged_checkpoint"]
 
@@ -270,6 +270,22 @@ def pin(run, fault) -> str:
            f"{fault.seconds:.1f} s"
 
 
+def models(run, fault) -> str:
+    """`river-pa models add` of `EXTRA` (with `--backfill` or not), then `remove` `seconds`
+    later (not for `add-kept`); the checker finds what it learned in its own newest snapshot
+    of the model topic, or none left once removed."""
+    topic, (name, spec) = f"{run.topics[0]}.control", EXTRA
+    backfill = fault.target == "add-backfill"
+    _control(run, control.encode("add", name, _key(run), topic, spec=spec, backfill=backfill))
+    if fault.target == "add-kept":
+        return f"control record 'add {name} {spec}'"
+    run.later(fault.seconds, lambda: _control(run, control.encode("remove", name, _key(run),
+                                                                  topic)),
+              f"control record 'remove {name}'")
+    return f"control record 'add {name} {spec}{' --backfill' * backfill}', remove in " \
+           f"{fault.seconds:.1f} s"
+
+
 def _key(run) -> bytes | None:
     return run.key.encode() if run.key else None
 
@@ -304,7 +320,7 @@ def limit(run, fault) -> str:
 
 ACTIONS = {"kill": signal_daemon, "term": signal_daemon, "pause": signal_daemon, "broker": broker,
            "members": members, "replay": replay, "garbage": garbage, "pickle": forged_pickle,
-           "limit": limit, "promote": promote, "pin": pin}
+           "limit": limit, "promote": promote, "pin": pin, "models": models}
 
 
 def fire(run, fault) -> str:

@@ -48,7 +48,7 @@ from river_pa.connectors.observe.drift import DriftWatch, make_detector
 from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.registry import make_model
 
-from tests.faults.daemons import CHALLENGER
+from tests.faults.daemons import CHALLENGER, EXTRA
 
 __all__ = ["check", "message"]
 
@@ -317,7 +317,51 @@ def learned_and_model(run) -> list[str]:
     found += published_model(run, model, labelled, exact)
     for name in others if len(others) == 1 else ():  # its own snapshots (models/publishing.py)
         found += published_model(run, challenger.model, labelled, exact, f"model@{name}")
-    return found
+    return found + added_model(run, state)
+
+
+def added_model(run, state: dict) -> list[str]:
+    """The challenger the `models` fault adds (daemons.py's `EXTRA`): its own newest snapshot
+    holds what the state says it learned, or, removed, none of its records is left in the
+    model topic (its snapshots tombstoned)."""
+    name, topic = EXTRA[0], f"{run.topics[0]}.model"
+    if name in state["control"]["backfilling"]:
+        return []  # not joined: nothing published yet
+    saved = state["challengers"].get(name)
+    if saved is None:
+        left = live_keys(run, topic, f"model@{name}/".encode())
+        return [f"(c) {len(left)} records of the removed challenger {name} are not tombstoned "
+                f"in {topic}, e.g. {left[0]!r}"] if left else []
+    learned = saved["stats"].counts["learned"]
+    try:
+        snapshot = restored(run, topic, f"model@{name}")
+    except Exception as exc:  # noqa: BLE001
+        return [f"(c) challenger {name} has no snapshot of its own that loads: {exc}"]
+    return [] if snapshot["learned"] == learned else [
+        f"(c) the newest snapshot model@{name} learned {snapshot['learned']} of {learned}"]
+
+
+def live_keys(run, topic: str, prefix: bytes) -> list[bytes]:
+    """The keys starting with `prefix` whose newest record in `topic` is not a tombstone (what
+    compaction keeps), read with the isolation of the run."""
+    reader = KafkaConsumer(bootstrap_servers=run.cluster.bootstrap, group_id=None,
+                           enable_auto_commit=False, consumer_timeout_ms=10_000,
+                           isolation_level="read_committed" if run.exactly_once
+                           else "read_uncommitted", auto_offset_reset="earliest")
+    try:
+        from kafka import TopicPartition
+
+        tp = TopicPartition(topic, 0)
+        reader.assign([tp])
+        end = reader.end_offsets([tp])[tp]
+        newest = {}
+        while reader.position(tp) < end:
+            for record in reader.poll(timeout_ms=1000).get(tp, ()):
+                if record.key is not None and record.key.startswith(prefix):
+                    newest[record.key] = record.value is not None
+        return sorted(key for key, live in newest.items() if live)
+    finally:
+        reader.close()
 
 
 def challenged(state, replayed: _Replayed, labelled: int, exact: bool) -> list[str]:

@@ -25,6 +25,7 @@ RESTARTED = "=== fault harness: restarted ==="
 SESSION = ("--session-timeout-ms", "6000")
 STALL_EXIT_S = 150  # --stall-exit-seconds: over the 60 s the loop's longest bounded wait takes
 CHALLENGER = ("c", {"C": 0.1})  # the learners' challenger (checker.py replays it too)
+EXTRA = ("x", 'PAClassifier{"C": 0.3}')  # the challenger the `models` fault adds (actions.py)
 LEARNER = ("--role", "learn", "--max-poll-records", "25", "--checkpoint-every", "150",
            "--publish-every", "300", "--publish-seconds", "0.5",
            "--challenger", f"{CHALLENGER[0]}=PAClassifier{json.dumps(CHALLENGER[1])}")

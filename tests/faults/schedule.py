@@ -23,6 +23,8 @@ Kinds (each switched on or off with `kinds=`):
             model back, or a forged one (another key; not JSON when the run is unsigned)
   pin       a control record (`river-pa models pin`) of the model topic's oldest version, and
             one that unpins `seconds` later
+  models    a control record (`river-pa models add`) of another challenger (with `--backfill`
+            or not), and one that removes it `seconds` later (or none: it stays)
 
 """
 
@@ -34,13 +36,13 @@ from dataclasses import dataclass, field
 __all__ = ["KINDS", "Fault", "Schedule"]
 
 KINDS = ("kill", "term", "pause", "broker", "members", "replay", "garbage", "pickle", "limit",
-         "promote", "pin")
+         "promote", "pin", "models")
 DAEMONS = ("learner:active", "learner:standby", "predictor:0", "predictor:1", "predictor:2")
 BROKERS = ("broker:predict-coordinator", "broker:learn-coordinator", "broker:lease-coordinator",
            "broker:learner-txn", "broker:1", "broker:2", "broker:3")
 SECONDS = {"kill": (0.5, 8), "term": (0.5, 8), "pause": (1, 12), "broker": (3, 20),
            "members": (0, 0), "replay": (0, 0), "garbage": (0, 0), "pickle": (0, 0),
-           "limit": (3, 15), "promote": (0, 0), "pin": (2, 15)}
+           "limit": (3, 15), "promote": (0, 0), "pin": (2, 15), "models": (2, 15)}
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ def _target(rng: random.Random, kind: str) -> str:
         return rng.choice(("challenger", "challenger", "former", "forged"))  # former: back
     if kind == "pin":
         return "model:oldest"
+    if kind == "models":
+        return rng.choice(("add", "add-backfill", "add-kept"))  # kept: never removed
     return "predictions"  # limit
 
 
