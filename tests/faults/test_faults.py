@@ -1,4 +1,4 @@
-"""The fault harness in CI: three short seeded schedules on the 3-broker cluster (both modes,
+"""The fault harness in CI: four short seeded schedules on the 3-broker cluster (both modes,
 both clients); a violation prints the seed, the schedule and the
 command that reproduces it (`python -m tests.faults.soak --seed N ...`).
 
@@ -16,20 +16,23 @@ from tests.faults.schedule import Schedule
 
 CI_KINDS = ("kill", "term", "pause", "broker", "members", "replay", "garbage", "pickle", "limit",
             "promote")
-# three schedules, each a seed, a mode and a client: both modes and both clients within the
-# suite's 15 minutes (each schedule costs 20-35 s of a worker); the soak runs every combination
-# (seed 47 promotes the challenger while the stream flows, beside a broker stop and a forged
-# pickle)
-CI_RUNS = ((5, True, "kafka-python"), (9, False, "kafka-python"), (47, True, "confluent"))
+MODEL_KINDS = ("models", "kill", "term", "pin")  # the models of a deployment changed live
+# four schedules, each a seed, a mode, a client and its kinds: both modes and both clients
+# within the suite's 15 minutes (each schedule costs 20-35 s of a worker); the soak runs every
+# combination (seed 47 promotes the challenger while the stream flows, beside a broker stop and
+# a forged pickle; seed 180 adds a challenger, SIGKILLs the active learner, then removes it:
+# the next term tombstones the snapshots of it the last one published)
+CI_RUNS = ((5, True, "kafka-python", CI_KINDS), (9, False, "kafka-python", CI_KINDS),
+           (47, True, "confluent", CI_KINDS), (180, False, "confluent", MODEL_KINDS))
 LENGTH = 3
 N_EVENTS = 1_000
 
 
-@pytest.mark.parametrize("seed,exactly_once,client", CI_RUNS, ids=[
-    f"seed{s}-{'exactly-once' if eo else 'at-least-once'}-{c}" for s, eo, c in CI_RUNS])
+@pytest.mark.parametrize("seed,exactly_once,client,kinds", CI_RUNS, ids=[
+    f"seed{s}-{'exactly-once' if eo else 'at-least-once'}-{c}" for s, eo, c, _ in CI_RUNS])
 def test_invariants_hold_under_a_random_fault_schedule(cluster_bootstrap, elec2_path, tmp_path,
-                                                       seed, exactly_once, client):
-    schedule = Schedule.from_seed(seed, CI_KINDS, LENGTH)
+                                                       seed, exactly_once, client, kinds):
+    schedule = Schedule.from_seed(seed, kinds, LENGTH)
     result = run_schedule(schedule, exactly_once, cluster_bootstrap, tmp_path, elec2_path,
                           N_EVENTS, client=client)
     assert sum(result.fired.values()) > 0, "\n".join(result.log)
