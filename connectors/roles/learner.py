@@ -44,7 +44,8 @@ class Learner(Daemon):
         own snapshots too: a version names one model), and the model already published is
         not published again (a new term used to republish it)."""
         super()._start()
-        reader = self._snapshot_reader(self.cfg.model_topic, self.slot.snapshot, others=True)
+        reader = self._snapshot_reader(self.cfg.model_topic, self.slot.snapshot, others=True,
+                                       wanted={self.slot.name, *self.challengers})
         try:
             newest = max(reader.newest, reader.others_newest)
             self.term = max(self.term, newest[0] + 1)

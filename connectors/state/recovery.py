@@ -428,13 +428,13 @@ class Recovery:
                  "no local checkpoint" if self.policy.local_checkpoint_wins else "the group's state",
                  manifest["term"], manifest["version"], len(payload), cfg.state_topic)
 
-    def _snapshot_reader(self, topic: str, name: str, others: bool = False) -> snapshots.Reader:
-        """A reader of snapshot `name` (and with `others`, the manifests of `name@OTHER`) that
-        has read `topic` to its end (the topic is created, compacted, replicated up to 3
-        times, if it is missing); the caller closes it."""
+    def _snapshot_reader(self, topic: str, name: str, **others) -> snapshots.Reader:
+        """A reader of snapshot `name` (and with `others=True`, the manifests of `name@OTHER`:
+        `snapshots.Reader`) that has read `topic` to its end (the topic is created, compacted,
+        replicated up to 3 times, if it is missing); the caller closes it."""
         ensure_topic(self.cfg, topic)
         reader = snapshots.Reader(self.client.make_offsets_client(self.cfg), topic, name,
-                                  self._invalid_snapshot, others=others)
+                                  self._invalid_snapshot, **others)
         reader.read_to_end(120)
         return reader
 

@@ -42,6 +42,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 
@@ -64,9 +65,11 @@ MAX_NUMBERED = 2**52
 MAX_PENDING_VERSIONS = 4  # versions whose manifest has not come, per reader
 MAX_RUNS = 2  # runs of chunks of one version not matched by a manifest yet (see _Version)
 _KEY = re.compile(rb"/(\d{1,16})/(\d{1,16})(?:/(\d{1,16}))?")  # bytes: ASCII digits only
-_OTHER_KEY = re.compile(rb"([^/]{1,200})/(\d{1,16})/(\d{1,16})")  # OTHER/term/version
-MAX_OTHERS = 256  # names `name@OTHER` a reader notes manifests of (a flood of forged ones)
-MAX_OTHER_VERSIONS = 1001  # manifests noted per such name (the newest; --keep-versions <= 1000)
+_OTHER_KEY = re.compile(rb"([^/]{1,200})/(\d{1,16})/(\d{1,16})(?:/(\d{1,3}))?")  # OTHER/t/v[/i]
+MAX_OTHERS = 256  # names `name@OTHER` a reader notes (beside its `wanted`: a flood of forged ones)
+MAX_OTHER_VERSIONS = 1001  # versions noted per such name (the newest; --keep-versions <= 1000)
+MAX_OTHER_CHUNKS = 100_000  # chunks noted over all of them
+MAX_CHUNKS = MAX_SNAPSHOT_BYTES // CHUNK_BYTES  # of one snapshot
 
 
 def stamp(manifest: dict) -> tuple[int, int]:
@@ -257,7 +260,8 @@ class Reader:
     that is not valid."""
 
     def __init__(self, consumer: Consumer, topic: str, name: str, on_invalid,
-                 max_pending_bytes: int = MAX_PENDING_BYTES, others: bool = False):
+                 max_pending_bytes: int = MAX_PENDING_BYTES, others: bool = False,
+                 wanted: Collection[str] = ()):
         self.consumer, self.topic, self.name = consumer, topic, name
         self.on_invalid, self.max_pending_bytes = on_invalid, max_pending_bytes
         self.tp = TopicPartition(topic, 0)
@@ -271,11 +275,14 @@ class Reader:
         self.prefix = f"{name}/".encode()
         self.progress_key = f"{name}.progress".encode()
         self.progress: dict | None = None  # the newest valid progress record
-        # with `others`: {OTHER: {(term, version): manifest}} of the snapshots `name@OTHER`
-        # (not verified: what a writer of them numbers above and tombstones), and their newest
+        # with `others`: {OTHER: {(term, version): {"manifest": manifest or None, "chunks":
+        # {index, ...}}}} of the snapshots `name@OTHER` in the topic (not verified: what a
+        # writer of them numbers above and tombstones; `wanted` names always noted), and the
+        # newest stamp of their manifests
         self.others_prefix = f"{name}@".encode() if others else None
         self.others: dict[str, dict[tuple[int, int], dict]] = {}
         self.others_newest: tuple[int, int] = (0, 0)
+        self.wanted, self.other_chunks = set(wanted), 0
 
     def close(self) -> None:
         """Close the reader's consumer."""
@@ -307,26 +314,44 @@ class Reader:
                 self._take_other(record.key, record.value)
 
     def _take_other(self, key: bytes, value: bytes | None) -> None:
-        """Note (or forget, at its tombstone) the manifest of a snapshot `name@OTHER`; its
-        chunks and anything else are ignored."""
+        """Note (or forget, at its tombstone) a manifest of a snapshot `name@OTHER`, or which
+        of its chunks are in the topic; anything else is ignored."""
         match = _OTHER_KEY.fullmatch(key, len(self.others_prefix))
-        if match is None:
+        try:
+            other = match and match[1].decode()
+        except UnicodeDecodeError:  # no model's name: its tombstones would miss the key
             return
-        other, at = match[1].decode(errors="replace"), (int(match[2]), int(match[3]))
+        if not other:
+            return
+        at, index = (int(match[2]), int(match[3])), match[4] and int(match[4])
         versions = self.others.get(other)
-        manifest = None if value is None else _manifest(value, *at)
-        if not isinstance(manifest, dict):  # a tombstone, or not a manifest of that stamp
-            if value is None and versions is not None:
-                versions.pop(at, None)
-            return
-        if versions is None and len(self.others) < MAX_OTHERS:
+        if versions is None:
+            if value is None or (len(self.others) >= MAX_OTHERS and other not in self.wanted):
+                return
             versions = self.others[other] = {}
-        if versions is not None:
-            versions[at] = manifest
-            if len(versions) > MAX_OTHER_VERSIONS:
-                del versions[min(versions)]
-        if max(at) <= MAX_NUMBERED:
-            self.others_newest = max(self.others_newest, at)
+        noted = versions.setdefault(at, {"manifest": None, "chunks": set()})
+        if index is not None:
+            self._note_chunk(noted["chunks"], index, value is not None)
+        elif value is None:
+            noted["manifest"] = None
+        elif isinstance(manifest := _manifest(value, *at), dict):
+            noted["manifest"] = manifest
+            if max(at) <= MAX_NUMBERED:
+                self.others_newest = max(self.others_newest, at)
+        if noted["manifest"] is None and not noted["chunks"]:
+            del versions[at]
+        elif len(versions) > MAX_OTHER_VERSIONS:
+            self.other_chunks -= len(versions.pop(min(versions))["chunks"])
+        if not versions:
+            del self.others[other]
+
+    def _note_chunk(self, chunks: set, index: int, present: bool) -> None:
+        if not present:
+            self.other_chunks -= index in chunks
+            chunks.discard(index)
+        elif index not in chunks and index < MAX_CHUNKS and self.other_chunks < MAX_OTHER_CHUNKS:
+            chunks.add(index)
+            self.other_chunks += 1
 
     def _invalid(self, reason: str) -> None:
         self.on_invalid(f"{self.topic}: {self.name}: {reason}")
@@ -403,9 +428,14 @@ class Reader:
         return [v.found[-1][0] for _, v in sorted(self.versions.items()) if v.found]
 
     def other_manifests(self) -> dict[str, list[dict]]:
-        """{OTHER: the manifests noted of snapshot `name@OTHER`, oldest first} (`others`)."""
-        return {other: [versions[at] for at in sorted(versions)]
-                for other, versions in self.others.items()}
+        """{OTHER: the manifests noted of snapshot `name@OTHER`, oldest first} (`others`), each
+        with ``chunks`` the count of its chunks in the topic: a writer tombstones those, not
+        the count a manifest gives (one forged manifest of 512 chunks, and none, made the
+        learner send 513 tombstones)."""
+        return {other: [{**noted["manifest"], "chunks": len(
+            [i for i in noted["chunks"] if i < noted["manifest"]["chunks"]])}
+            for _, noted in sorted(versions.items()) if noted["manifest"]]
+            for other, versions in self.others.items()}
 
     def candidates(self):
         """Yield (manifest, payload) of the versions newer than the one held, newest first

@@ -245,6 +245,11 @@ def test_a_writer_keeps_the_verified_fallback_not_a_refused_newer_version():
     assert publisher.kept == []
 
 
+def _manifest_of(term: int, version: int, chunks: int) -> bytes:
+    return json.dumps({"term": term, "version": version, "chunks": chunks,
+                       "bytes": chunks * CHUNK_BYTES, "sha256": "00"}).encode()
+
+
 def test_a_reader_of_others_notes_their_manifests_and_forgets_the_tombstoned():
     # the challengers' own snapshots (models/publishing.py): a new learner numbers above them
     # and tombstones their old versions; a flood of names is bounded
@@ -252,18 +257,29 @@ def test_a_reader_of_others_notes_their_manifests_and_forgets_the_tombstoned():
     from tests.connectors.fake_kafka import Cluster, FakeConsumer
 
     cluster = Cluster()
-    cluster.topic("events.model")
-    publisher = Publisher("events.model", "model@c1", 2, 12, [], keep=2)
+    topic = cluster.topic("events.model")
+    publisher = Publisher(topic, "model@c1", 2, 12, [], keep=2)
     for _ in range(3):
         publisher.publish(lambda topic, value, key: cluster.append(topic, value, key),
                           b"c1" * 1000)
-    cluster.append("events.model", b"{not json", b"model@c1/2/99")
+    cluster.append(topic, b"{not json", b"model@c1/2/99")
+    # helper-35: names of models added and removed long ago filled the cap, so the models of
+    # later ones were never noted again (their old versions never tombstoned)
     for i in range(snapshots.MAX_OTHERS + 5):
-        cluster.append("events.model", json.dumps({"term": 1, "version": 1, "chunks": 1,
-                                                   "bytes": 4, "sha256": "00"}).encode(),
-                       f"model@x{i}/1/1".encode())
-    reader = Reader(FakeConsumer(cluster), "events.model", "model", pytest.fail, others=True)
+        publisher = Publisher(topic, f"model@gone{i}", 1, i, [], keep=2)
+        publisher.publish(lambda topic, value, key: cluster.append(topic, value, key), b"x")
+        publisher.retire(lambda topic, value, key: cluster.append(topic, value, key))
+    for i in range(snapshots.MAX_OTHERS + 5):  # forged: 512 chunks claimed, none sent
+        cluster.append(topic, _manifest_of(1, 1, 512), f"model@x{i}/1/1".encode())
+    cluster.append(topic, _manifest_of(1, 1, 1), b"model@\xff/1/1")  # no name: not UTF-8
+    cluster.append(topic, _manifest_of(1, 1, 1), b"model@ours/1/1")
+    reader = Reader(FakeConsumer(cluster), topic, "model", pytest.fail, others=True,
+                    wanted={"ours"})
     reader.read_to_end(5)
-    assert [stamp(m) for m in reader.other_manifests()["c1"]] == [(2, 14), (2, 15)]
-    assert reader.others_newest == (2, 15) and len(reader.others) == snapshots.MAX_OTHERS
+    noted = reader.other_manifests()
+    assert [(stamp(m), m["chunks"]) for m in noted["c1"]] == [((2, 14), 1), ((2, 15), 1)]
+    assert not [n for n in noted if n.startswith("gone")]  # all tombstoned: forgotten
+    assert noted["ours"] and len(noted) == snapshots.MAX_OTHERS + 1  # c1, forged x*, ours
+    assert {m["chunks"] for n, ms in noted.items() if n.startswith("x") for m in ms} == {0}
+    assert reader.others_newest == (2, 15)
     assert reader.manifests() == []  # not the snapshot it reads
