@@ -101,15 +101,15 @@ class ModelPublishing:
         (checked, or committed with the transaction, at the next checkpoint)."""
         self._before_write()
         counts = self.stats.counts
+        self._publish_challengers()  # first: the served model's snapshot names their versions
         # its name, and every model of the deployment: a predictor configured with any of them
         # serves it (`checkpoint.dumps` names them in the header)
         state = {"model": self.slot.model, "learned": counts["learned"], "events": counts["events"],
                  "published_at_ms": int(time.time() * 1000), "name": self.slot.name,
-                 "challengers": self._challenger_metas()}
+                 "challengers": self._challenger_metas(), "own": self._own_versions()}
         if shadow := self._shadow_models():  # for the predictors' --shadow predictions
             state["shadow"] = shadow
         self._send_snapshot(state, self.slot.model)
-        self._publish_challengers()
         self.last_publish = time.monotonic()
         self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
 
@@ -126,6 +126,15 @@ class ModelPublishing:
                          "published_at_ms": int(time.time() * 1000), "challengers": metas}
                 self._send_snapshot(state, challenger.slot.model, self._model_publisher(name))
                 challenger.published = learned
+
+    def _own_versions(self) -> dict:
+        """{name: the version of each challenger's newest snapshot of its own, or None}."""
+        return {name: self._own_newest(name) for name in self.challengers}
+
+    def _own_newest(self, name: str) -> int | None:
+        publisher = self.model_publishers.get(name)
+        kept = publisher.kept if publisher is not None else self.model_others.get(name)
+        return kept[-1]["version"] if kept else None
 
     def _model_publisher(self, name: str) -> snapshots.Publisher:
         """The writer of challenger `name`'s own snapshots (kept across promotions, removals

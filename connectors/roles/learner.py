@@ -16,7 +16,7 @@ from river_pa.connectors.loop.daemon import Daemon, watch_stop
 from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.models.slot import MODEL_FIELDS
 from river_pa.connectors.roles.lease import Lease
-from river_pa.connectors.state.snapshots import Publisher, stamp
+from river_pa.connectors.state.snapshots import Publisher
 
 __all__ = ["Learner", "LeaseLost", "run_learner"]
 
@@ -65,18 +65,20 @@ class Learner(Daemon):
             return
         self.slot.manifest, _, published = found
         counts = self.stats.counts
-        # this state's model, published (and its challengers after it: else all again)
-        if published["learned"] == counts["learned"] and self._challengers_after(found[0]):
+        # this state's model, published (and its challengers with it: else all again)
+        if published["learned"] == counts["learned"] and self._challengers_published(published):
             self.learned_at_publish, self.events_at_publish = counts["learned"], counts["events"]
             for challenger in self.challengers.values():  # theirs too (with the same state)
                 challenger.published = challenger.stats.counts["learned"]
 
-    def _challengers_after(self, manifest: dict) -> bool:
-        """Whether each challenger has a snapshot of its own newer than `manifest`, the served
-        model's newest: `_publish_model` sends theirs right after it, and a learner killed
-        between the two left the challengers' behind for good."""
-        return all(max(map(stamp, self.model_others.get(name, ())), default=(0, 0)) >
-                   stamp(manifest) for name in self.challengers)
+    def _challengers_published(self, published: dict) -> bool:
+        """Whether the newest snapshot of each challenger's own is the one `published`, the
+        served model's newest, names (`_publish_model` sends theirs first: a learner killed
+        between them left the challengers' behind for good; none before it names them)."""
+        own = published.get("own")
+        return isinstance(own, dict) and all(
+            own.get(name) is not None and own[name] == self._own_newest(name)
+            for name in self.challengers)
 
     def _subscribe(self) -> None:
         """Assign every partition of the input topics to this consumer (no group join)."""

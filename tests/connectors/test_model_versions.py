@@ -181,3 +181,17 @@ def test_a_new_term_with_nothing_new_publishes_nothing_and_an_added_model_is_pub
     assert list(learner.challengers) == ["c1", "x1"]
     [(_, added)] = _versions(stream, "model@x1")
     assert (added["name"], added["learned"]) == ("x1", 0)
+
+
+def test_a_restart_after_an_unpin_publishes_nothing_again(stream, tmp_path):
+    # helper-35: the unpin published the served model alone (the challenger had not learned
+    # since its last), and every restart after it published every model again
+    serve_until_learned(_learner(tmp_path), N)
+    version = _versions(stream, "model")[0][0]
+    records = [control.encode(command, "PAClassifier", None, "ctl", at, version)[1:]
+               for at, command in enumerate(("pin", "unpin"))]  # at offsets 0 and 1
+    _serve_until(_write_at(_learner(tmp_path), N, *records),
+                 lambda daemon: (daemon.control_recent or {}).get("1") == "unpinned")
+    before = [v for name in ("model", "model@c1") for v, _ in _versions(stream, name)]
+    serve_until_learned(_learner(tmp_path), N)
+    assert [v for name in ("model", "model@c1") for v, _ in _versions(stream, name)] == before
