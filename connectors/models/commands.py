@@ -91,15 +91,16 @@ def _serves(name: str):
 
 
 def _pin(cfg, args) -> int:
-    versions = _versions(cfg, [args.name])
+    report = newest_report(cfg)
+    versions = _versions(cfg, [args.name, *_names(report)])
     found = next((v for v in versions if v["version"] == args.version), None)
     if found is None or found["name"] != args.name:
         kept = ", ".join(f"{v['version']} ({v['name']})" for v in versions) or "none"
+        whose = "" if found is None else f": it is of {found['name']!r:.80}"
         print(f"river-pa models: {cfg.model_topic} holds no version {args.version} of "
-              f"{args.name!r:.80} (versions that verify: {kept}); nothing written",
+              f"{args.name!r:.80}{whose} (versions that verify: {kept}); nothing written",
               file=sys.stderr)
         return 1
-    report = newest_report(cfg)
 
     def pinned(report: dict) -> tuple[bool, str]:
         pin = report.get("pinned")
@@ -264,7 +265,7 @@ def _list(cfg, args) -> int:
         print(f"river-pa models: no learner report in {cfg.metrics_topic} (a learner writes "
               "one every --report-every events)", file=sys.stderr)
         return 1
-    versions = _versions(cfg, [report.get("served"), *report["challengers"]])
+    versions = _versions(cfg, _names(report))
     if args.json:
         print(json.dumps({**report, "versions": versions}, sort_keys=True))
         return 0
@@ -293,6 +294,11 @@ def _list(cfg, args) -> int:
     print(f"versions in {cfg.model_topic} (`river-pa models pin NAME VERSION`): "
           + ("; ".join(map(_version_text, versions)) or "none that verifies"))
     return 0
+
+
+def _names(report: dict | None) -> list:
+    """The served model's and the challengers' names in a learner's `report`."""
+    return [report.get("served"), *report["challengers"]] if report else []
 
 
 def _version_text(v: dict) -> str:

@@ -76,15 +76,18 @@ class LiveModels:
 
     def _remove(self, name: str, where: str) -> str:
         """Drop challenger `name`; what became of the command."""
+        pinned = (self.control["pinned"] or {}).get("name")
         if name in (self.backfills or {}):
             self._stop_backfills([name])
             self.control["backfilling"].remove(name)
-        elif name not in self.challengers or name not in self.control["made"] and \
-                checkpoint.same_meta(self.challengers[name].slot.meta, self.configured.meta):
+        elif name not in self.challengers or name == pinned or name not in self.control[
+                "made"] and checkpoint.same_meta(self.challengers[name].slot.meta,
+                                                 self.configured.meta):
             why = ("it serves (promote another model first)" if name == self.slot.name else
                    "no challenger of that name" if name not in self.challengers else
-                   "it is --model, which a restart loads the state with (promote it back, or "
-                   "start a learner with another --model)")
+                   "a version of it is pinned (`river-pa models unpin` first)" if name == pinned
+                   else "it is --model, which a restart loads the state with (promote it back, "
+                   "or start a learner with another --model)")
             log.warning("%s: remove %.80r: %s; nothing changes", where, name, why)
             return f"not removed: {why}"
         else:

@@ -465,3 +465,21 @@ def test_models_list_names_the_version_or_says_there_is_none(monkeypatch, capsys
     assert commands._list(CFG, argparse.Namespace(json=False)) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.endswith(f" ago; {line}; control records skipped: 0"), first
+
+
+def test_models_pin_of_another_models_version_says_whose_it_is(monkeypatch, capsys):
+    # helper-35: "holds no version 15 of 'c01'" where 15 was the former served model's
+    import argparse
+
+    from river_pa.connectors.models import commands
+
+    report = {"served": "c01", "challengers": {FORMER: {}}}
+    asked = []
+    monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s=30: report)
+    monkeypatch.setattr(commands, "_versions", lambda cfg, names: asked.append(names) or [
+        {"version": 15, "name": FORMER}, {"version": 16, "name": "c01"}])
+    assert commands._pin(CFG, argparse.Namespace(name="c01", version=15)) == 1
+    assert asked == [["c01", "c01", FORMER]]  # every model's versions are listed
+    assert capsys.readouterr().err == (
+        f"river-pa models: {CFG.model_topic} holds no version 15 of 'c01': it is of "
+        f"'{FORMER}' (versions that verify: 15 ({FORMER}), 16 (c01)); nothing written\n")

@@ -195,3 +195,16 @@ def test_a_restart_after_an_unpin_publishes_nothing_again(stream, tmp_path):
     before = [v for name in ("model", "model@c1") for v, _ in _versions(stream, name)]
     serve_until_learned(_learner(tmp_path), N)
     assert [v for name in ("model", "model@c1") for v, _ in _versions(stream, name)] == before
+
+
+def test_a_challenger_whose_version_is_pinned_is_not_removed(stream, tmp_path):
+    # helper-35: removed, it went on serving through the pin, and `models list` named it
+    serve_until_learned(_learner(tmp_path), N // 2)
+    version = _versions(stream, "model@c1")[-1][0]
+    records = [control.encode(command, "c1", None, "ctl", at, version)[1:]
+               for at, command in enumerate(("pin", "remove"))]
+    learner = _serve_until(_write_at(_learner(tmp_path), N // 2, *records),
+                           lambda daemon: "1" in (daemon.control_recent or {}))
+    assert learner.control_recent["1"] == ("not removed: a version of it is pinned "
+                                           "(`river-pa models unpin` first)")
+    assert list(learner.challengers) == ["c1"] and _versions(stream, "model@c1")
