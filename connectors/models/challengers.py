@@ -225,7 +225,9 @@ class Challenger:
         self.duel = duel
         self.errors = 0
         self.backfilled: dict | None = None  # what it learned of the history (backfill.py)
-        self.published = -1  # its labels learned at its last snapshot (models/publishing.py)
+        # its labels learned at its last snapshot of its own, and that snapshot's version
+        # (models/publishing.py)
+        self.published, self.published_as = -1, None
 
     def predict(self, x: dict):
         """What its metric scores for event `x` (probabilities or a label); None when it
@@ -276,7 +278,8 @@ class Challenger:
     def state(self) -> dict:
         """What the learner's state keeps of it."""
         return {"model": self.slot.model, "stats": self.stats, "errors": self.errors,
-                "meta": self.slot.meta, "duel": self.duel, "backfilled": self.backfilled}
+                "meta": self.slot.meta, "duel": self.duel, "backfilled": self.backfilled,
+                "published": (self.published, self.published_as)}
 
     def restore(self, saved) -> bool:
         """Continue from `saved` (a `state()` of the state restored) when it is this
@@ -287,6 +290,10 @@ class Challenger:
                 and isinstance(saved.get("errors"), int)):
             return False
         self.slot.model, self.stats, self.errors = saved["model"], saved["stats"], saved["errors"]
+        published = saved.get("published")  # none in older states: published again
+        if isinstance(published, tuple) and len(published) == 2 and type(published[0]) is int \
+                and (published[1] is None or type(published[1]) is int):
+            self.published, self.published_as = published
         backfilled = saved.get("backfilled")  # none in older states
         self.backfilled = backfilled if isinstance(backfilled, dict) else None
         duel = saved.get("duel")  # none after a promotion (another served model) or in older

@@ -370,7 +370,10 @@ def newest_report(cfg, timeout_s: float = 30) -> dict | None:
 
 
 def _reader(cfg):
-    """A group-less kafka-python consumer of the deployment's cluster (the command's client)."""
+    """A group-less kafka-python consumer of the deployment's cluster (the command's client),
+    read_committed: a version an `--exactly-once` learner aborted is no version (helper-36:
+    `list` showed 38 versions where 6 were committed, and `pin` wrote a record for an aborted
+    one the learner then refused)."""
     from kafka import KafkaConsumer
 
     from river_pa.connectors.kafka import CLIENT_DEFAULTS
@@ -378,7 +381,8 @@ def _reader(cfg):
 
     return KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers, group_id=None,
                          client_id=f"{cfg.client_id}-models", enable_auto_commit=False,
-                         **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaConsumer)})
+                         **{**CLIENT_DEFAULTS, **client_settings(cfg.kafka, KafkaConsumer),
+                            "isolation_level": "read_committed"})
 
 
 def _newer(best: dict | None, value: bytes | None, events: str) -> dict | None:

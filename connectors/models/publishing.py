@@ -90,7 +90,7 @@ class ModelPublishing:
         last publication (never while a version is pinned)."""
         return self.control["pinned"] is None and \
             time.monotonic() - self.last_publish >= self.cfg.publish_seconds and \
-            any(c.stats.counts["learned"] != c.published for c in self.challengers.values())
+            any(map(_unpublished, self.challengers.values()))
 
     def _publish_soon(self) -> None:
         """Publish the model at the next `_publish` (another model serves: a promotion)."""
@@ -101,35 +101,32 @@ class ModelPublishing:
         (checked, or committed with the transaction, at the next checkpoint)."""
         self._before_write()
         counts = self.stats.counts
-        self._publish_challengers()  # first: the served model's snapshot names their versions
         # its name, and every model of the deployment: a predictor configured with any of them
         # serves it (`checkpoint.dumps` names them in the header)
         state = {"model": self.slot.model, "learned": counts["learned"], "events": counts["events"],
                  "published_at_ms": int(time.time() * 1000), "name": self.slot.name,
-                 "challengers": self._challenger_metas(), "own": self._own_versions()}
+                 "challengers": self._challenger_metas()}
         if shadow := self._shadow_models():  # for the predictors' --shadow predictions
             state["shadow"] = shadow
         self._send_snapshot(state, self.slot.model)
+        self._publish_challengers()
         self.last_publish = time.monotonic()
         self.events_at_publish, self.learned_at_publish = counts["events"], counts["learned"]
 
     def _publish_challengers(self) -> None:
         """Send each challenger that learned since its last snapshot as its own (`model@NAME`),
-        each naming every model of the deployment, as a pin of it needs."""
+        each naming every model of the deployment, as a pin of it needs (one that learned
+        nothing yet has none: it would only push a version worth pinning out)."""
         self._drop_others()
         metas = self._deployment_metas()
         for name, challenger in self.challengers.items():
-            learned = challenger.stats.counts["learned"]
-            if learned != challenger.published:
+            if _unpublished(challenger):
+                learned = challenger.stats.counts["learned"]
                 state = {"model": challenger.slot.model, "learned": learned,
                          "events": self.stats.counts["events"], "name": name,
                          "published_at_ms": int(time.time() * 1000), "challengers": metas}
                 self._send_snapshot(state, challenger.slot.model, self._model_publisher(name))
-                challenger.published = learned
-
-    def _own_versions(self) -> dict:
-        """{name: the version of each challenger's newest snapshot of its own, or None}."""
-        return {name: self._own_newest(name) for name in self.challengers}
+                challenger.published, challenger.published_as = learned, self.model_version
 
     def _own_newest(self, name: str) -> int | None:
         publisher = self.model_publishers.get(name)
@@ -181,3 +178,9 @@ class ModelPublishing:
         # a checkpoint is due even when no record follows: it checks the sends (and commits
         # them, in the transaction); otherwise the last snapshot stayed invisible for ever
         self.since_checkpoint = max(self.since_checkpoint, 1)
+
+
+def _unpublished(challenger) -> bool:
+    """Whether `challenger` learned since its last snapshot of its own (and learned some)."""
+    learned = challenger.stats.counts["learned"]
+    return learned != challenger.published and learned > 0

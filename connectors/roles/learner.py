@@ -61,24 +61,15 @@ class Learner(Daemon):
         finally:
             reader.close()
         log.info("term %d of the group's learner", self.term)
+        for name, challenger in self.challengers.items():  # their own snapshots, as the state
+            if challenger.published_as != self._own_newest(name):  # says (a kill between the
+                challenger.published = -1                         # sends: published again)
         if found is None:
             return
         self.slot.manifest, _, published = found
         counts = self.stats.counts
-        # this state's model, published (and its challengers with it: else all again)
-        if published["learned"] == counts["learned"] and self._challengers_published(published):
+        if published["learned"] == counts["learned"]:  # this state's model, published
             self.learned_at_publish, self.events_at_publish = counts["learned"], counts["events"]
-            for challenger in self.challengers.values():  # theirs too (with the same state)
-                challenger.published = challenger.stats.counts["learned"]
-
-    def _challengers_published(self, published: dict) -> bool:
-        """Whether the newest snapshot of each challenger's own is the one `published`, the
-        served model's newest, names (`_publish_model` sends theirs first: a learner killed
-        between them left the challengers' behind for good; none before it names them)."""
-        own = published.get("own")
-        return isinstance(own, dict) and all(
-            own.get(name) is not None and own[name] == self._own_newest(name)
-            for name in self.challengers)
 
     def _subscribe(self) -> None:
         """Assign every partition of the input topics to this consumer (no group join)."""

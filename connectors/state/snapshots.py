@@ -126,9 +126,11 @@ class Publisher:
         self.kept = []
 
     def _tombstone(self, send, manifests: list[dict]) -> None:
+        """Tombstone each of `manifests` and its chunks (those ``present``, when a reader
+        noted which: `Reader.other_manifests`)."""
         for old in manifests:
             old_prefix = f"{self.name}/{old['term']}/{old['version']}"
-            for i in range(old["chunks"]):
+            for i in old.get("present", range(old["chunks"])):
                 send(self.topic, None, key=f"{old_prefix}/{i}".encode())
             send(self.topic, None, key=old_prefix.encode())
 
@@ -331,7 +333,7 @@ class Reader:
             versions = self.others[other] = {}
         noted = versions.setdefault(at, {"manifest": None, "chunks": set()})
         if index is not None:
-            self._note_chunk(noted["chunks"], index, value is not None)
+            self._note_chunk(noted["chunks"], index, value is not None, other in self.wanted)
         elif value is None:
             noted["manifest"] = None
         elif isinstance(manifest := _manifest(value, *at), dict):
@@ -345,11 +347,12 @@ class Reader:
         if not versions:
             del self.others[other]
 
-    def _note_chunk(self, chunks: set, index: int, present: bool) -> None:
+    def _note_chunk(self, chunks: set, index: int, present: bool, wanted: bool) -> None:
         if not present:
             self.other_chunks -= index in chunks
             chunks.discard(index)
-        elif index not in chunks and index < MAX_CHUNKS and self.other_chunks < MAX_OTHER_CHUNKS:
+        elif index not in chunks and index < MAX_CHUNKS and (
+                wanted or self.other_chunks < MAX_OTHER_CHUNKS):
             chunks.add(index)
             self.other_chunks += 1
 
@@ -429,13 +432,12 @@ class Reader:
 
     def other_manifests(self) -> dict[str, list[dict]]:
         """{OTHER: the manifests noted of snapshot `name@OTHER`, oldest first} (`others`), each
-        with ``chunks`` the count of its chunks in the topic: a writer tombstones those, not
-        the count a manifest gives (one forged manifest of 512 chunks, and none, made the
+        with ``present``, the indexes of its chunks in the topic: a writer tombstones those,
+        not the count a manifest gives (one forged manifest of 512 chunks, and none, made the
         learner send 513 tombstones)."""
-        return {other: [{**noted["manifest"], "chunks": len(
-            [i for i in noted["chunks"] if i < noted["manifest"]["chunks"]])}
-            for _, noted in sorted(versions.items()) if noted["manifest"]]
-            for other, versions in self.others.items()}
+        return {other: [{**noted["manifest"], "present": sorted(noted["chunks"])}
+                        for _, noted in sorted(versions.items()) if noted["manifest"]]
+                for other, versions in self.others.items()}
 
     def candidates(self):
         """Yield (manifest, payload) of the versions newer than the one held, newest first

@@ -483,3 +483,15 @@ def test_models_pin_of_another_models_version_says_whose_it_is(monkeypatch, caps
     assert capsys.readouterr().err == (
         f"river-pa models: {CFG.model_topic} holds no version 15 of 'c01': it is of "
         f"'{FORMER}' (versions that verify: 15 ({FORMER}), 16 (c01)); nothing written\n")
+
+
+def test_the_models_commands_read_committed_records_only(monkeypatch):
+    # helper-36: `list` named versions an --exactly-once learner had aborted
+    import kafka
+
+    from river_pa.connectors.models import commands
+
+    made = []
+    monkeypatch.setattr(kafka, "KafkaConsumer", lambda **settings: made.append(settings))
+    commands._reader(CFG)
+    assert made[0]["isolation_level"] == "read_committed" and made[0]["group_id"] is None

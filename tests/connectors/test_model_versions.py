@@ -14,6 +14,7 @@ from river_pa.connectors.config import ServeConfig
 from river_pa.connectors.models import control
 from river_pa.connectors.roles.learner import Learner
 from river_pa.connectors.state import checkpoint, snapshots
+from river_pa.connectors.state.recovery import FORMER
 from river_pa.linear_model import PAClassifier
 from tests.connectors.fake_kafka import FakeConsumer, TP, serve_until_learned
 from tests.connectors.test_challengers import N, _rows, _same_model
@@ -140,7 +141,7 @@ def test_a_challenger_a_restart_drops_has_its_snapshots_tombstoned(stream, tmp_p
     assert [s["name"] for _, s in _versions(stream, "model@c2")] == ["c2"] * KEEP
 
 
-def test_a_learner_killed_between_the_served_and_a_challengers_snapshot_sends_both_again(
+def test_a_learner_killed_between_the_served_and_a_challengers_snapshot_sends_it_again(
         stream, tmp_path):
     serve_until_learned(_learner(tmp_path), N)
     (version, state), = _versions(stream, "model@c1")[-1:]
@@ -174,13 +175,39 @@ def test_a_new_term_with_nothing_new_publishes_nothing_and_an_added_model_is_pub
     before = numbers()
     serve_until_learned(_learner(tmp_path), N)  # nothing left to learn
     assert numbers() == before
-    # a challenger added while the served model learns nothing: published all the same
-    _, value, headers = control.encode("add", "x1", None, "ctl", spec='PAClassifier{"C": 0.2}')
+    # a challenger that learns while the served model learns nothing (it learns the history:
+    # --backfill): published all the same once it joined
+    _, value, headers = control.encode("add", "x1", None, "ctl", spec='PAClassifier{"C": 0.2}',
+                                       backfill=True)
     learner = _serve_until(_write_at(_learner(tmp_path), N, (value, headers)),
                            lambda daemon: "x1" in daemon.challengers)
     assert list(learner.challengers) == ["c1", "x1"]
     [(_, added)] = _versions(stream, "model@x1")
-    assert (added["name"], added["learned"]) == ("x1", 0)
+    assert (added["name"], added["learned"]) == ("x1", N)
+    assert _same_model(added["model"], _first(N, PAClassifier(C=0.2)))
+    assert numbers() == before  # the others had nothing new
+
+
+def test_a_challenger_that_learned_nothing_yet_has_no_version(stream, tmp_path):
+    serve_until_learned(_learner(tmp_path), N)
+    _, value, headers = control.encode("add", "x1", None, "ctl", spec='PAClassifier{"C": 0.2}')
+    _serve_until(_write_at(_learner(tmp_path), N, (value, headers)),
+                 lambda daemon: "x1" in daemon.challengers)
+    assert _versions(stream, "model@x1") == []
+
+
+def test_a_restart_after_a_promotion_publishes_only_the_demoted_model(stream, tmp_path):
+    # helper-36: a promotion published every challenger again, though none learned since
+    _, value, headers = control.encode("add", "x1", None, "ctl", spec='PAClassifier{"C": 0.2}')
+    serve_until_learned(_write_at(_learner(tmp_path), N // 2, (value, headers)), N)
+    before = {n: [v for v, _ in _versions(stream, f"model@{n}")] for n in ("c1", "x1")}
+    _, value, headers = control.encode("promote", "c1", None, "ctl")
+    learner = _serve_until(_write_at(_learner(tmp_path), N, (value, headers)),
+                           lambda daemon: daemon.slot.name == "c1")
+    assert sorted(learner.challengers) == sorted(["x1", FORMER])
+    assert {n: [v for v, _ in _versions(stream, f"model@{n}")] for n in ("c1", "x1")} == before
+    [(_, demoted)] = _versions(stream, f"model@{FORMER}")
+    assert demoted["learned"] == N
 
 
 def test_a_restart_after_an_unpin_publishes_nothing_again(stream, tmp_path):

@@ -277,9 +277,28 @@ def test_a_reader_of_others_notes_their_manifests_and_forgets_the_tombstoned():
                     wanted={"ours"})
     reader.read_to_end(5)
     noted = reader.other_manifests()
-    assert [(stamp(m), m["chunks"]) for m in noted["c1"]] == [((2, 14), 1), ((2, 15), 1)]
+    assert [(stamp(m), m["present"]) for m in noted["c1"]] == [((2, 14), [0]), ((2, 15), [0])]
     assert not [n for n in noted if n.startswith("gone")]  # all tombstoned: forgotten
     assert noted["ours"] and len(noted) == snapshots.MAX_OTHERS + 1  # c1, forged x*, ours
-    assert {m["chunks"] for n, ms in noted.items() if n.startswith("x") for m in ms} == {0}
+    assert {len(m["present"]) for n, ms in noted.items() if n.startswith("x") for m in ms} == {0}
     assert reader.others_newest == (2, 15)
     assert reader.manifests() == []  # not the snapshot it reads
+
+
+def test_a_writer_tombstones_the_chunks_a_reader_found_of_another_snapshot():
+    # helper-36: chunks 0 and 300 of a version claiming 2 chunks: 0 and 1 were tombstoned,
+    # 300 stayed
+    from tests.connectors.fake_kafka import Cluster, FakeConsumer
+
+    cluster = Cluster()
+    topic = cluster.topic("events.model")
+    for key in (b"model@c1/1/7/0", b"model@c1/1/7/300"):
+        cluster.append(topic, b"chunk", key)
+    cluster.append(topic, _manifest_of(1, 7, 2), b"model@c1/1/7")
+    reader = Reader(FakeConsumer(cluster), topic, "model", pytest.fail, others=True)
+    reader.read_to_end(5)
+    sent = []
+    Publisher(topic, "model@c1", 2, 7, reader.other_manifests()["c1"]).retire(
+        lambda topic, value, key: sent.append((key, value)))
+    assert sent == [(b"model@c1/1/7/0", None), (b"model@c1/1/7/300", None),
+                    (b"model@c1/1/7", None)]

@@ -333,6 +333,8 @@ def added_model(run, state: dict) -> list[str]:
         return [f"(c) {len(left)} records of the removed challenger {name} are not tombstoned "
                 f"in {topic}, e.g. {left[0]!r}"] if left else []
     learned = saved["stats"].counts["learned"]
+    if learned == 0:
+        return []  # none yet: it learned nothing (models/publishing.py)
     try:
         snapshot = restored(run, topic, f"model@{name}")
     except Exception as exc:  # noqa: BLE001
