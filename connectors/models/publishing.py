@@ -129,6 +129,7 @@ class ModelPublishing:
                 challenger.published, challenger.published_as = learned, self.model_version
 
     def _own_newest(self, name: str) -> int | None:
+        """The version of challenger `name`'s newest snapshot of its own (None: none)."""
         publisher = self.model_publishers.get(name)
         kept = publisher.kept if publisher is not None else self.model_others.get(name)
         return kept[-1]["version"] if kept else None
