@@ -154,6 +154,11 @@ def _remove(cfg, args) -> int:
               f"(challengers: {', '.join(report['challengers']) or 'none'}); nothing written",
               file=sys.stderr)
         return 1
+    pinned = (report or {}).get("pinned")
+    if isinstance(pinned, dict) and pinned.get("name") == args.name:
+        print(f"river-pa models: version {pinned.get('version')} of {args.name!r:.80} is pinned "
+              "(`river-pa models unpin` first); nothing written", file=sys.stderr)
+        return 1
 
     def dropped(report: dict) -> tuple[bool, str]:
         return args.name not in _learning(report), _challengers_now(report)

@@ -495,3 +495,18 @@ def test_the_models_commands_read_committed_records_only(monkeypatch):
     monkeypatch.setattr(kafka, "KafkaConsumer", lambda **settings: made.append(settings))
     commands._reader(CFG)
     assert made[0]["isolation_level"] == "read_committed" and made[0]["group_id"] is None
+
+
+def test_models_remove_of_a_pinned_challenger_writes_nothing(monkeypatch, capsys):
+    # helper-36: the record was written, then refused by the learner
+    import argparse
+
+    from river_pa.connectors.models import commands
+
+    report = {"served": "PAClassifier", "challengers": {"c1": {}},
+              "pinned": {"name": "c1", "version": 7}}
+    monkeypatch.setattr(commands, "newest_report", lambda cfg, timeout_s=30: report)
+    monkeypatch.setattr(commands, "_command", lambda *args: pytest.fail("a record was written"))
+    assert commands._remove(CFG, argparse.Namespace(name="c1", wait=0)) == 1
+    assert capsys.readouterr().err == ("river-pa models: version 7 of 'c1' is pinned "
+                                       "(`river-pa models unpin` first); nothing written\n")
