@@ -47,8 +47,9 @@ class MixSpec:
 
     arrays
         {attribute: axes}, each axis "feature" (the positions of `_index`), "label" (the rows
-        of the labels) or "start+label" (a start row, then the labels' rows); the array may
-        be larger (grown amortised): only the part the axes cover is mixed.
+        of the labels), "start+label" (a start row, then the labels' rows) or "chain" (the
+        learner's `_n_chains` classifier chains, index by index); the array may be larger
+        (grown amortised): only the part the axes cover is mixed.
     scalars
         Float attributes (an intercept).
     counts
@@ -145,7 +146,7 @@ def _mix_arrays(out, models: list, w: np.ndarray, spec: MixSpec) -> None:
         shape = tuple(_extent(axis, out) for axis in axes)
         stack = np.zeros((len(models), *shape))
         for i, (m, f, l) in enumerate(zip(models, fpos, lpos)):
-            perm = [_axis(axis, f, l) for axis in axes]
+            perm = [_axis(axis, f, l, getattr(m, "_n_chains", 1)) for axis in axes]
             stack[i][np.ix_(*perm)] = getattr(m, name)[tuple(slice(len(q)) for q in perm)]
         getattr(out, name)[tuple(slice(n) for n in shape)] = _mean(stack, w)
 
@@ -262,12 +263,14 @@ def _merge_labels(out, models: list, spec: MixSpec) -> list:
     return [np.array([rows[label] for label in x], dtype=np.int64) for x in lists]
 
 
-def _axis(axis: str, features: np.ndarray, labels: np.ndarray) -> np.ndarray:
+def _axis(axis: str, features: np.ndarray, labels: np.ndarray, chains: int) -> np.ndarray:
     """A model's index -> `out`'s index along one axis."""
     if axis == "feature":
         return features
     if axis == "label":
         return labels
+    if axis == "chain":
+        return np.arange(chains)
     return np.concatenate([[0], 1 + labels]).astype(np.int64)  # "start+label"
 
 
@@ -275,6 +278,8 @@ def _extent(axis: str, out) -> int:
     """How far `out`'s state reaches along one axis."""
     if axis == "feature":
         return out._index.size
+    if axis == "chain":
+        return out._n_chains
     n = len(getattr(out, out._MIX.labels))
     return n if axis == "label" else n + 1
 

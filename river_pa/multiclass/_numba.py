@@ -18,7 +18,8 @@ irrelevant one) with a threshold of score 0 between them: the ranking rule enfor
 violated pair (see `multilabel_pair`), the threshold rule every label's side of the threshold at
 once (see `multilabel_cut_step`), the chain rule the same on a classifier chain (see
 `multilabel_chain_step`). `V` (label rows x label rows) holds the chain's label-on-label
-weights. Averaging keeps the running sums `U`, `ub`, `UV` of t * each step (t the event's
+weights. The multilabel state has a leading axis of chains (an ensemble of classifier chains in
+different label orders; one chain for the rules without a chain), whose scores are averaged. Averaging keeps the running sums `U`, `ub`, `UV` of t * each step (t the event's
 number; 0 when not averaging), from which `multilabel_predict` forms the mean weights.
 
 Every batch kernel runs its rows through the same row function as the per-event path, in the
@@ -224,32 +225,35 @@ def multilabel_cut_step(variant, c, W, b, U, ub, t, ic, idx, val, sq, s, n, rel)
 
 
 @njit(cache=True)
-def chained(s, V, r, rel):
-    """s[r] + sum_{q < r} V[r, q] rel[q]: label r's score with the relevance (0 or 1) of every
-    label before it in the chain as features of weights V[r, :r]."""
+def chained(s, V, order, p, rel):
+    """s[r] + sum_q V[r, q] rel[q] over the labels q before r = order[p] in the chain: label
+    r's score with the relevance (0 or 1) of every label before it as features of weights V[r]."""
+    r = order[p]
     v = s[r]
-    for q in range(r):
-        if rel[q]:
-            v += V[r, q]
+    for i in range(p):
+        if rel[order[i]]:
+            v += V[r, order[i]]
     return v
 
 
 @njit(cache=True)
-def multilabel_chain_step(variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s, n, rel):
+def multilabel_chain_step(variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s, n, rel, order):
     """The threshold rule (`multilabel_cut_step`) on a classifier chain; returns tau.
 
-    Label r's features are x, the intercept and the true relevance rel[q] (0 or 1) of every
-    label q < r (Read et al. 2011's chain, learned on the true labels): its score is
-    `chained(s, V, r, rel)` and its squared norm ||x||^2 + ic + #{q < r relevant}, so
-    ||grad||^2 sums those norms over the violated labels; each violated row moves by
-    z_r tau times its features (V[r, q] by z_r tau rel[q]).
+    `order` (int64, n) lists the label rows in chain order. Label r's features are x, the
+    intercept and the true relevance rel[q] (0 or 1) of every label q before it (Read et al.
+    2011's chain, learned on the true labels): its score is `chained(s, V, order, p, rel)` and
+    its squared norm ||x||^2 + ic + #{q before r relevant}, so ||grad||^2 sums those norms over
+    the violated labels; each violated row moves by z_r tau times its features (V[r, q] by
+    z_r tau rel[q]).
 
     """
     loss = 0.0
     norm = 0.0
     before = 0.0
-    for r in range(n):
-        lr = 1.0 - (chained(s, V, r, rel) if rel[r] else -chained(s, V, r, rel))
+    for p in range(n):
+        r = order[p]
+        lr = 1.0 - (chained(s, V, order, p, rel) if rel[r] else -chained(s, V, order, p, rel))
         if lr > 0.0:
             loss += lr
             norm += sq + ic + before
@@ -259,11 +263,13 @@ def multilabel_chain_step(variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s
     tau = step_size(variant, loss, norm, c)
     if tau == 0.0:
         return 0.0
-    for r in range(n):  # row r's violation reads only row r, checked before it moves
+    for p in range(n):  # row r's violation reads only row r, checked before it moves
+        r = order[p]
         z = 1.0 if rel[r] else -1.0
-        if 1.0 - z * chained(s, V, r, rel) > 0.0:
+        if 1.0 - z * chained(s, V, order, p, rel) > 0.0:
             shift_averaged(W, b, U, ub, t, ic, idx, val, r, z * tau)
-            for q in range(r):
+            for i in range(p):
+                q = order[i]
                 if rel[q]:
                     V[r, q] += z * tau
                     if t > 0:
@@ -272,50 +278,99 @@ def multilabel_chain_step(variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s
 
 
 @njit(cache=True)
-def multilabel_update(rule, variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s, n, rel):
-    """The step of `rule` (THRESHOLD, RANKING or CHAIN) on the event's scores s = W x + b;
-    `t` > 0 also records the step in the running sums U, ub, UV (averaging). Returns tau."""
-    if rule == THRESHOLD:
-        return multilabel_cut_step(variant, c, W, b, U, ub, t, ic, idx, val, sq, s, n, rel)
-    if rule == CHAIN:
-        return multilabel_chain_step(variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s, n,
-                                     rel)
-    return multilabel_step(variant, c, W, b, U, ub, t, ic, idx, val, sq, s, n, rel)
+def multilabel_update(rule, variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, S, n, rel,
+                      orders):
+    """The step of `rule` (THRESHOLD, RANKING or CHAIN) on the event's scores S[j] = W[j] x +
+    b[j] of each chain j (`W` chains x label rows x feature positions, `orders[j]` chain j's
+    label rows in order; one chain for the other rules); `t` > 0 also records the step in the
+    running sums U, ub, UV (averaging)."""
+    for j in range(W.shape[0]):
+        if rule == THRESHOLD:
+            multilabel_cut_step(variant, c, W[j], b[j], U[j], ub[j], t, ic, idx, val, sq, S[j],
+                                n, rel)
+        elif rule == CHAIN:
+            multilabel_chain_step(variant, c, W[j], b[j], V[j], U[j], ub[j], UV[j], t, ic, idx,
+                                  val, sq, S[j], n, rel, orders[j])
+        else:
+            multilabel_step(variant, c, W[j], b[j], U[j], ub[j], t, ic, idx, val, sq, S[j], n,
+                            rel)
 
 
 @njit(cache=True)
-def multilabel_dense(rule, variant, C, W, b, V, U, ub, UV, t, average, ic, cols, X, R, n, sw):
-    """Run the rows of a dense batch through `multilabel_update` (`R` is rows x label rows);
-    `t` learned events so far, counted on when `average`. Returns the new count."""
-    s = np.empty(n)
+def chain_scores(W, b, n, idx, val, out):
+    """out[j] = W[j] x + b[j] for each chain j (`scores`); returns ||x||^2."""
+    sq = 0.0
+    for j in range(W.shape[0]):
+        sq = scores(W[j], b[j], n, idx, val, out[j])
+    return sq
+
+
+@njit(cache=True)
+def multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, rel, miss):
+    """Add to miss[0] the labels the averaged weights predict wrong and to miss[1] those the
+    last weights predict wrong (S, SU: each chain's W x + b and U x + ub, before the step)."""
+    avg = np.empty(n)
+    last = np.empty(n)
+    multilabel_predict(S, SU, V, UV, t, n, chain, orders, avg)
+    multilabel_predict(S, SU, V, UV, 0, n, chain, orders, last)
+    for r in range(n):
+        miss[0] += (avg[r] > 0.0) != (rel[r] != 0)
+        miss[1] += (last[r] > 0.0) != (rel[r] != 0)
+
+
+@njit(cache=True)
+def multilabel_dense(rule, variant, C, W, b, V, U, ub, UV, t, average, ic, cols, X, R, n, sw,
+                     orders, miss):
+    """Run the rows of a dense batch through `multilabel_mistakes` (when averaging) and
+    `multilabel_update` (`R` is rows x label rows); `t` learned events so far, counted on when
+    `average`. Returns the new count."""
+    S = np.zeros((W.shape[0], n))
+    SU = np.zeros((W.shape[0], n))
+    chain = rule == CHAIN
     for i in range(X.shape[0]):
-        sq = scores(W, b, n, cols, X[i], s)
+        sq = chain_scores(W, b, n, cols, X[i], S)
         if sw[i] > 0.0:
+            if t > 0:
+                chain_scores(U, ub, n, cols, X[i], SU)
+                multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, R[i], miss)
             t += average
             multilabel_update(rule, variant, C * sw[i], W, b, V, U, ub, UV, t, ic, cols, X[i],
-                              sq, s, n, R[i])
+                              sq, S, n, R[i], orders)
     return t
 
 
 @njit(cache=True)
-def multilabel_predict(s, su, V, UV, t, n, chain, out):
-    """out[r]: the score label r is predicted by (> 0: relevant), from s = W x + b and
-    su = U x + ub. With t > 0 learned events (averaging) every weight is its mean over those
-    events, ((t + 1) W - U) / t; with `chain`, label r adds its chain weights of the labels
-    predicted relevant before it."""
-    for r in range(n):
-        v = s[r] if t == 0 else ((t + 1) * s[r] - su[r]) / t
-        if chain:
-            for q in range(r):
-                if out[q] > 0.0:
-                    v += V[r, q] if t == 0 else ((t + 1) * V[r, q] - UV[r, q]) / t
-        out[r] = v
+def multilabel_predict(S, SU, V, UV, t, n, chain, orders, out):
+    """out[r]: the score label r is predicted by (> 0: relevant), the mean over the chains j
+    of chain j's score from S[j] = W[j] x + b[j] and SU[j] = U[j] x + ub[j]. With t > 0 learned
+    events every weight is its mean over those events, ((t + 1) W - U) / t (averaging); with
+    `chain`, label r adds its chain weights of the labels predicted relevant before it in that
+    chain's order."""
+    k = S.shape[0]
+    one = np.empty(n)
+    out[:n] = 0.0
+    for j in range(k):
+        order = orders[j]
+        for p in range(n):
+            r = order[p]
+            v = S[j, r] if t == 0 else ((t + 1) * S[j, r] - SU[j, r]) / t
+            if chain:
+                for i in range(p):
+                    q = order[i]
+                    if one[q] > 0.0:
+                        v += V[j, r, q] if t == 0 else ((t + 1) * V[j, r, q] - UV[j, r, q]) / t
+            one[r] = v
+        for r in range(n):
+            out[r] += one[r]
+    if k > 1:
+        for r in range(n):
+            out[r] /= k
 
 
 @njit(cache=True)
-def multilabel_predict_dense(S, SU, V, UV, t, n, chain):
-    """`multilabel_predict` on every row of base scores S, SU (rows x n)."""
-    out = np.empty((S.shape[0], n))
-    for i in range(S.shape[0]):
-        multilabel_predict(S[i], SU[i], V, UV, t, n, chain, out[i])
+def multilabel_predict_dense(S, SU, V, UV, t, n, chain, orders):
+    """`multilabel_predict` on every row of base scores S, SU (chains x rows x n)."""
+    out = np.empty((S.shape[1], n))
+    for i in range(S.shape[1]):
+        multilabel_predict(S[:, i], SU[:, i], V, UV, t, n, chain, orders, out[i])
     return out

@@ -43,6 +43,20 @@ def softmax(s: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
+def label_weights(W: np.ndarray, labels: dict, index) -> dict:
+    """The non-zero weights of the rows of W (label rows x positions), {label: {feature key
+    (position when hashing): weight}}."""
+    keys = getattr(index, "positions", None)
+    out = {}
+    for label, row in labels.items():
+        w = W[row]
+        if keys is None:
+            out[label] = {int(i): float(w[i]) for i in np.flatnonzero(w)}
+        else:
+            out[label] = {k: float(w[i]) for k, i in keys.items() if w[i] != 0.0}
+    return out
+
+
 class ScoringClassifier(EventCache):
     """A label set with one score per label, and the event cache around the scores.
 
@@ -270,15 +284,7 @@ class MultiPrototype(ScoringClassifier):
     @property
     def weights(self) -> dict:
         """The non-zero weights, {label: {feature key (position when hashing): weight}}."""
-        keys = getattr(self._index, "positions", None)
-        out = {}
-        for label, row in self._labels.items():
-            w = self._W[row]
-            if keys is None:
-                out[label] = {int(i): float(w[i]) for i in np.flatnonzero(w)}
-            else:
-                out[label] = {k: float(w[i]) for k, i in keys.items() if w[i] != 0.0}
-        return out
+        return label_weights(self._W, self._labels, self._index)
 
     @property
     def intercepts(self) -> dict:

@@ -18,7 +18,7 @@ from river_pa._core.batch import frame_arrays, row_index
 from river_pa.mixing import MixSpec
 from river_pa.multiclass import _numba as multiclass_numba
 from river_pa._core.validation import check_positive, check_sample_weight
-from river_pa.multiclass.base import MAX_CLASSES, MultiPrototype
+from river_pa.multiclass.base import MAX_CLASSES, MultiPrototype, label_weights
 
 __all__ = ["PAMultiLabelClassifier"]
 
@@ -27,6 +27,50 @@ def _relevance(label, value) -> bool:
     if isinstance(value, bool | np.bool_) or isinstance(value, numbers.Real) and value in (0, 1):
         return bool(value)
     raise ValueError(f"label {label!r} must be True or False (or 0/1), got {value!r}")
+
+
+CHAINS = 3  # the default ensemble of classifier chains (rule "chain")
+MAX_CHAINS = 64
+_GOLDEN = 0x9E3779B97F4A7C15
+_MASK = (1 << 64) - 1
+
+
+def _chain_count(chains, rule: str) -> int:
+    """The number of chains `chains` gives under `rule` (None: `CHAINS` on the chain, else 1);
+    ValueError for anything but an int in [1, MAX_CHAINS], or more than one without the chain."""
+    if chains is None:
+        return CHAINS if rule == "chain" else 1
+    if isinstance(chains, bool) or not isinstance(chains, numbers.Integral) or not (
+            1 <= chains <= MAX_CHAINS):
+        raise ValueError(f"chains must be an int from 1 to {MAX_CHAINS}, got {chains!r}")
+    if chains > 1 and rule != "chain":
+        raise ValueError(f"chains={chains} needs rule='chain' (rule {rule!r} has no label "
+                         "order to vary)")
+    return int(chains)
+
+
+def _mix64(z: int) -> int:
+    """SplitMix64's output function (Steele, Lea and Flood 2014): a fixed pseudo-random order
+    of the label rows, the same in every process (Python's hash of an int is not mixed)."""
+    z = (z + _GOLDEN) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def chain_orders(k: int, n: int) -> np.ndarray:
+    """The label rows of each of k chains in chain order (int64, k x n): chain 0 in order of
+    first appearance, chain j > 0 sorted by `_mix64(row + j 2^32)`, so a new label takes a
+    place in each order that does not move the others'.
+
+    >>> chain_orders(3, 4).tolist()
+    [[0, 1, 2, 3], [1, 3, 2, 0], [2, 1, 0, 3]]
+
+    """
+    rows = range(n)
+    orders = [list(rows)] + [sorted(rows, key=lambda r: _mix64(r + (j << 32)))
+                             for j in range(1, k)]
+    return np.array(orders, dtype=np.int64).reshape(k, n)
 
 
 RULES = {"threshold": multiclass_numba.THRESHOLD, "ranking": multiclass_numba.RANKING,
@@ -51,7 +95,11 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
       label r also reads the relevance (1 or 0) of every label before it, in order of first
       appearance, through weights v_rq. Learning reads the true relevance, so l_r uses
       s_r + sum_{q<r} v_rq y_q and label r's squared norm is ||x||^2 + c^2 + #{q < r relevant};
-      prediction reads the labels predicted before r.
+      prediction reads the labels predicted before r. By default `chains` = 3 chains learn
+      side by side in different label orders (each its own W, b and V) and a label's score is
+      the mean of its scores in the chains: the ensemble of classifier chains of Read et al.
+      (2011, Section 5), here without bagging, the orders fixed (see `chain_orders`). One
+      chain's result depends on its order; the mean over orders does less.
     - "ranking": the paper's rule (Section 7), which ranks relevant labels above irrelevant
       ones by a margin of 1 and enforces only the single most violated constraint
       s_r - s_q >= 1: with lo the lowest-scoring relevant label and hi the highest-scoring
@@ -64,21 +112,30 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     (the averaged perceptron of Freund and Schapire 1999; the online-to-batch conversion of
     Cesa-Bianchi, Conconi and Gentile 2004), kept in O(nnz) per step as
     ((t + 1) W - U) / t with U = sum_t t * step_t: PA-I's last iterate chases label noise.
+    But on a stream whose labels drift (a file sorted by label, as MULAN's scene) the mean
+    over the whole past lags: so the learner counts, on every labelled event before it learns,
+    the labels the averaged and the last weights each predict wrong, and predicts with the
+    last weights while they have made fewer mistakes (follow the leader between two
+    predictors, Cesa-Bianchi and Lugosi 2006, Prediction, Learning, and Games, Section 4.3; a
+    tie keeps the averaged ones). The counts are `_miss_averaged` and `_miss_last`.
 
     Measured (issue 19; `benchmarks/bench_multilabel.py` prints the full table): River's
     `StandardScaler` in front, progressive, file order and 10 seeded shuffles of emotions
     (593 x 72, 6 labels), River's Yeast (first 1,000 events, 14 labels) and four
     `make_multilabel_classification` streams (1,500 x 20, 6 labels, 1-4 labels per event).
     Against River's `ClassifierChain(LogisticRegression())` the default's Hamming loss is
-    lower on average on all six (ratios 0.940, 0.978, 0.953, 0.958, 0.993, 0.996) and in 11,
-    11, 11, 11, 8 and 6 of the 11 orders; its example-F1 is at least the chain's on average on
-    five (on Yeast 0.579 vs 0.582). Each choice alone, on the same runs (Hamming loss over the
-    chain's): without the chain, Yeast 0.999 (a running per-label majority: 1.003); without
-    averaging, emotions 1.028 and Yeast 1.085 (with C = 0.01 instead: Yeast 1.027 and
-    emotions' F1 0.585, the chain's being 0.593); with
-    `intercept_scale=1`, Yeast 1.025; with 2, emotions' F1 0.578; C = 0.05 instead of 0.03
-    moves each ratio by at most 0.013. The old default (threshold rule, C = 0.01, not
-    averaged): 1.007 on emotions, 1.121 on Yeast, 0.987-1.002 on the synthetic streams.
+    lower on average on all six (ratios 0.938, 0.975, 0.970, 0.961, 0.986, 0.985) and in 11,
+    11, 11, 11, 11 and 9 of the 11 orders; its example-F1 is at least the chain's on average
+    on five (on Yeast 0.580 vs 0.582). One chain instead of three: 0.946, 0.981, 0.958, 0.962,
+    0.999 and 1.001 (5 of 11 orders on the last two). On sets none of this was chosen on (11
+    orders each): MULAN's scene 0.876 (one chain always averaged, the former default: 0.991,
+    and 0.235 against the chain's 0.079 in the file's order, sorted by label), birds 0.939
+    (former 1.086), flags 0.992, plant 0.771, human 0.835, the whole yeast
+    0.962 and CAL500 1.034 (174 labels; its F1 0.359 vs 0.336), and six new synthetic
+    streams (5-12 labels, 1-5 per event) 0.932-0.990 but 1.004 on one (12 labels, 2 per
+    event). Each choice alone: without averaging, emotions 1.016 and Yeast 1.069; without
+    the chain, Yeast 1.003; with `intercept_scale=1`, Yeast 1.036. The old default (threshold
+    rule, C = 0.01, not averaged): 1.007 on emotions, 1.121 on Yeast.
 
     `predict_proba_one` gives P(r relevant) = 1 / (1 + exp(-s_r)) of the score the label is
     predicted by (a fixed link, not calibrated), as {label: {False: 1 - p, True: p}}.
@@ -117,6 +174,11 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         whoever writes the labels bounds it through this.
     categorical
         Whether a string value is a one-hot feature, as in `river_pa.PAClassifier`.
+    chains
+        How many classifier chains learn side by side (rule "chain"), an int from 1 to 64;
+        None (default) is 3 on the chain and 1 otherwise; more than one under another rule is
+        a ValueError. Each chain costs a copy of the weights (and of their averages) and of the
+        time per event: 3 chains learn about 2.6x slower than one.
 
     Notes
     -----
@@ -146,10 +208,19 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     2 / (1 + 2), and at prediction ski reads the beach it predicts:
 
     >>> model = river_pa.PAMultiLabelClassifier(variant="PA", learn_intercept=False,
-    ...                                          average=False)
+    ...                                          average=False, chains=1)
     >>> model.learn_one({"sun": 1.0}, {"beach": True, "ski": False})
     >>> {k: round(v, 4) for k, v in model.decision_function_one({"sun": 1.0}).items()}
     {'beach': 0.6667, 'ski': -1.3333}
+
+    With the default 3 chains, two put ski first (`chain_orders`): there beach reads ski's 0,
+    both norms are 1 and the step is 2 / 2, so beach scores (2/3 + 1 + 1) / 3:
+
+    >>> model = river_pa.PAMultiLabelClassifier(variant="PA", learn_intercept=False,
+    ...                                          average=False)
+    >>> model.learn_one({"sun": 1.0}, {"beach": True, "ski": False})
+    >>> {k: round(v, 4) for k, v in model.decision_function_one({"sun": 1.0}).items()}
+    {'beach': 0.8889, 'ski': -1.1111}
 
     With the ranking rule the same event moves the pair (beach, ski) half each way:
 
@@ -162,9 +233,11 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     """
 
     # the averaged weights are ((t + 1) W - U) / t: W, U and t mix alike (`river_pa.mixing`)
-    _MIX = MixSpec({"_W": ("label", "feature"), "_b": ("label",), "_V": ("label", "label"),
-                    "_U": ("label", "feature"), "_ub": ("label",), "_UV": ("label", "label")},
-                   counts=("_t",), labels="_classes", add_label="_add_label")
+    _MIX = MixSpec({"_W": ("chain", "label", "feature"), "_b": ("chain", "label"),
+                    "_V": ("chain", "label", "label"), "_U": ("chain", "label", "feature"),
+                    "_ub": ("chain", "label"), "_UV": ("chain", "label", "label")},
+                   scalars=("_miss_averaged", "_miss_last"), counts=("_t",),
+                   labels="_classes", add_label="_add_label")
 
     def __init__(
         self,
@@ -177,10 +250,13 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         intercept_scale: float = 1.5,
         max_classes: int = MAX_CLASSES,
         categorical: bool = False,
+        chains: int | None = None,
     ):
         if rule not in RULES:
             raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
         check_positive("intercept_scale", intercept_scale)
+        self.chains = chains
+        self._n_chains = _chain_count(chains, rule)
         self.rule = rule
         self._rule = RULES[rule]
         self.average = bool(average)
@@ -190,61 +266,78 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         # the intercept is the weight of a constant feature of value intercept_scale: its
         # square counts in ||x||^2 and b (= the weight times that value) moves by tau times it
         self._intercept_norm = intercept_scale**2 if learn_intercept else 0.0
-        self._V = np.zeros((self._INITIAL_LABELS, self._INITIAL_LABELS))
+        k, labels = self._n_chains, self._INITIAL_LABELS
+        self._W = np.zeros((k, labels, self._W.shape[1]))  # the base class's, one per chain
+        self._b = np.zeros((k, labels))
+        self._V = np.zeros((k, labels, labels))
         self._U = np.zeros_like(self._W)
         self._ub = np.zeros_like(self._b)
         self._UV = np.zeros_like(self._V)
+        self._orders = np.zeros((k, 0), dtype=np.int64)
         self._t = 0  # events learned, counted only when averaging
+        # the labels the averaged and the last weights predicted wrong on the labelled events
+        self._miss_averaged = self._miss_last = 0.0
 
     @classmethod
     def _unit_test_params(cls):
         yield from super()._unit_test_params()
         yield {"rule": "ranking", "C": 1.0}
         yield {"rule": "threshold", "average": False}
+        yield {"chains": 1}
 
     def _grow_labels(self, capacity: int) -> None:
         grown = {}
-        for name in ("_W", "_U", "_V", "_UV"):
+        for name in ("_W", "_U", "_V", "_UV", "_b", "_ub"):
             old = getattr(self, name, None)
-            if old is None:  # the base class grows W before the others exist
+            if old is None or old.ndim < 2:  # the base class grows its own W before ours exist
                 continue
-            cols = capacity if name in ("_V", "_UV") else old.shape[1]
-            grown[name] = np.zeros((capacity, cols))
-            grown[name][: old.shape[0], : old.shape[1]] = old
-        for name in ("_b", "_ub"):
-            old = getattr(self, name, None)
-            if old is not None:
-                grown[name] = np.concatenate([old, np.zeros(capacity - len(old))])
+            shape = (old.shape[0], capacity, *((capacity,) if name in ("_V", "_UV") else
+                                               old.shape[2:]))
+            grown[name] = np.zeros(shape)
+            grown[name][tuple(slice(n) for n in old.shape)] = old
         self.__dict__.update(grown)  # all or nothing: a MemoryError above changes nothing
 
     def _grow(self, size: int):
-        cols = self._W.shape[1]
+        cols = self._W.shape[2]
         if size > cols:
             grown = {}
             for name in ("_W", "_U"):
-                grown[name] = np.zeros((self._W.shape[0], max(size, 2 * cols)))
-                grown[name][:, :cols] = getattr(self, name)
+                grown[name] = np.zeros((*self._W.shape[:2], max(size, 2 * cols)))
+                grown[name][:, :, :cols] = getattr(self, name)
             self.__dict__.update(grown)
 
+    def _add_label(self, label) -> int:
+        row = super()._add_label(label)
+        if row == self._orders.shape[1]:  # a new label: its place in every chain
+            self._orders = chain_orders(self._n_chains, self._n)
+        return row
+
     def _score_event(self, pos, val):
-        """(||x||^2, scores): row 0 the learning weights' W x + b, row 1 U x + ub."""
-        n = self._n
-        s = np.zeros((2, n))
-        sq = multiclass_numba.scores(self._W, self._b, n, pos, val, s[0])
+        """(||x||^2, scores): [0, j] chain j's learning weights' W x + b, [1, j] U x + ub."""
+        s = np.zeros((2, self._n_chains, self._n))
+        sq = multiclass_numba.chain_scores(self._W, self._b, self._n, pos, val, s[0])
         if self._t:
-            multiclass_numba.scores(self._U, self._ub, n, pos, val, s[1])
+            multiclass_numba.chain_scores(self._U, self._ub, self._n, pos, val, s[1])
         return sq, s
 
+    @property
+    def _t_predicting(self) -> int:
+        """The averaging count predictions use: 0 (the last weights) once those have predicted
+        fewer labels wrong than the averaged ones."""
+        return 0 if self._miss_last < self._miss_averaged else self._t
+
     def _predicted(self, S, SU=None) -> np.ndarray:
-        """The scores labels are predicted by (> 0: relevant), from rows of base scores."""
+        """The scores labels are predicted by (> 0: relevant), from each chain's base scores
+        (S[0], S[1] of one event, or S and SU of a batch: chains x rows x labels)."""
         chain = self._rule == multiclass_numba.CHAIN
+        t = self._t_predicting
         if SU is None:
             out = np.empty(self._n)
-            multiclass_numba.multilabel_predict(S[0], S[1], self._V, self._UV, self._t, self._n,
-                                                chain, out)
+            multiclass_numba.multilabel_predict(S[0], S[1], self._V, self._UV, t, self._n,
+                                                chain, self._orders, out)
             return out
-        return multiclass_numba.multilabel_predict_dense(S, SU, self._V, self._UV, self._t,
-                                                         self._n, chain)
+        return multiclass_numba.multilabel_predict_dense(S, SU, self._V, self._UV, t, self._n,
+                                                         chain, self._orders)
 
     def _check_targets(self, y) -> list:
         """The labels of `y` in order, every value checked."""
@@ -270,10 +363,13 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         rel = np.zeros(self._n, dtype=np.int64)
         for label, value in y.items():
             rel[self._labels[label]] = bool(value)
+        if self._t:
+            self._count_mistakes(s, rel)
         self._t += self.average
         multiclass_numba.multilabel_update(
             self._rule, self._variant, self.C * w, self._W, self._b, self._V, self._U, self._ub,
-            self._UV, self._t, self._intercept_norm, pos, val, sq, s[0], self._n, rel
+            self._UV, self._t, self._intercept_norm, pos, val, sq, s[0], self._n, rel,
+            self._orders
         )
         self._version += 1  # the averaged weights move with every event
 
@@ -303,11 +399,35 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         R = np.zeros((len(Y), self._n), dtype=np.int64)
         rows = [self._labels[label] for label in Y.columns]
         R[:, rows] = Y.to_numpy(dtype=bool)
+        miss = np.array([self._miss_averaged, self._miss_last])
         self._t = multiclass_numba.multilabel_dense(
             self._rule, self._variant, self.C, self._W, self._b, self._V, self._U, self._ub,
-            self._UV, self._t, self.average, self._intercept_norm, pos, values, R, self._n, sw
+            self._UV, self._t, self.average, self._intercept_norm, pos, values, R, self._n, sw,
+            self._orders, miss
         )
+        self._miss_averaged, self._miss_last = miss.tolist()
         self._version += 1
+
+    def _count_mistakes(self, s, rel) -> None:
+        """Count the labels of a labelled event the averaged and the last weights predict
+        wrong (s: the event's scores before the step)."""
+        miss = np.array([self._miss_averaged, self._miss_last])
+        multiclass_numba.multilabel_mistakes(s[0], s[1], self._V, self._UV, self._t, self._n,
+                                             self._rule == multiclass_numba.CHAIN,
+                                             self._orders, rel, miss)
+        self._miss_averaged, self._miss_last = miss.tolist()
+
+    @property
+    def weights(self) -> dict:
+        """The non-zero learning (last) weights, the mean over the chains: {label: {feature key
+        (position when hashing): weight}}."""
+        return label_weights(self._W.mean(axis=0), self._labels, self._index)
+
+    @property
+    def intercepts(self) -> dict:
+        """{label: learning (last) intercept, the mean over the chains}."""
+        b = self._b.mean(axis=0)
+        return {label: float(b[row]) for label, row in self._labels.items()}
 
     def decision_function_one(self, x: dict) -> dict:
         """{label: score} for every label seen (> 0 means predicted)."""
@@ -326,8 +446,9 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     def predict_many(self, X, *, columns=None) -> pd.DataFrame:
         """One bool column per label seen, on X's index (0..n-1 for an array)."""
         pos, values = frame_arrays(X, self._index, learn=False, columns=columns)
-        S = multiclass_numba.scores_dense(self._W, self._b, self._n, pos, values)
-        SU = multiclass_numba.scores_dense(self._U, self._ub, self._n, pos, values)
+        S, SU = (np.stack([multiclass_numba.scores_dense(W, b, self._n, pos, values)
+                           for W, b in zip(Ws, bs)])
+                 for Ws, bs in ((self._W, self._b), (self._U, self._ub)))
         import pandas as pd
 
         return pd.DataFrame(self._predicted(S, SU) > 0.0, index=row_index(X),
