@@ -83,7 +83,9 @@ def progressive(make, X: np.ndarray, Y: np.ndarray) -> tuple[float, float]:
     model = preprocessing.StandardScaler() | make(labels)
     P = np.zeros_like(Y)
     for i, (row, y) in enumerate(zip(X.tolist(), Y.tolist())):
-        x = dict(enumerate(row))
+        # features named apart from the labels: River's ClassifierChain writes each label's
+        # prediction into x under the label's name (int keys 0..5 overwrote features 0..5)
+        x = {f"x{j}": v for j, v in enumerate(row)}
         p = model.predict_one(x)
         P[i] = [bool(p.get(k, False)) for k in labels]
         model.learn_one(x, dict(zip(labels, y)))
