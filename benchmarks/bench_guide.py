@@ -9,7 +9,10 @@ same orders; the running mean of the target is the floor (R^2 about 0).
 
 Prints, per set and learner, the mean and standard deviation over the orders and the range.
 
-Run: ``python benchmarks/bench_guide.py [--shuffles 4] [--part binary|regression]`` (about 10
+Drift (`--part drift`): three streams with a known concept drift from River's generators (SEA
+and Agrawal switched half-way, a rotating hyperplane), `--shuffles` + 1 seeds each.
+
+Run: ``python benchmarks/bench_guide.py [--shuffles 4] [--part binary|drift|regression]`` (about 10
 minutes on one core; most of it `FullScaleInvariant*`, O(d^2) per event).
 
 """
@@ -28,6 +31,7 @@ from river_pa.evaluate.datasets import shared_folder
 
 BINARY = {
     "PAClassifier(C=0.01)": lambda: river_pa.PAClassifier(C=0.01),
+    "PAClassifier(C=0.1)": lambda: river_pa.PAClassifier(C=0.1),
     "PAClassifier(C=1)": lambda: river_pa.PAClassifier(C=1.0),
     "FullScaleInvariantClassifier()": lambda: river_pa.FullScaleInvariantClassifier(),
     "CoordinateScaleInvariantClassifier()": lambda: river_pa.CoordinateScaleInvariantClassifier(),
@@ -69,6 +73,51 @@ def binary_sets() -> dict:
                                                                    None)}
 
 
+def drift_streams() -> dict:
+    """Streams with a known concept drift, from River's generators, one per seed (10,000
+    events; River's StandardScaler in front of every learner, as Agrawal's salaries run to
+    1.5e5): SEA's concept switched at event 5,000 (variant 0 to 2; River's sigmoid switch of width
+    100: it overflows below), Agrawal's classification function switched at 5,000 (0 to 2), and a rotating hyperplane (5 of 10 weights moving by
+    0.001 per event, 5% label noise)."""
+    from river.datasets import synth
+
+    def switched(make, a, b):
+        return lambda seed: synth.ConceptDriftStream(make(seed, a), make(seed, b), seed=seed,
+                                                     position=5_000, width=100)
+
+    return {
+        "SEA, switched at 5,000": switched(lambda s, v: synth.SEA(variant=v, seed=s), 0, 2),
+        "Agrawal, switched at 5,000": switched(
+            lambda s, f: synth.Agrawal(classification_function=f, seed=s), 0, 2),
+        "rotating hyperplane": lambda seed: synth.Hyperplane(
+            seed=seed, n_features=10, n_drift_features=5, mag_change=0.001,
+            noise_percentage=0.05),
+    }
+
+
+def run_drift(learners: dict, seeds: int) -> None:
+    for name, make_stream in drift_streams().items():
+        runs = {learner: [] for learner in learners}
+        for seed in range(seeds):
+            rows = list(make_stream(seed).take(10_000))
+            keys = sorted(rows[0][0])
+            X = np.array([[x[k] for k in keys] for x, _ in rows], dtype=float)
+            y = np.array([bool(t) for _, t in rows])
+            for learner, make in learners.items():
+                model = preprocessing.StandardScaler() | make()
+                runs[learner].append(progressive(model, X, y, False))
+        report(f"{name}: 10,000 events x {len(keys)} features, {seeds} seeds", runs)
+
+
+def report(title: str, runs: dict) -> None:
+    print(f"\n{title}")
+    for learner, r in runs.items():
+        r = np.array(r)
+        cols = [f"{r[:, k].mean():>9.4f} ±{r[:, k].std():.4f} [{r[:, k].min():.4f}, "
+                f"{r[:, k].max():.4f}]" for k in range(r.shape[1])]
+        print(f"{learner:<40}" + "  ".join(cols), flush=True)
+
+
 def regression_sets() -> dict:
     X, y = load_svmlight_file(str(shared_folder() / "abalone" / "abalone_scale.bz2"))
     with gzip.open(shared_folder() / "cadata" / "cal_housing.csv.gz", "rt") as f:
@@ -103,22 +152,21 @@ def run(sets: dict, learners: dict, shuffles: int, regression: bool) -> None:
                 runs[learner].append(progressive(model, X[idx], y[idx], regression))
             if regression:
                 runs["running mean"].append(progressive(RunningMean(), X[idx], y[idx], True))
-        print(f"\n{name}: {len(idx)} events x {X.shape[1]} features, {orders} orders")
-        for learner, r in runs.items():
-            r = np.array(r)
-            cols = [f"{r[:, k].mean():>9.4f} ±{r[:, k].std():.4f} [{r[:, k].min():.4f}, "
-                    f"{r[:, k].max():.4f}]" for k in range(r.shape[1])]
-            print(f"{learner:<40}" + "  ".join(cols), flush=True)
+        report(f"{name}: {len(idx)} events x {X.shape[1]} features, {orders} orders", runs)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shuffles", type=int, default=4)
-    parser.add_argument("--part", choices=["binary", "regression", "both"], default="both")
+    parser.add_argument("--part", choices=["binary", "drift", "regression", "both"],
+                        default="both")
     args = parser.parse_args(argv)
     if args.part in ("binary", "both"):
         print("binary: accuracy, mean ± sd [min, max] over the orders")
         run(binary_sets(), BINARY, args.shuffles, regression=False)
+    if args.part in ("drift", "both"):
+        print("\ndrifting streams: accuracy, mean ± sd [min, max] over the seeds")
+        run_drift(BINARY, args.shuffles + 1)
     if args.part in ("regression", "both"):
         print("\nregression: R^2 then MAE, mean ± sd [min, max] over the orders")
         run(regression_sets(), REGRESSION, args.shuffles, regression=True)
