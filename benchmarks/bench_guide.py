@@ -9,6 +9,9 @@ same orders; the running mean of the target is the floor (R^2 about 0).
 
 Prints, per set and learner, the mean and standard deviation over the orders and the range.
 
+Raw units (`--part raw`): the binary sets as stored and with feature j multiplied by
+10^(j mod 6), same orders: accuracy of each and the fraction of events predicted alike.
+
 Drift (`--part drift`): three streams with a known concept drift from River's generators (SEA
 and Agrawal switched half-way, a rotating hyperplane), `--shuffles` + 1 seeds each.
 
@@ -71,6 +74,39 @@ def binary_sets() -> dict:
     return {"a9a": libsvm("a9a", 10_000), "phishing": libsvm("phishing"),
             "mushrooms": libsvm("mushrooms"), "elec2 (drifting)": (elec[:, :-1], elec[:, -1] == 1,
                                                                    None)}
+
+
+RAW = ("PAClassifier(C=1)", "FullScaleInvariantClassifier()",
+       "CoordinateScaleInvariantClassifier()", "RescaledExpClassifier()")
+
+
+def run_raw(sets: dict, learners: dict, shuffles: int) -> None:
+    """Each learner on each set as stored and with feature j multiplied by 10^(j mod 6) (1 to
+    100,000): accuracy of both, and the fraction of events predicted alike (1 for a learner
+    whose predictions do not depend on the units)."""
+    for name, (X, y, n) in sets.items():
+        scale = 10.0 ** (np.arange(X.shape[1]) % 6)
+        runs = {learner: [] for learner in RAW}
+        for o in range(shuffles + 1):
+            idx = np.arange(len(X)) if o == 0 else np.random.default_rng(o).permutation(len(X))
+            idx = idx[:n]
+            for learner in RAW:
+                plain = predictions(learners[learner](), X[idx], y[idx])
+                raw = predictions(learners[learner](), X[idx] * scale, y[idx])
+                runs[learner].append((np.mean(plain == y[idx]), np.mean(raw == y[idx]),
+                                      np.mean(plain == raw)))
+        report(f"{name}: {len(idx)} events; accuracy as stored, rescaled, predicted alike; "
+               f"{shuffles + 1} orders", runs)
+
+
+def predictions(model, X, y) -> np.ndarray:
+    """Progressive predictions (bool) of `model` on the rows of X, learning y after each."""
+    out = np.zeros(len(X), dtype=bool)
+    for i, (row, target) in enumerate(zip(X.tolist(), y.tolist())):
+        x = dict(enumerate(row))
+        out[i] = bool(model.predict_one(x))
+        model.learn_one(x, target)
+    return out
 
 
 def drift_streams() -> dict:
@@ -158,12 +194,15 @@ def run(sets: dict, learners: dict, shuffles: int, regression: bool) -> None:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shuffles", type=int, default=4)
-    parser.add_argument("--part", choices=["binary", "drift", "regression", "both"],
+    parser.add_argument("--part", choices=["binary", "raw", "drift", "regression", "both"],
                         default="both")
     args = parser.parse_args(argv)
     if args.part in ("binary", "both"):
         print("binary: accuracy, mean ± sd [min, max] over the orders")
         run(binary_sets(), BINARY, args.shuffles, regression=False)
+    if args.part in ("raw", "both"):
+        print("\nraw units: mean ± sd [min, max] over the orders")
+        run_raw(binary_sets(), BINARY, args.shuffles)
     if args.part in ("drift", "both"):
         print("\ndrifting streams: accuracy, mean ± sd [min, max] over the seeds")
         run_drift(BINARY, args.shuffles + 1)
