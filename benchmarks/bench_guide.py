@@ -12,6 +12,9 @@ Prints, per set and learner, the mean and standard deviation over the orders and
 Raw units (`--part raw`): the binary sets as stored and with feature j multiplied by
 10^(j mod 6), same orders: accuracy of each and the fraction of events predicted alike.
 
+Hashing (`--part hashed`): `PAClassifier(C=0.01)` with a vocabulary and hashed to 2^6 to
+2^18 positions on the stationary sets, same orders.
+
 Drift (`--part drift`): three streams with a known concept drift from River's generators (SEA
 and Agrawal switched half-way, a rotating hyperplane), `--shuffles` + 1 seeds each.
 
@@ -109,6 +112,17 @@ def predictions(model, X, y) -> np.ndarray:
     return out
 
 
+HASHED = {f"PAClassifier(C=0.01, n_features={n})": (lambda n: lambda: river_pa.PAClassifier(
+    C=0.01, n_features=n))(n) for n in (None, 2**6, 2**10, 2**14, 2**18)}
+
+
+def run_hashed(sets: dict, shuffles: int) -> None:
+    """`PAClassifier(C=0.01)` with a vocabulary (None) and hashed to 2^6 .. 2^18 positions:
+    accuracy on the stationary sets (feature keys are the column numbers)."""
+    run({k: v for k, v in sets.items() if "drifting" not in k}, HASHED, shuffles,
+        regression=False)
+
+
 def drift_streams() -> dict:
     """Streams with a known concept drift, from River's generators, one per seed (10,000
     events; River's StandardScaler in front of every learner, as Agrawal's salaries run to
@@ -194,7 +208,8 @@ def run(sets: dict, learners: dict, shuffles: int, regression: bool) -> None:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shuffles", type=int, default=4)
-    parser.add_argument("--part", choices=["binary", "raw", "drift", "regression", "both"],
+    parser.add_argument("--part", choices=["binary", "raw", "hashed", "drift", "regression",
+                                           "both"],
                         default="both")
     args = parser.parse_args(argv)
     if args.part in ("binary", "both"):
@@ -203,6 +218,9 @@ def main(argv=None):
     if args.part in ("raw", "both"):
         print("\nraw units: mean ± sd [min, max] over the orders")
         run_raw(binary_sets(), BINARY, args.shuffles)
+    if args.part in ("hashed", "both"):
+        print("\nhashing trick: accuracy, mean ± sd [min, max] over the orders")
+        run_hashed(binary_sets(), args.shuffles)
     if args.part in ("drift", "both"):
         print("\ndrifting streams: accuracy, mean ± sd [min, max] over the seeds")
         run_drift(BINARY, args.shuffles + 1)
