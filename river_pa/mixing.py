@@ -36,7 +36,7 @@ import pickle
 
 import numpy as np
 
-from river_pa._core.features import Hashing, _canonical
+from river_pa._core.features import Hashing, canonical_order
 
 __all__ = ["MixSpec", "check_mixable", "mix"]
 
@@ -227,7 +227,7 @@ def _same(a, b) -> bool:
 
 
 def _order(keys: dict) -> list:
-    return sorted(keys, key=lambda k: (type(k).__qualname__, repr(_canonical(k))))
+    return sorted(keys, key=canonical_order)
 
 
 def _merge_features(out, models: list) -> list:

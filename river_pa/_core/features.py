@@ -294,6 +294,12 @@ def _canonical(key):
     return key
 
 
+def canonical_order(key) -> tuple:
+    """A sort key of `key` that is the same in every process: its type's name and the `repr`
+    of its canonical form (see `_canonical`)."""
+    return type(key).__qualname__, repr(_canonical(key))
+
+
 def stable_hash(key) -> int:
     """A 32-bit hash of `key` that is the same in every process.
 

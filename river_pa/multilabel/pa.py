@@ -15,7 +15,7 @@ from river import base
 from river.utils.math import sigmoid
 
 from river_pa._core.batch import frame_arrays, row_index
-from river_pa._core.features import stable_hash
+from river_pa._core.features import canonical_order, stable_hash
 from river_pa.mixing import MixSpec
 from river_pa.multiclass import _numba as multiclass_numba
 from river_pa._core.validation import check_positive, check_sample_weight
@@ -323,7 +323,16 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         """Each chain's label rows in chain order (int64, chains x labels), sorted by their
         `chain_keys` once per change of the label set."""
         if self._orders.shape[1] != self._n:
-            self._orders = np.argsort(self._chain_keys[:, : self._n], axis=1, kind="stable")
+            keys = self._chain_keys[:, : self._n]
+            orders = np.argsort(keys, axis=1, kind="stable")
+            if (np.diff(np.take_along_axis(keys, orders, axis=1), axis=1) == 0).any():
+                # labels whose stable hashes collide (CRC-32: about 1e-4 among 1,000 labels,
+                # helper-38) are put in the order of their canonical form, not of arrival
+                canonical = [canonical_order(label) for label in self._classes]
+                orders = np.array([sorted(range(self._n), key=lambda r: (int(row[r]),
+                                                                        canonical[r]))
+                                   for row in keys], dtype=np.int64)
+            self._orders = orders
         return self._orders
 
     def _score_event(self, pos, val):

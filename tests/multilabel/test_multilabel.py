@@ -118,6 +118,22 @@ def test_every_copy_orders_its_chains_alike_so_copies_mix():
                                                                abs=1e-12)
 
 
+def test_labels_whose_hashes_collide_take_the_same_places_in_every_copy():
+    """"plumless" and "buckeroo" have one CRC-32, so one stable hash and the same chain keys:
+    their order follows their canonical form, not which came first (helper-38: two copies had
+    them in opposite orders and their mix was off by 0.36)."""
+    import zlib
+
+    assert zlib.crc32(b"plumless") == zlib.crc32(b"buckeroo")
+    a, b = river_pa.PAMultiLabelClassifier(), river_pa.PAMultiLabelClassifier()
+    a.learn_one({"f": 1.0}, {"plumless": True, "buckeroo": False, "other": True})
+    b.learn_one({"f": 1.0}, {"buckeroo": False, "plumless": True, "other": True})
+    orders = [[[m.classes[r] for r in order] for order in m._chain_orders] for m in (a, b)]
+    assert orders[0] == orders[1]
+    for order in orders[0]:
+        assert order.index("buckeroo") < order.index("plumless")  # "'b..." sorts first
+
+
 def test_chains_are_checked():
     for bad in (0, 65, 2.0, True, "3"):
         with pytest.raises(ValueError, match="chains must be an int from 1 to 64"):
