@@ -140,8 +140,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
 
     `predict_proba_one` gives P(r relevant) = 1 / (1 + exp(-s_r)) of the score the label is
     predicted by (a fixed link, not calibrated), as {label: {False: 1 - p, True: p}}.
-    `weights` and `intercepts` are the learning (last) weights, not their average; the chain's
-    label-on-label weights are not in them.
+    `weights` and `intercepts` are the learning (last) weights, not their average, and the mean
+    over the chains; the chains' label-on-label weights are not in them.
 
     Batches: `learn_many` and `predict_many` take a pandas DataFrame, a
     2-D numpy array or a scipy.sparse matrix (`columns=` names an array's features once; by
