@@ -18,8 +18,9 @@ irrelevant one) with a threshold of score 0 between them: the ranking rule enfor
 violated pair (see `multilabel_pair`), the threshold rule every label's side of the threshold at
 once (see `multilabel_cut_step`), the chain rule the same on a classifier chain (see
 `multilabel_chain_step`). `V` (label rows x label rows) holds the chain's label-on-label
-weights. The multilabel state has a leading axis of chains (an ensemble of classifier chains in
-different label orders; one chain for the rules without a chain), whose scores are averaged. Averaging keeps the running sums `U`, `ub`, `UV` of t * each step (t the event's
+weights. The multilabel state has a leading axis of chains (an ensemble of classifier chains
+in different label orders; one chain for the rules without a chain), whose scores are
+averaged. Averaging keeps the running sums `U`, `ub`, `UV` of t * each step (t the event's
 number; 0 when not averaging), from which `multilabel_predict` forms the mean weights.
 
 Every batch kernel runs its rows through the same row function as the per-event path, in the
@@ -306,37 +307,42 @@ def chain_scores(W, b, n, idx, val, out):
 
 
 @njit(cache=True)
-def multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, rel, miss):
-    """Add to miss[0] the labels the averaged weights predict wrong and to miss[1] those the
-    last weights predict wrong (S, SU: each chain's W x + b and U x + ub, before the step)."""
+def multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, rel):
+    """(the labels the averaged weights predict wrong, those the last weights predict wrong)
+    for relevances `rel` (S, SU: each chain's W x + b and U x + ub, before the step)."""
     avg = np.empty(n)
     last = np.empty(n)
     multilabel_predict(S, SU, V, UV, t, n, chain, orders, avg)
     multilabel_predict(S, SU, V, UV, 0, n, chain, orders, last)
+    wrong_avg = wrong_last = 0
     for r in range(n):
-        miss[0] += (avg[r] > 0.0) != (rel[r] != 0)
-        miss[1] += (last[r] > 0.0) != (rel[r] != 0)
+        wrong_avg += (avg[r] > 0.0) != (rel[r] != 0)
+        wrong_last += (last[r] > 0.0) != (rel[r] != 0)
+    return wrong_avg, wrong_last
 
 
 @njit(cache=True)
 def multilabel_dense(rule, variant, C, W, b, V, U, ub, UV, t, average, ic, cols, X, R, n, sw,
-                     orders, miss):
-    """Run the rows of a dense batch through `multilabel_mistakes` (when averaging) and
-    `multilabel_update` (`R` is rows x label rows); `t` learned events so far, counted on when
-    `average`. Returns the new count."""
+                     orders):
+    """Run the rows of a dense batch through `multilabel_mistakes` (once averaging has a past)
+    and `multilabel_update` (`R` is rows x label rows); `t` learned events so far, counted on
+    when `average`. Returns (the new count, the two mistake counts of the batch)."""
     S = np.zeros((W.shape[0], n))
     SU = np.zeros((W.shape[0], n))
     chain = rule == CHAIN
+    wrong_avg = wrong_last = 0
     for i in range(X.shape[0]):
         sq = chain_scores(W, b, n, cols, X[i], S)
         if sw[i] > 0.0:
             if t > 0:
                 chain_scores(U, ub, n, cols, X[i], SU)
-                multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, R[i], miss)
+                a, last = multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, R[i])
+                wrong_avg += a
+                wrong_last += last
             t += average
             multilabel_update(rule, variant, C * sw[i], W, b, V, U, ub, UV, t, ic, cols, X[i],
                               sq, S, n, R[i], orders)
-    return t
+    return t, wrong_avg, wrong_last
 
 
 @njit(cache=True)

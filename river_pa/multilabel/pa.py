@@ -188,9 +188,9 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     -----
     `y` is a dict {label: bool} (0/1 accepted); labels are any hashable values, and a label
     first seen gets a fresh prototype (its place in each chain by `chain_keys`); a label
-    missing from an event's `y` counts as irrelevant for that event. Sample weights scale C. A bad feature value
-    raises TypeError / ValueError naming the feature, a bad `y` TypeError / ValueError naming
-    the label; the model is unchanged after a rejected event.
+    missing from an event's `y` counts as irrelevant for that event. Sample weights scale C.
+    A bad feature value raises TypeError / ValueError naming the feature, a bad `y`
+    TypeError / ValueError naming the label; the model is unchanged after a rejected event.
 
     Examples
     --------
@@ -293,9 +293,7 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     def _grow_labels(self, capacity: int) -> None:
         grown = {}
         for name in ("_W", "_U", "_V", "_UV", "_b", "_ub", "_chain_keys"):
-            old = getattr(self, name, None)
-            if old is None or old.ndim < 2:  # the base class grows its own W before ours exist
-                continue
+            old = getattr(self, name)
             shape = (old.shape[0], capacity, *((capacity,) if name in ("_V", "_UV") else
                                                old.shape[2:]))
             grown[name] = np.zeros(shape, dtype=old.dtype)
@@ -422,23 +420,23 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         R = np.zeros((len(Y), self._n), dtype=np.int64)
         rows = [self._labels[label] for label in Y.columns]
         R[:, rows] = Y.to_numpy(dtype=bool)
-        miss = np.array([self._miss_averaged, self._miss_last])
-        self._t = multiclass_numba.multilabel_dense(
+        self._t, wrong_avg, wrong_last = multiclass_numba.multilabel_dense(
             self._rule, self._variant, self.C, self._W, self._b, self._V, self._U, self._ub,
             self._UV, self._t, self.average, self._intercept_norm, pos, values, R, self._n, sw,
-            self._chain_orders, miss
+            self._chain_orders
         )
-        self._miss_averaged, self._miss_last = miss.tolist()
+        self._miss_averaged += wrong_avg
+        self._miss_last += wrong_last
         self._version += 1
 
     def _count_mistakes(self, s, rel) -> None:
         """Count the labels of a labelled event the averaged and the last weights predict
         wrong (s: the event's scores before the step)."""
-        miss = np.array([self._miss_averaged, self._miss_last])
-        multiclass_numba.multilabel_mistakes(s[0], s[1], self._V, self._UV, self._t, self._n,
-                                             self._rule == multiclass_numba.CHAIN,
-                                             self._chain_orders, rel, miss)
-        self._miss_averaged, self._miss_last = miss.tolist()
+        wrong_avg, wrong_last = multiclass_numba.multilabel_mistakes(
+            s[0], s[1], self._V, self._UV, self._t, self._n,
+            self._rule == multiclass_numba.CHAIN, self._chain_orders, rel)
+        self._miss_averaged += wrong_avg
+        self._miss_last += wrong_last
 
     @property
     def weights(self) -> dict:
@@ -469,9 +467,10 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     def predict_many(self, X, *, columns=None) -> pd.DataFrame:
         """One bool column per label seen, on X's index (0..n-1 for an array)."""
         pos, values = frame_arrays(X, self._index, learn=False, columns=columns)
-        S, SU = (np.stack([multiclass_numba.scores_dense(W, b, self._n, pos, values)
-                           for W, b in zip(Ws, bs)])
-                 for Ws, bs in ((self._W, self._b), (self._U, self._ub)))
+        S = np.stack([multiclass_numba.scores_dense(W, b, self._n, pos, values)
+                      for W, b in zip(self._W, self._b)])
+        SU = np.stack([multiclass_numba.scores_dense(U, ub, self._n, pos, values)
+                       for U, ub in zip(self._U, self._ub)])
         import pandas as pd
 
         return pd.DataFrame(self._predicted(S, SU) > 0.0, index=row_index(X),
