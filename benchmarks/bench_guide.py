@@ -10,7 +10,8 @@ same orders; the running mean of the target is the floor (R^2 about 0).
 Prints, per set and learner, the mean and standard deviation over the orders and the range.
 
 Raw units (`--part raw`): the binary sets as stored and with feature j multiplied by
-10^(j mod 6), same orders (elec2 in file order only): accuracy of each and the fraction of events predicted alike.
+10^(j mod 6), same orders (elec2 in file order only): accuracy of each and the fraction of
+events predicted alike.
 
 Hashing (`--part hashed`): `PAClassifier(C=0.01)` with a vocabulary and hashed to 2^6 to
 2^18 positions on the stationary sets, same orders.
@@ -91,27 +92,14 @@ def run_raw(sets: dict, learners: dict, shuffles: int) -> None:
     for name, (X, y, n) in sets.items():
         scale = 10.0 ** (np.arange(X.shape[1]) % 6)
         runs = {learner: [] for learner in RAW}
-        orders = 1 if "drifting" in name else shuffles + 1
-        for o in range(orders):
-            idx = np.arange(len(X)) if o == 0 else np.random.default_rng(o).permutation(len(X))
-            idx = idx[:n]
+        for idx in orders(X, n, name, shuffles):
             for learner in RAW:
-                plain = predictions(learners[learner](), X[idx], y[idx])
-                raw = predictions(learners[learner](), X[idx] * scale, y[idx])
+                plain, raw = (np.array([bool(p) for p in predictions(
+                    learners[learner](), Z, y[idx])]) for Z in (X[idx], X[idx] * scale))
                 runs[learner].append((np.mean(plain == y[idx]), np.mean(raw == y[idx]),
                                       np.mean(plain == raw)))
         report(f"{name}: {len(idx)} events; accuracy as stored, rescaled, predicted alike; "
-               f"{orders} orders", runs)
-
-
-def predictions(model, X, y) -> np.ndarray:
-    """Progressive predictions (bool) of `model` on the rows of X, learning y after each."""
-    out = np.zeros(len(X), dtype=bool)
-    for i, (row, target) in enumerate(zip(X.tolist(), y.tolist())):
-        x = dict(enumerate(row))
-        out[i] = bool(model.predict_one(x))
-        model.learn_one(x, target)
-    return out
+               f"{len(runs[RAW[0]])} orders", runs)
 
 
 HASHED = {f"PAClassifier(C=0.01, n_features={n})": (lambda n: lambda: river_pa.PAClassifier(
@@ -128,9 +116,10 @@ def run_hashed(sets: dict, shuffles: int) -> None:
 def drift_streams() -> dict:
     """Streams with a known concept drift, from River's generators, one per seed (10,000
     events; River's StandardScaler in front of every learner, as Agrawal's salaries run to
-    1.5e5): SEA's concept switched at event 5,000 (variant 0 to 2; River's sigmoid switch of width
-    100: it overflows below), Agrawal's classification function switched at 5,000 (0 to 2), and a rotating hyperplane (5 of 10 weights moving by
-    0.001 per event, 5% label noise)."""
+    1.5e5): SEA's concept switched at event 5,000 (variant 0 to 2; River's sigmoid switch of
+    width 100: it overflows below), Agrawal's classification function switched at 5,000 (0 to
+    2), and a rotating hyperplane (5 of 10 weights moving by 0.001 per event, 5% label
+    noise)."""
     from river.datasets import synth
 
     def switched(make, a, b):
@@ -179,32 +168,46 @@ def regression_sets() -> dict:
             "diabetes": (diabetes.data, diabetes.target, None)}
 
 
-def progressive(model, X, y, regression: bool) -> tuple:
-    m = [metrics.R2(), metrics.MAE()] if regression else [metrics.Accuracy()]
+def predictions(model, X, y) -> list:
+    """`model`'s progressive predictions on the rows of X, learning y after each."""
+    out = []
     for row, target in zip(X.tolist(), y.tolist()):
         x = dict(enumerate(row))
-        p = model.predict_one(x)
+        out.append(model.predict_one(x))
+        model.learn_one(x, target)
+    return out
+
+
+def progressive(model, X, y, regression: bool) -> tuple:
+    m = [metrics.R2(), metrics.MAE()] if regression else [metrics.Accuracy()]
+    for target, p in zip(y.tolist(), predictions(model, X, y)):
         for metric in m:
             metric.update(target, p)
-        model.learn_one(x, target)
     return tuple(metric.get() for metric in m)
+
+
+def orders(X, n: int | None, name: str, shuffles: int) -> list:
+    """The row orders a set runs in, each cut to its first n rows: the file order, then
+    `shuffles` seeded shuffles (a drifting set in file order only: a shuffle removes its
+    drift)."""
+    count = 1 if "drifting" in name else shuffles + 1
+    return [(np.arange(len(X)) if o == 0 else np.random.default_rng(o).permutation(len(X)))[:n]
+            for o in range(count)]
 
 
 def run(sets: dict, learners: dict, shuffles: int, regression: bool) -> None:
     for name, (X, y, n) in sets.items():
-        orders = 1 if "drifting" in name else shuffles + 1
         runs = {learner: [] for learner in learners}
         if regression:
             runs["running mean"] = []
-        for o in range(orders):
-            idx = np.arange(len(X)) if o == 0 else np.random.default_rng(o).permutation(len(X))
-            idx = idx[:n]
+        for idx in orders(X, n, name, shuffles):
             for learner, make in learners.items():
                 model = preprocessing.StandardScaler() | make() if regression else make()
                 runs[learner].append(progressive(model, X[idx], y[idx], regression))
             if regression:
                 runs["running mean"].append(progressive(RunningMean(), X[idx], y[idx], True))
-        report(f"{name}: {len(idx)} events x {X.shape[1]} features, {orders} orders", runs)
+        report(f"{name}: {len(idx)} events x {X.shape[1]} features, "
+               f"{len(runs[next(iter(learners))])} orders", runs)
 
 
 def main(argv=None):
@@ -214,15 +217,16 @@ def main(argv=None):
                                            "both"],
                         default="both")
     args = parser.parse_args(argv)
+    binary = binary_sets() if args.part in ("binary", "raw", "hashed", "both") else {}
     if args.part in ("binary", "both"):
         print("binary: accuracy, mean ± sd [min, max] over the orders")
-        run(binary_sets(), BINARY, args.shuffles, regression=False)
+        run(binary, BINARY, args.shuffles, regression=False)
     if args.part in ("raw", "both"):
         print("\nraw units: mean ± sd [min, max] over the orders")
-        run_raw(binary_sets(), BINARY, args.shuffles)
+        run_raw(binary, BINARY, args.shuffles)
     if args.part in ("hashed", "both"):
         print("\nhashing trick: accuracy, mean ± sd [min, max] over the orders")
-        run_hashed(binary_sets(), args.shuffles)
+        run_hashed(binary, args.shuffles)
     if args.part in ("drift", "both"):
         print("\ndrifting streams: accuracy, mean ± sd [min, max] over the seeds")
         run_drift(BINARY, args.shuffles + 1)
