@@ -214,11 +214,13 @@ def _first(cls):
     return next(cls._unit_test_params())
 
 
-def _refused(model, learn, error, match):
+def _refused(model, learn, error, match) -> bool:
+    """Whether `model` is unchanged (the same pickle bytes) after `learn()` raised `error`
+    matching `match` (pytest.raises fails the test otherwise)."""
     before = pickle.dumps(model)
     with pytest.raises(error, match=match or None):
         learn()
-    assert pickle.dumps(model) == before
+    return pickle.dumps(model) == before
 
 
 @pytest.mark.parametrize("label", [None, float("nan"), np.float64("nan"), pd.NA, pd.NaT])
@@ -226,14 +228,14 @@ def _refused(model, learn, error, match):
 def test_missing_labels_are_refused(cls, label):
     model = cls(**_first(cls))
     y = {"p": label} if issubclass(cls, base.MultiLabelClassifier) else label
-    _refused(model, lambda: model.learn_one({"a": 1.0}, y), ValueError,
-             "missing|NaN|finite|labels must be bool|must be True or False")
+    assert _refused(model, lambda: model.learn_one({"a": 1.0}, y), ValueError,
+                    "missing|NaN|finite|labels must be bool|must be True or False")
 
 
 def test_missing_tags_are_refused():
     model = river_pa.PASequenceTagger()
-    _refused(model, lambda: model.learn_one([{"a": 1.0}], [pd.NA]), ValueError,
-             "tag 0 must not be missing")
+    assert _refused(model, lambda: model.learn_one([{"a": 1.0}], [pd.NA]), ValueError,
+                    "tag 0 must not be missing")
 
 
 BINARY = [river_pa.PAClassifier, river_pa.RescaledExpClassifier,
@@ -244,7 +246,7 @@ BINARY = [river_pa.PAClassifier, river_pa.RescaledExpClassifier,
 @pytest.mark.parametrize("cls", BINARY)
 def test_binary_learners_take_only_binary_labels(cls, label):
     model = cls()
-    _refused(model, lambda: model.learn_one({"a": 1.0}, label), ValueError, "binary")
+    assert _refused(model, lambda: model.learn_one({"a": 1.0}, label), ValueError, "binary")
 
 
 @pytest.mark.parametrize("cls", [cls for cls, _ in LABELLED] + [river_pa.PAUniclass])
@@ -265,11 +267,12 @@ def test_huge_sample_weights_and_targets_are_refused(cls):
     y = True if issubclass(cls, base.Classifier) else 1.0
     model.learn_one({"a": 1.0, "b": 2.0}, y)
     far = True if issubclass(cls, base.Classifier) else -50.0  # a loss gradient of 1 or more
-    _refused(model, lambda: model.learn_one({"a": 1.0, "b": 2.0}, far, 1e160), ValueError,
-             "sample weight w = 1e\\+160")
+    assert _refused(model, lambda: model.learn_one({"a": 1.0, "b": 2.0}, far, 1e160), ValueError,
+                    "sample weight w = 1e\\+160")
     if cls is river_pa.RescaledExpRegressor:  # squared loss: the gradient grows with y (the
         # others' absolute loss has gradients of at most 1, so a target of 1e308 is harmless)
-        _refused(model, lambda: model.learn_one({"a": 1.0}, 1e308), ValueError, "y = 1e\\+308")
+        assert _refused(model, lambda: model.learn_one({"a": 1.0}, 1e308), ValueError,
+                        "y = 1e\\+308")
     model.learn_one({"a": 1.0, "b": 2.0}, y)
     assert math.isfinite(model.predict_one({"a": 1.0, "b": 2.0}))
 
@@ -291,7 +294,7 @@ def test_an_event_too_wide_for_the_full_learner_changes_nothing():
     model = river_pa.FullScaleInvariantClassifier()
     model.learn_one({"a": 1.0}, True)
     wide = {f"k{i}": 1.0 for i in range(1_000_000)}
-    _refused(model, lambda: model.learn_one(wide, True), MemoryError, "")
+    assert _refused(model, lambda: model.learn_one(wide, True), MemoryError, "")
     assert model.predict_one({"a": 1.0}) is True
 
 
@@ -304,7 +307,7 @@ def test_a_bad_label_in_a_batch_changes_nothing(cls):
     model.learn_one({"a": 1.0}, True)
     X = pd.DataFrame({"a": [1.0, 2.0], "b": [0.5, 0.0]})
     y = pd.Series([True, pd.NA], dtype="boolean")
-    _refused(model, lambda: model.learn_many(X, y), ValueError, "missing")
+    assert _refused(model, lambda: model.learn_many(X, y), ValueError, "missing")
 
 
 def nan_cost_for_z(y, r):
@@ -314,8 +317,8 @@ def nan_cost_for_z(y, r):
 def test_a_bad_cost_in_a_batch_changes_nothing():
     model = river_pa.PACostSensitiveClassifier(cost=nan_cost_for_z)
     X = pd.DataFrame({"a": [1.0, 2.0, 3.0]})
-    _refused(model, lambda: model.learn_many(X, pd.Series(["x", "y", "z"])), ValueError,
-             r"cost\('z', 'x'\) must be a finite number")
+    assert _refused(model, lambda: model.learn_many(X, pd.Series(["x", "y", "z"])), ValueError,
+                    r"cost\('z', 'x'\) must be a finite number")
 
 
 # -- the class bound (issue 11, section 2) ----------------------------------------------------
@@ -331,12 +334,12 @@ def test_max_classes_is_a_documented_bound(cls):
     multilabel = issubclass(cls, base.MultiLabelClassifier)
     for label in "abc":
         model.learn_one({"x": 1.0}, {label: True} if multilabel else label)
-    _refused(model, lambda: model.learn_one({"x": 1.0}, {"d": True} if multilabel else "d"),
-             TooManyClassesError, "label 'd' would be class number 4 of .*max_classes=3")
+    assert _refused(model, lambda: model.learn_one({"x": 1.0}, {"d": True} if multilabel else "d"),
+                    TooManyClassesError, "label 'd' would be class number 4 of .*max_classes=3")
     X = pd.DataFrame({"x": [1.0, 2.0], "new": [1.0, 1.0]})
     Y = pd.DataFrame({"a": [True, False], "e": [False, True]}) if multilabel else \
         pd.Series(["a", "e"])
-    _refused(model, lambda: model.learn_many(X, Y), TooManyClassesError, "label 'e'")
+    assert _refused(model, lambda: model.learn_many(X, Y), TooManyClassesError, "label 'e'")
     model.learn_one({"x": 1.0}, {"a": True} if multilabel else "a")  # known labels still learn
     assert issubclass(TooManyClassesError, ValueError)
     with pytest.raises(ValueError, match="max_classes must be an int >= 1"):
@@ -351,9 +354,9 @@ def test_the_sequence_tagger_bounds_its_tags():
     tokens = [{"w": 1.0}, {"w": 2.0}]
     model.learn_one(tokens, ["a", "b"])
     model.learn_one(tokens, ["c", "c"])
-    _refused(model, lambda: model.learn_one(tokens, ["a", "d"]), TooManyClassesError,
-             "label 'd' would be class number 4 of PASequenceTagger, .*max_classes=3")
-    _refused(model, lambda: model.learn_one(tokens, ["e", "d"]), TooManyClassesError, "'e'")
+    assert _refused(model, lambda: model.learn_one(tokens, ["a", "d"]), TooManyClassesError,
+                    "label 'd' would be class number 4 of PASequenceTagger, .*max_classes=3")
+    assert _refused(model, lambda: model.learn_one(tokens, ["e", "d"]), TooManyClassesError, "'e'")
     model.learn_one(tokens, ["b", "a"])  # known tags still learn
     assert model.tags == ["a", "b", "c"]
     with pytest.raises(ValueError, match="max_classes must be an int >= 1"):

@@ -144,14 +144,20 @@ def run_bad(capsys, *args) -> str:
     return err.removeprefix("river-pa evaluate: ").rstrip("\n")
 
 
-def test_an_unclosed_csv_quote_is_one_line_naming_the_file_and_line(tmp_path, capsys):
+def _unclosed_quote(tmp_path, capsys) -> str:
+    """evaluate's one line for a CSV file whose third line opens a quote never closed."""
     path = tmp_path / "quote.csv"
     path.write_text('a,y\n1,0\n"2,1\n' + "3,0\n" * 50_000)
     err = run_bad(capsys, str(path), "--target", "y")
     assert err.startswith(f"{path}:")
     line = int(err.split(":")[1])
     assert 3 < line <= 50_003  # where the reader stopped, past the quote on line 3
-    assert "field larger than field limit (131072) (an unclosed quote?)" in err
+    return err
+
+
+def test_an_unclosed_csv_quote_is_one_line_naming_the_file_and_line(tmp_path, capsys):
+    assert "field larger than field limit (131072) (an unclosed quote?)" in _unclosed_quote(
+        tmp_path, capsys)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -233,6 +239,7 @@ def test_the_csv_field_limit_holds_after_another_library_lifted_it(tmp_path, cap
 
     csv.field_size_limit(2**31 - 1)  # what scipy.io.arff.loadarff does, process-wide
     try:
-        test_an_unclosed_csv_quote_is_one_line_naming_the_file_and_line(tmp_path, capsys)
+        err = _unclosed_quote(tmp_path, capsys)
     finally:
         csv.field_size_limit(131072)
+    assert "field larger than field limit (131072) (an unclosed quote?)" in err

@@ -97,7 +97,8 @@ def test_wrong_password_is_one_line(kafka, sasl_bootstrap):
 
 def test_plaintext_client_on_a_sasl_port_is_one_line(kafka, sasl_bootstrap):
     proc = serve(kafka, sasl_bootstrap, FAIL_FAST)
-    one_line_failure(kafka, proc, "does not speak PLAINTEXT")
+    last = one_line_failure(kafka, proc, "does not speak PLAINTEXT")
+    assert kafka.log().strip().splitlines() == [last]
 
 
 @pytest.mark.parametrize("address,reason", [("127.0.0.1:1", "Connection refused"),
@@ -118,7 +119,8 @@ def test_no_read_on_the_events_topic_is_one_line(kafka, sasl_bootstrap):
           f"{p}-g")
     proc = serve(kafka, sasl_bootstrap, client("alice"), "--events-topic", f"{p}-events",
                  "--predictions-topic", f"{p}-preds", "--group-id", f"{p}-g")
-    one_line_failure(kafka, proc, "not authorized: TopicAuthorizationFailedError")
+    last = one_line_failure(kafka, proc, "not authorized: TopicAuthorizationFailedError")
+    assert f"{p}-events" in last  # the topic it may not read
 
 
 def test_lost_dead_letters_stop_the_daemon_before_any_commit(kafka, sasl_bootstrap):
