@@ -20,13 +20,14 @@ __all__ = ["NOT_NEGATIVE", "POSITIVE", "bound", "check_client", "check_keys", "c
 POSITIVE = ("rolling_window", "challenger_alpha", "challenger_min_labels", "checkpoint_every",
             "publish_every", "pending_max", "pending_max_bytes", "max_record_bytes",
             "max_poll_records", "max_buffered", "session_timeout_ms", "batch_seconds",
-            "liveness_seconds", "keep_versions")
+            "liveness_seconds", "keep_versions", "shards", "mix_every")
 NOT_NEGATIVE = ("checkpoint_seconds", "publish_seconds", "report_every", "report_seconds", "pending_ttl_ms",
                  "poll_timeout_ms", "metrics_port", "stall_exit_seconds", "merge_idle_ms",
-                 "auto_promote_cooldown")
+                 "auto_promote_cooldown", "mix_seconds")
 MAXIMUM = {"merge_idle_ms": 60_000,  # a partition left empty must not hold the others for ever
            "challenger_alpha": 0.5,  # a level of a one-sided test
-           "keep_versions": 1000}  # snapshots every reader holds until compaction
+           "keep_versions": 1000,  # snapshots every reader holds until compaction
+           "shards": 256}  # each shard reads every other's model at each mix
 MINIMUM = {"keep_versions": 2}  # a version to fall back on when the newest does not load
 
 
@@ -74,6 +75,7 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
     if cfg.role == "learn":  # every learner of the group shares its state and fences the others
         cfg.state_topic = cfg.state_topic or f"{cfg.events_topic}.state"
         cfg.transactional_id = cfg.transactional_id or f"{cfg.group_id}.learner"
+    _check_shards(cfg)
     _check_topics(cfg)
     _check_poll_interval(cfg)
     _check_stall_exit(cfg)
@@ -101,6 +103,27 @@ def check_values(cfg: ServeConfig) -> ServeConfig:
 
     check_client_choice(cfg)
     return cfg
+
+
+def _check_shards(cfg: ServeConfig) -> None:
+    """Sharded learning (connectors/shards/) is a learner's, for a model the learner only
+    learns: predictors serve the mix, and a challenger, a promotion or a pin is one learner's
+    decision that N shards would each take apart."""
+    if cfg.mix_topic is None:
+        cfg.mix_topic = f"{cfg.events_topic}.mix"
+    if cfg.shards == 1:
+        return
+    if cfg.role != "learn":
+        raise SettingsConflict(f"river-pa serve: shards={cfg.shards} needs role learn (the "
+                               f"predictors serve the shards' mixed model), got {cfg.role}")
+    from river_pa.connectors.observe.drift import reactions
+
+    given = [r for r in reactions(cfg.on_drift) if r != "log"]
+    for name, value in (("challenger", cfg.challenger), ("auto_promote", cfg.auto_promote),
+                        ("on_drift", ",".join(given))):
+        if value:
+            raise SettingsConflict(f"river-pa serve: shards={cfg.shards} takes no {name} "
+                                   f"(got {value!r:.80}): sharded learners learn one model")
 
 
 def _after_batch_ms(cfg: ServeConfig) -> int:
@@ -153,7 +176,7 @@ _OPTIONAL_TOPICS = ("labels_topic", "metrics_topic", "state_topic")  # "" or uns
 
 def _check_topics(cfg: ServeConfig) -> None:
     for name in ("events_topic", "predictions_topic", "dead_letter_topic", "model_topic",
-                 "control_topic", *_OPTIONAL_TOPICS):
+                 "control_topic", "mix_topic", *_OPTIONAL_TOPICS):
         value = getattr(cfg, name)
         if name in _OPTIONAL_TOPICS and not value:
             continue
@@ -167,6 +190,10 @@ def _check_topics(cfg: ServeConfig) -> None:
         raise SettingsConflict(f"river-pa serve: control_topic {cfg.control_topic!r:.80} is "
                                f"also the {others.get(cfg.control_topic, 'lease topic')}: the "
                                "commands of `river-pa models` need a topic of their own")
+    if cfg.shards > 1 and (cfg.mix_topic in others or cfg.mix_topic in (
+            cfg.control_topic, f"{cfg.events_topic}.lease")):
+        raise SettingsConflict(f"river-pa serve: mix_topic {cfg.mix_topic!r:.80} is another "
+                               "topic of the deployment: the shards' models need one of their own")
 
 
 _TOML_TYPES = {"int": (int,), "float": (int, float), "bool": (bool,), "dict": (dict,),

@@ -32,6 +32,7 @@ def run(args) -> int:
     from river_pa.connectors.observe.drift import make_detector
     from river_pa.connectors.observe.metrics import Endpoints, Watchdog
     from river_pa.connectors.observe.reporting import check_report_path, serve_metrics
+    from river_pa.mixing import check_mixable
     from river_pa.registry import make_model
 
     try:
@@ -52,6 +53,8 @@ def run(args) -> int:
         make_detector(cfg.drift_detector, cfg.drift_params)  # likewise a bad detector
         challengers = make_challengers(cfg.challenger, model, cfg.metric)  # ... or challenger
         check_model(model)  # a model broken by its parameters: status 2, not a crash loop
+        if cfg.shards > 1:  # sharded learners average copies of it (connectors/shards/)
+            check_mixable(model)
     except ValueError as exc:
         print(f"river-pa serve: {exc}", file=sys.stderr)
         return 2
@@ -103,7 +106,7 @@ def _unknown_reactions(on_drift: str, names: list[str]) -> None:
 def _serve(cfg, model, observers) -> int:
     """Connect and run the daemon of `cfg.role`, watched by `observers` (the endpoints and
     the watchdog of connectors/observe/metrics.py; see `run` for the exit statuses)."""
-    from river_pa.connectors.errors import EXIT_STATUSES, exit_status
+    from river_pa.connectors.errors import EXIT_STATUSES, SettingsConflict, exit_status
     from river_pa.connectors.kafka.errors import ClientError
     from river_pa.connectors.kafka.diagnostics import explain, unreachable
     from river_pa.connectors.loop.daemon import Daemon
@@ -127,6 +130,9 @@ def _serve(cfg, model, observers) -> int:
             observer.daemon = daemon
             observer.start()
         return run_learner(cfg, model, observers) if daemon is None else daemon.run()
+    except SettingsConflict as exc:  # what the topics say of the settings (--shards): one line
+        print(exc.code, file=sys.stderr)
+        return 2
     except (*(cls for cls, _, _ in EXIT_STATUSES), ClientError) as exc:
         status, prefix = exit_status(exc)
         line = explain(exc, cfg) if prefix is None else f"{prefix}{exc}"

@@ -88,6 +88,10 @@ class ServeConfig:
     transactional_id: str | None = None
     kafka_client: str = "kafka-python"
     kafka: dict = field(default_factory=dict)
+    shards: int = 1
+    mix_every: int = 1000
+    mix_seconds: float = 5.0
+    mix_topic: str | None = None
 
 
 # name -> annotation of every setting (the TOML checks read them)
@@ -204,6 +208,16 @@ _FLAGS_HELP = {
                     "the admin calls and the learner's lease stay on kafka-python)",
     "kafka": "JSON object of extra client settings, kafka-python's names under both clients "
              "(SASL/SSL, ...)",
+    "shards": "--role learn: N active learners, one per shard (the events and labels "
+              "partitions p with p mod N = s), each with its own state and standbys, mixing "
+              "their models through --mix-topic (iterative parameter mixing; "
+              "docs/serving/shards.md)",
+    "mix_every": "with --shards: the shards mix after K labelled events in total (each "
+                 "shard's round ends at ceil(K/N) of its own)",
+    "mix_seconds": "with --shards: a shard whose input is read to its end ends its round "
+                   "after this long (the stream's tail, a quiet shard)",
+    "mix_topic": "with --shards: the compacted topic the shards exchange their models through "
+                 "(default: '<events_topic>.mix')",
 }
 
 

@@ -4,10 +4,11 @@ missing (the state, model and lease topics), and the size of the consumer group.
 from __future__ import annotations
 
 from kafka import KafkaAdminClient
-from kafka.admin import NewTopic
+from kafka.admin import NewPartitions, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from river_pa.connectors.config import ServeConfig
+from river_pa.connectors.errors import SettingsConflict
 from river_pa.connectors.kafka import CLIENT_DEFAULTS
 from river_pa.connectors.kafka.client import client_settings
 
@@ -21,18 +22,33 @@ def make_admin(cfg: ServeConfig) -> KafkaAdminClient:
                                **client_settings(cfg.kafka, KafkaAdminClient)})
 
 
-def ensure_topic(cfg: ServeConfig, topic: str) -> None:
-    """Create `topic` if it is missing: one partition, compacted, replicated min(3, brokers)."""
+def ensure_topic(cfg: ServeConfig, topic: str, partitions: int | None = None) -> None:
+    """Create `topic` if it is missing: compacted, replicated min(3, brokers), one partition or
+    exactly `partitions` (the lease topic: one per shard; partitions are added to an older one
+    with fewer, SettingsConflict for one with more: a standby holding a partition beyond the
+    shards would never be given a shard's)."""
     admin = make_admin(cfg)
     try:
         brokers = len(admin.describe_cluster()["brokers"])
         try:
-            admin.create_topics([NewTopic(topic, 1, min(3, brokers),
+            admin.create_topics([NewTopic(topic, partitions or 1, min(3, brokers),
                                           topic_configs={"cleanup.policy": "compact"})])
         except TopicAlreadyExistsError:
-            pass
+            if partitions is not None:
+                _resize(admin, topic, partitions)
     finally:
         admin.close()
+
+
+def _resize(admin: KafkaAdminClient, topic: str, partitions: int) -> None:
+    found = admin.describe_topics([topic])[0]["partitions"]
+    if len(found) > partitions:
+        raise SettingsConflict(
+            f"river-pa serve: {topic} has {len(found)} partitions, one per shard of an earlier "
+            f"--shards {len(found)}, and shards is {partitions}: stop every learner and delete "
+            f"the topic (it holds no data) to change the number of shards")
+    if len(found) < partitions:
+        admin.create_partitions({topic: NewPartitions(partitions)})
 
 
 def group_size(cfg: ServeConfig) -> int:

@@ -20,7 +20,9 @@ class LeaseAssignor(CooperativeStickyAssignor):
     a generation, and the leader kept whichever claim it read last: a SIGCONTed zombie's
     rejoin moved the lease back from the learner elected meanwhile (seen 1 in 3 runs of
     test_a_zombie_learner_steps_down_and_writes_nothing). A partition never moves while its
-    owner is in the group; unclaimed ones go to the members holding fewest. The name stays
+    owner is in the group; each member holds at most one (one lease partition per shard,
+    `--shards`: a member leads one shard), so unclaimed ones go to members holding none, in
+    member id order, and stay unassigned while every member holds one. The name stays
     "cooperative-sticky" so learners of the previous release share a protocol with these
     during a rolling update.
     """
@@ -36,17 +38,17 @@ class LeaseAssignor(CooperativeStickyAssignor):
             meta = self.parse_member_metadata(member.metadata)
             for tp in meta.partitions:
                 claims[tp] = max(claims.get(tp, (-2, "")), (meta.generation, member.member_id))
+        for tp, (_, member) in sorted(claims.items()):  # one lease (one shard) per member
+            if member in held and not held[member]:
+                held[member].append(tp)
         for member in members:
             meta = self.parse_member_metadata(member.metadata)
             for topic in sorted(meta.subscription):
                 for p in sorted(cluster.partitions_for_topic(topic) or ()):
                     tp = TopicPartition(topic, p)
-                    if tp not in claims:  # to the subscribers holding fewest, in id order
-                        fewest = min(sorted(held), key=lambda m: len(held[m]))
-                        claims[tp] = (StickyPartitionAssignor.DEFAULT_GENERATION_ID, fewest)
-        for tp, (_, member) in claims.items():
-            if member in held:
-                held[member].append(tp)
+                    free = [m for m in sorted(held) if not held[m]]
+                    if free and not any(tp in tps for tps in held.values()):
+                        held[free[0]].append(tp)  # to the first member in id order with none
         return {member: ConsumerProtocolAssignment(self.version, _by_topic(tps), b"")
                 for member, tps in held.items()}
 

@@ -221,9 +221,15 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
         for record in itertools.islice(self.order.ready(), self.cfg.max_poll_records):
             self._process(record)
             batch += 1
-            if time.monotonic() > deadline:  # a slow model: poll again well inside
-                break                        # max.poll.interval.ms
+            # a slow model: poll again well inside max.poll.interval.ms
+            if time.monotonic() > deadline or self._batch_ends():
+                break
         return batch
+
+    def _batch_ends(self) -> bool:
+        """Whether the batch stops after the record just processed (a shard's round is full:
+        connectors/shards/rounds.py)."""
+        return False
 
     def _send_report(self, report: dict) -> None:
         # with exactly-once a report joins the open transaction: send it only when a commit

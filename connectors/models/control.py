@@ -234,6 +234,11 @@ class ControlFollowing:
             return f"failed: {str(exc):.200}"
 
     def _carry_out(self, command: dict, where: str) -> str:
+        if self.cfg.shards > 1:  # each shard would decide apart (connectors/shards/)
+            log.warning("%s: %s %.80s refused: the learners run --shards %d, which serve one "
+                        "mixed model", where, command["command"], command["model"],
+                        self.cfg.shards)
+            return f"refused: the learners run --shards {self.cfg.shards}"
         if command["command"] == "pin":
             return self._pin(command["model"], command["version"], where)
         if command["command"] == "unpin":

@@ -1,14 +1,16 @@
 """The learner role (`river-pa serve --role learn`): one active term while the lease
-(roles/lease.py: election, standbys, fencing) is held, a standby before and after."""
+(roles/lease.py: election, standbys, fencing) is held, a standby before and after; with
+`--shards N`, the active learner of the shard its lease partition names (connectors/shards/)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import time
 
 from river_pa.connectors.config import ServeConfig
-from river_pa.connectors.errors import LeaseLost, OutputError
+from river_pa.connectors.errors import LeaseLost, OutputError, SettingsConflict
 from river_pa.connectors.kafka import errors
 from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.loop.commit import FENCE_WAIT_S
@@ -16,6 +18,7 @@ from river_pa.connectors.loop.daemon import Daemon, watch_stop
 from river_pa.connectors.loop.policy import Policy
 from river_pa.connectors.models.slot import MODEL_FIELDS
 from river_pa.connectors.roles.lease import Lease
+from river_pa.connectors.shards.rounds import ShardRounds, fresh_mixing
 from river_pa.connectors.state.snapshots import Publisher
 
 __all__ = ["Learner", "LeaseLost", "run_learner"]
@@ -23,8 +26,7 @@ __all__ = ["Learner", "LeaseLost", "run_learner"]
 log = logging.getLogger("river_pa.serve")
 
 
-
-class Learner(Daemon):
+class Learner(ShardRounds, Daemon):
     """The daemon of one active term: it learns while `lease` is held, raises LeaseLost after."""
 
     # emits nothing (the predictors do), publishes the model, learns the whole stream; the
@@ -37,6 +39,22 @@ class Learner(Daemon):
         super().__init__(cfg, model)
         self.state_name = f"{cfg.group_id}.learner"  # shared by every learner of the group
         self.partitions_checked = 0.0
+        # shards/rounds.py: the newest mix, the round shard 0 published last, when the round
+        # began, the records of the last batch
+        self.mixed_model, self.published_round, self.round_began = None, 0, time.monotonic()
+        self.last_batch = 0
+
+    def lead(self, shard: int) -> None:
+        """Lead `shard` (elected to its lease partition): with --shards its own state, its own
+        checkpoint file and its own transactional id (shards/rounds.py)."""
+        self.shard = shard
+        if self.sharded:
+            cfg = self.cfg
+            self.cfg = dataclasses.replace(
+                cfg, checkpoint_path=f"{cfg.checkpoint_path}.shard{shard}",
+                transactional_id=f"{cfg.transactional_id}.shard{shard}")
+            self.state_name = f"{cfg.group_id}.learner.shard{shard}"
+            self.mixing = fresh_mixing(shard, cfg.shards)
 
     def _start(self) -> None:
         """Restore the group's state, then read the model topic: this term is numbered above
@@ -60,7 +78,9 @@ class Learner(Daemon):
             self.slot.publisher.verified(found and found[0])
         finally:
             reader.close()
-        log.info("term %d of the group's learner", self.term)
+        log.info("term %d of the group's learner%s", self.term,
+                 f" of shard {self.shard}" if self.sharded else "")
+        self._start_mixing()
         for name, challenger in self.challengers.items():  # their own snapshots, as the state
             if challenger.published_as != self._own_newest(name):  # says (a kill between the
                 challenger.published = -1                         # sends: published again)
@@ -70,6 +90,51 @@ class Learner(Daemon):
         counts = self.stats.counts
         if published["learned"] == counts["learned"]:  # this state's model, published
             self.learned_at_publish, self.events_at_publish = counts["learned"], counts["events"]
+        if self.sharded and published["learned"] == self.mixing["mixed_learned"]:
+            self.published_round = self.mixing["round"]  # the last mix is published
+
+    def _reset_state(self) -> None:
+        super()._reset_state()
+        self.mixing = fresh_mixing(self.shard, self.cfg.shards)
+
+    def _state(self) -> dict:
+        return {**super()._state(), "mixing": dict(self.mixing)}
+
+    def _restore(self, state: dict) -> None:
+        super()._restore(state)
+        self.mixing = self._check_mixing(state.get("mixing"))
+        if self.sharded and self.stats.counts["learned"] == self.mixing["learned_at_mix"] \
+                and self.mixing["round"] > 1 and not self.mixing["sent"]:
+            self.mixed_model = self.slot.model  # the last mix, nothing learned since
+
+    def _step(self) -> None:
+        """With --shards, a round that is due ends before another record is processed."""
+        if self.sharded and self._round_due():
+            return self._mix_round()
+        super()._step()
+
+    def _process_ready(self, deadline: float) -> int:
+        self.last_batch = super()._process_ready(deadline)
+        return self.last_batch
+
+    def _publish(self) -> None:
+        """With --shards, shard 0 publishes the mixes (shards/rounds.py), no shard its own."""
+        if not self.sharded:
+            return super()._publish()
+        if self.shard == 0:
+            self._publish_mix()
+
+    def _publish_model(self) -> None:
+        if not self.sharded:
+            return super()._publish_model()
+        if self.shard == 0:
+            self._publish_mix()
+
+    def figures(self) -> dict:
+        figures = super().figures()
+        if self.sharded:
+            figures["shard"] = {k: self.mixing[k] for k in ("shard", "shards", "round", "sent")}
+        return figures
 
     def _subscribe(self) -> None:
         """Assign every partition of the input topics to this consumer (no group join)."""
@@ -82,12 +147,25 @@ class Learner(Daemon):
         for client in (self.consumer, self.offsets_client):  # a metadata request each: the
             if client is not None:                          # partitions added since are known
                 client.topics()
-        wanted = {TopicPartition(t, p) for t in self.topics
-                  for p in self.consumer.partitions_for_topic(t) or ()}
+        counts = {t: len(self.consumer.partitions_for_topic(t) or ()) for t in self.topics}
+        if self.sharded:
+            self._check_copartitioned(counts)
+        wanted = {TopicPartition(t, p) for t in self.topics for p in range(counts[t])
+                  if p % self.cfg.shards == self.shard}
         if wanted != self.consumer.assignment():
             log.info("learning from %d partitions of %s", len(wanted), ", ".join(self.topics))
             self.consumer.assign(sorted(wanted))
             self.positions_unknown = True  # `_step` seeks every partition (`_resume`)
+
+    def _check_copartitioned(self, counts: dict) -> None:
+        """SettingsConflict unless every input topic has the same partition count, at least
+        one per shard (an event and its label must reach the same shard)."""
+        if len(set(counts.values())) > 1 or min(counts.values()) < self.cfg.shards:
+            found = ", ".join(f"{t} has {n}" for t, n in counts.items())
+            raise SettingsConflict(
+                f"river-pa serve: shards={self.cfg.shards} needs the events and labels topics "
+                f"co-partitioned (the same partition count, at least one per shard, and an "
+                f"event's key on its label): {found} partitions")
 
     def _check_membership(self, assigned) -> None:
         """Follow partitions added to the input topics (checked every 10 s; a metadata
@@ -150,8 +228,10 @@ def run_learner(cfg: ServeConfig, model, observers=()) -> int:
             # restoring is starting (live, not ready): the loop beats again from its start
             health = term.health
             health.beat, health.ready, health.why = None, False, "restoring the state"
-            log.info("active learner: holds the lease %s of group %s; restoring the state "
-                     "from %s", lease.topic, lease.group, cfg.state_topic)
+            term.lead(lease.shard)
+            log.info("active learner%s: holds the lease %s of group %s; restoring the state "
+                     "from %s", f" of shard {lease.shard}" if cfg.shards > 1 else "",
+                     lease.topic, lease.group, cfg.state_topic)
             try:
                 term.run()
             except (LeaseLost, errors.ClientError, OutputError) as exc:

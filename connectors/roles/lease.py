@@ -1,15 +1,18 @@
 """Exactly one active learner (`river-pa serve --role learn`): election, standbys, fencing.
 
-Every learner process joins the consumer group `<group_id>.lease` on the one-partition topic
-`<events_topic>.lease` (created if missing; nothing is ever written to it). Kafka's group
-coordinator gives partition 0 to one member: that one is the active learner, the others are
-standbys that say so once and keep polling the lease consumer (keeping their membership).
+Every learner process joins the consumer group `<group_id>.lease` on the topic
+`<events_topic>.lease` (created if missing, one partition per shard, `--shards`; nothing is
+ever written to it). Kafka's group coordinator gives each partition to one member, at most one
+to a member: the member given partition s is the active learner of shard s (partition 0 and
+shard 0 without shards: the one learner), the others are standbys that say so once and keep
+polling the lease consumer (keeping their membership).
 The lease stays with its owner while standbys come and go (`LeaseAssignor`), and a member is
 the active learner only under the member id it was elected with: a member whose session
 expired (a SIGSTOP) rejoins under a new id, so its old term has lost the lease whatever the
 next assignment says.
 
-The active learner assigns itself every partition of the events and labels topics (no
+The active learner assigns itself every partition of the events and labels topics, of its
+shard with --shards (connectors/shards/) (no
 group rebalances; partitions added later are followed), restores the whole state of the
 group's learner (model, pending, early labels, metrics, offsets) from the state topic under
 the name `<group_id>.learner`, commits offsets under `<group_id>`, and checks the lease at
@@ -58,15 +61,15 @@ def rejoin_seconds(session_s: float, settings: dict) -> float:
 class Lease:
     """This process's membership of the lease group; `held` says whether it is the active one.
 
-    The lease is this member's while partition 0 of the lease topic is assigned to it under
-    the member id it had when it first held it (`member`); `held` says what the consumer
-    knows, `confirm` asks the coordinator.
+    The lease is this member's while the partition of the lease topic it was first given (one
+    per shard, `--shards`; partition 0 without) is assigned to it under the member id it had
+    then (`member`); `held` says what the consumer knows, `confirm` asks the coordinator.
     """
 
     def __init__(self, cfg: ServeConfig):
         self.topic, self.group = f"{cfg.events_topic}.lease", f"{cfg.group_id}.lease"
-        ensure_topic(cfg, self.topic)
-        self.cfg, self.tp = cfg, TopicPartition(self.topic, 0)
+        ensure_topic(cfg, self.topic, partitions=cfg.shards)
+        self.cfg, self.tp = cfg, None  # the lease partition held: its number is the shard's
         self.consumer = make_lease_consumer(cfg, self.topic, self.group)
         session_s = self.consumer.config["session_timeout_ms"] / 1000  # [kafka] may set it
         self.rejoin_s = rejoin_seconds(session_s, cfg.kafka)
@@ -77,19 +80,25 @@ class Lease:
         self.member = None  # the member id this process was elected under
 
     def held(self, timeout_ms: int = 0) -> bool:
-        """Poll the lease consumer (joining, heartbeats, rebalances); True while partition 0
-        is assigned to this member, under the member id it was elected with, as far as it
-        knows."""
+        """Poll the lease consumer (joining, heartbeats, rebalances); True while its lease
+        partition is assigned to this member, under the member id it was elected with, as far
+        as it knows."""
         poll(self.consumer, timeout_ms)
         return self._ours()
 
+    @property
+    def shard(self) -> int:
+        """The shard this member leads (0 without --shards): its lease partition's number."""
+        return self.tp.partition
+
     def _ours(self) -> bool:
         member = self.consumer.group_metadata().member_id
-        if self.tp not in self.consumer.assignment():
-            return False
-        if self.member is None:  # elected now
-            self.member = member
-        return member == self.member
+        assigned = self.consumer.assignment()
+        if self.tp is None:
+            if not assigned:
+                return False
+            self.tp, self.member = min(assigned), member  # elected now
+        return self.tp in assigned and member == self.member
 
     def confirm(self) -> bool:
         """True when the coordinator accepts an offset commit of the lease partition from this

@@ -308,12 +308,16 @@ class Reader:
     def poll(self, timeout_ms: int) -> None:
         """Take what one poll returns (manifests, chunks, tombstones, progress)."""
         for record in self.consumer.poll(timeout_ms=timeout_ms).get(self.tp, ()):
-            if record.key == self.progress_key:
-                self.progress = _progress(record.value) or self.progress
-            elif record.key is not None and record.key.startswith(self.prefix):
-                self._take(record.key, record.value)
-            elif self.others_prefix and record.key and record.key.startswith(self.others_prefix):
-                self._take_other(record.key, record.value)
+            self.take(record)
+
+    def take(self, record) -> None:
+        """Take one record of the topic (those of other snapshots are ignored)."""
+        if record.key == self.progress_key:
+            self.progress = _progress(record.value) or self.progress
+        elif record.key is not None and record.key.startswith(self.prefix):
+            self._take(record.key, record.value)
+        elif self.others_prefix and record.key and record.key.startswith(self.others_prefix):
+            self._take_other(record.key, record.value)
 
     def _take_other(self, key: bytes, value: bytes | None) -> None:
         """Note (or forget, at its tombstone) a manifest of a snapshot `name@OTHER`, or which

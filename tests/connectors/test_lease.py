@@ -16,7 +16,7 @@ LEASE = TP("ev.lease", 0)
 
 def _lease(cluster, monkeypatch) -> lease_module.Lease:
     cluster.topic(LEASE.topic)
-    monkeypatch.setattr(lease_module, "ensure_topic", lambda cfg, topic: None)
+    monkeypatch.setattr(lease_module, "ensure_topic", lambda cfg, topic, partitions: None)
     monkeypatch.setattr(lease_module, "make_lease_consumer",
                         lambda cfg, topic, group: FakeConsumer(cluster))
     return lease_module.Lease(ServeConfig(model="PAClassifier", role="learn", events_topic="ev"))

@@ -16,10 +16,13 @@ LEASE = TopicPartition(TOPIC, 0)
 
 
 class Cluster:
-    """The one thing an assignor asks the cluster: a topic's partitions."""
+    """The one thing an assignor asks the cluster: a topic's partitions (one per shard)."""
+
+    def __init__(self, shards: int = 1):
+        self.shards = shards
 
     def partitions_for_topic(self, topic):
-        return {0} if topic == TOPIC else None
+        return set(range(self.shards)) if topic == TOPIC else None
 
 
 def member(member_id, owned=(), generation=-1):
@@ -31,6 +34,12 @@ def member(member_id, owned=(), generation=-1):
     raw = assignor.metadata({TOPIC}).encode()
     return SimpleNamespace(member_id=member_id,
                            metadata=type(assignor.metadata({TOPIC})).decode(raw))
+
+
+def assignment(members, shards: int) -> dict:
+    """{member: [lease partitions]} the leader gives out."""
+    out = LeaseAssignor().assign(Cluster(shards), members)
+    return {m: [tp.partition for tp in a.partitions()] for m, a in out.items()}
 
 
 def lease_holders(members) -> list:
@@ -59,3 +68,18 @@ def test_the_subscription_carries_the_generation_of_the_claim():
     meta = member("b", {0}, 5).metadata
     assert (meta.version, meta.generation_id) == (2, 5)
     assert [(tp.topic, tp.partitions) for tp in meta.owned_partitions] == [(TOPIC, [0])]
+
+
+def test_each_member_leads_at_most_one_shard_and_the_others_stand_by():
+    got = assignment([member(m) for m in ("m3", "m1", "m4", "m2")], shards=3)
+    assert got == {"m1": [0], "m2": [1], "m3": [2], "m4": []}
+    assert assignment([member("m2"), member("m1")], shards=3) == {"m1": [0], "m2": [1]}
+
+
+def test_a_shard_stays_with_its_owner_and_a_lost_one_goes_to_a_standby():
+    owners = [member("b", {0}, 4), member("a", {1}, 4)]
+    assert assignment([member("0-new"), *owners], shards=2) == {"b": [0], "a": [1], "0-new": []}
+    # b left: its shard goes to the standby, a keeps its own
+    assert assignment([member("s"), member("a", {1}, 4)], shards=2) == {"a": [1], "s": [0]}
+    # a stale claim on two shards (never given out) keeps one; the other goes to a member
+    assert assignment([member("z", {0, 1}, 4), member("y")], shards=2) == {"z": [0], "y": [1]}
