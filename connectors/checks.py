@@ -191,7 +191,7 @@ def _check_topics(cfg: ServeConfig) -> None:
                                f"also the {others.get(cfg.control_topic, 'lease topic')}: the "
                                "commands of `river-pa models` need a topic of their own")
     if cfg.shards > 1 and (cfg.mix_topic in others or cfg.mix_topic in (
-            cfg.control_topic, f"{cfg.events_topic}.lease")):
+            cfg.control_topic, f"{cfg.events_topic}.lease.{cfg.shards}")):
         raise SettingsConflict(f"river-pa serve: mix_topic {cfg.mix_topic!r:.80} is another "
                                "topic of the deployment: the shards' models need one of their own")
 

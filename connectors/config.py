@@ -94,6 +94,12 @@ class ServeConfig:
     mix_topic: str | None = None
 
 
+def lease_topic(cfg: ServeConfig) -> str:
+    """`<events_topic>.lease`, or `<events_topic>.lease.<N>` for `--shards N` (N partitions):
+    deployments of other shard counts on the same events topic keep apart."""
+    return f"{cfg.events_topic}.lease" + (f".{cfg.shards}" if cfg.shards > 1 else "")
+
+
 # name -> annotation of every setting (the TOML checks read them)
 FIELDS = {f.name: f.type for f in dataclasses.fields(ServeConfig)}
 

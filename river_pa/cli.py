@@ -167,7 +167,7 @@ def _add_topics(sub, flags: bool) -> None:
                         f"{topics.DEFAULT_PARTITIONS})")
     create.add_argument("--replication-factor", type=_positive, metavar="N",
                         help="replicas of every topic (default: min(3, brokers))")
-    config.add_arguments(create, only=TOPIC_FLAGS)
+    config.add_arguments(create, only=TOPIC_FLAGS + ("shards", "mix_topic"))
     create.set_defaults(run=_run_topics)
 
 

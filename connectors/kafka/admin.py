@@ -4,7 +4,7 @@ missing (the state, model and lease topics), and the size of the consumer group.
 from __future__ import annotations
 
 from kafka import KafkaAdminClient
-from kafka.admin import NewPartitions, NewTopic
+from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from river_pa.connectors.config import ServeConfig
@@ -24,9 +24,8 @@ def make_admin(cfg: ServeConfig) -> KafkaAdminClient:
 
 def ensure_topic(cfg: ServeConfig, topic: str, partitions: int | None = None) -> None:
     """Create `topic` if it is missing: compacted, replicated min(3, brokers), one partition or
-    exactly `partitions` (the lease topic: one per shard; partitions are added to an older one
-    with fewer, SettingsConflict for one with more: a standby holding a partition beyond the
-    shards would never be given a shard's)."""
+    exactly `partitions` (SettingsConflict when it has another count: the lease topic of
+    `--shards N`, one partition per shard)."""
     admin = make_admin(cfg)
     try:
         brokers = len(admin.describe_cluster()["brokers"])
@@ -34,21 +33,12 @@ def ensure_topic(cfg: ServeConfig, topic: str, partitions: int | None = None) ->
             admin.create_topics([NewTopic(topic, partitions or 1, min(3, brokers),
                                           topic_configs={"cleanup.policy": "compact"})])
         except TopicAlreadyExistsError:
-            if partitions is not None:
-                _resize(admin, topic, partitions)
+            found = partitions and len(admin.describe_topics([topic])[0]["partitions"])
+            if found != partitions:
+                raise SettingsConflict(f"river-pa serve: {topic} has {found} partitions, and "
+                                       f"it takes one per shard: {partitions}") from None
     finally:
         admin.close()
-
-
-def _resize(admin: KafkaAdminClient, topic: str, partitions: int) -> None:
-    found = admin.describe_topics([topic])[0]["partitions"]
-    if len(found) > partitions:
-        raise SettingsConflict(
-            f"river-pa serve: {topic} has {len(found)} partitions, one per shard of an earlier "
-            f"--shards {len(found)}, and shards is {partitions}: stop every learner and delete "
-            f"the topic (it holds no data) to change the number of shards")
-    if len(found) < partitions:
-        admin.create_partitions({topic: NewPartitions(partitions)})
 
 
 def group_size(cfg: ServeConfig) -> int:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from river_pa.connectors.config import ServeConfig  # the standard library only
+from river_pa.connectors.config import ServeConfig, lease_topic  # the standard library only
 
 __all__ = ["DEFAULT_PARTITIONS", "Topic", "create", "wanted"]
 
@@ -48,7 +48,8 @@ class Topic:
 
 def wanted(cfg: ServeConfig, partitions: int) -> list[Topic]:
     """The topics `serve` with `cfg` uses: events (and labels) with `partitions` each, the
-    outputs, and the compacted one-partition model, state and lease topics."""
+    outputs, the compacted one-partition model, state and control topics, the lease topic
+    (one partition per shard) and with `--shards` the mix topic."""
     topics = [Topic(cfg.events_topic, "events topic", partitions)]
     if cfg.labels_topic:
         topics.append(Topic(cfg.labels_topic, "labels topic", partitions))
@@ -60,9 +61,12 @@ def wanted(cfg: ServeConfig, partitions: int) -> list[Topic]:
     state = cfg.state_topic or f"{cfg.events_topic}.state"
     control = cfg.control_topic or f"{cfg.events_topic}.control"
     for name, role in ((cfg.model_topic, "model topic"), (state, "state topic"),
-                       (f"{cfg.events_topic}.lease", "lease topic"),
                        (control, "control topic")):
         topics.append(Topic(name, role, 1, compact=True))
+    topics.append(Topic(lease_topic(cfg), "lease topic", cfg.shards, compact=True))
+    if cfg.shards > 1:  # connectors/shards/
+        topics.append(Topic(cfg.mix_topic or f"{cfg.events_topic}.mix", "mix topic", 1,
+                            compact=True))
     return topics
 
 

@@ -201,7 +201,7 @@ class Daemon(Recovery, Positions, Records, Commits, ModelPublishing, ControlFoll
         deadline = time.monotonic() + self.cfg.batch_seconds
         batch = self._process_ready(deadline)
         self.backlog = batch > 0 and (batch == self.cfg.max_poll_records
-                                      or time.monotonic() > deadline)
+                                      or time.monotonic() > deadline or self._batch_ends())
         self._flow_control()
         handled = self._follow_control()
         self._step_backfills(idle=batch == 0)

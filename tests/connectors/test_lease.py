@@ -16,7 +16,7 @@ LEASE = TP("ev.lease", 0)
 
 def _lease(cluster, monkeypatch) -> lease_module.Lease:
     cluster.topic(LEASE.topic)
-    monkeypatch.setattr(lease_module, "ensure_topic", lambda cfg, topic, partitions: None)
+    monkeypatch.setattr(lease_module, "ensure_topic", lambda cfg, topic, partitions=None: None)
     monkeypatch.setattr(lease_module, "make_lease_consumer",
                         lambda cfg, topic, group: FakeConsumer(cluster))
     return lease_module.Lease(ServeConfig(model="PAClassifier", role="learn", events_topic="ev"))
@@ -98,13 +98,16 @@ def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again
             self.stopping, self.health = False, SimpleNamespace(beat=None, ready=False, why="")
             terms.append(self)
 
+        def lead(self, shard):
+            assert shard == 0
+
         def run(self):
             assert len(terms) == 1, "elected again after a stop signal"
             self.stopping = True  # what `Daemon._on_signal` does
             raise LeaseLost("the lease ev.lease of group g.lease is lost")
 
     class HeldLease:
-        topic, group = "ev.lease", "g.lease"
+        topic, group, shard = "ev.lease", "g.lease", 0
 
         def __init__(self, cfg):
             pass
@@ -117,6 +120,6 @@ def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again
 
     monkeypatch.setattr(learner_module, "Learner", Term)
     monkeypatch.setattr(learner_module, "Lease", HeldLease)
-    cfg = SimpleNamespace(state_topic="ev.state", exactly_once=False)
+    cfg = SimpleNamespace(state_topic="ev.state", exactly_once=False, shards=1)
     assert learner_module.run_learner(cfg, model=None) == 0
     assert len(terms) == 1
