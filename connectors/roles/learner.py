@@ -229,9 +229,10 @@ def run_learner(cfg: ServeConfig, model, observers=()) -> int:
             health = term.health
             health.beat, health.ready, health.why = None, False, "restoring the state"
             term.lead(lease.shard)
-            log.info("active learner%s: holds the lease %s of group %s; restoring the state "
-                     "from %s", f" of shard {lease.shard}" if cfg.shards > 1 else "",
-                     lease.topic, lease.group, cfg.state_topic)
+            log.info("active learner: holds the lease %s of group %s%s; restoring the state "
+                     "from %s", lease.topic, lease.group,
+                     f" (shard {lease.shard} of {cfg.shards})" if cfg.shards > 1 else "",
+                     cfg.state_topic)
             try:
                 term.run()
             except (LeaseLost, errors.ClientError, OutputError) as exc:

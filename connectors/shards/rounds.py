@@ -18,8 +18,9 @@ A round. Shard s ends round r once it has learned ceil(K/N) labelled events sinc
 after the round began when it learned some or another shard waits for it (the stream's tail, a
 quiet shard). It then sends its contribution (its model and weight, the events it learned in the
 round) to the mix topic (shards/topic.py) and checkpoints its state, which records the round as
-sent (with `--exactly-once`, in one transaction), waits for the contributions of every shard to
-round r, and continues from their mix, the same in every shard: the mix of one round's
+sent (with `--exactly-once` in one transaction; without, the checkpoint first: a contribution
+in the topic is always one the state says is sent, which a new leader sends again), waits for
+the contributions of every shard to round r, and continues from their mix, the same in every shard: the mix of one round's
 contributions in shard order. Shard 0 publishes each mix to the model topic, the one model the
 predictors serve (no shard publishes its own). A barrier per round, not bounded staleness: the
 mix is then a function of the recorded contributions alone, so a shard's new leader (a failover,
@@ -59,6 +60,7 @@ class ShardRounds:
     shard, none of it runs)."""
 
     shard = 0  # the shard this learner leads (`lead`)
+    round_sent = 0  # the round whose contribution this term sent
 
     @property
     def sharded(self) -> bool:
@@ -114,6 +116,8 @@ class ShardRounds:
         if self.last_batch or time.monotonic() - self.round_began < self.cfg.mix_seconds:
             return False
         learned = self.stats.counts["learned"] > self.mixing["learned_at_mix"]
+        if not learned:  # has another shard sent this round? (seed 1 of the shard soak: the
+            self.mix_topic.poll(0)  # topic read only while waiting, a quiet shard never knew)
         return (learned or self.mix_topic.waiting(self.mixing["round"])) and self._read_to_end()
 
     def _read_to_end(self) -> bool:
@@ -129,16 +133,26 @@ class ShardRounds:
         if not mixing["sent"]:
             learned = self.stats.counts["learned"]
             mixing.update(sent=True, weight=learned - mixing["learned_at_mix"])
-            self._before_write()
-            self.mix_topic.send(self.outputs.send, self._contribution(), self.slot.model,
-                                self.key)
+            if self.cfg.exactly_once:  # the contribution, the state and the offsets: one
+                self._send_contribution()  # transaction
             self.since_checkpoint = max(self.since_checkpoint, 1)
             self._checkpoint_or_rollback()
             if not self.mixing["sent"]:  # rolled back: the round's records are learned again
                 return
+        if not self.cfg.exactly_once and self.round_sent != mixing["round"]:
+            # after the checkpoint, so a contribution is never one a new leader would not
+            # send again (a crash before the checkpoint: the round is relearned, maybe ended
+            # elsewhere by --mix-seconds); sent again by a leader that restored it as sent
+            self._send_contribution()
+            self.outputs.check()
         got = self._wait_for_round()
         if got is not None:
             self._continue_from(got)
+
+    def _send_contribution(self) -> None:
+        self._before_write()
+        self.mix_topic.send(self.outputs.send, self._contribution(), self.slot.model, self.key)
+        self.round_sent = self.mixing["round"]
 
     def _contribution(self) -> dict:
         mixing = self.mixing

@@ -7,7 +7,8 @@ them (progressive validation, labels `delay` events late as `evaluate`'s), and e
 events in total (counted over all shards) the shards' models are mixed (`river_pa.mix`,
 weighted by the events each learned since the last mix) and every shard continues from the
 mixed model. The accuracy cost of sharding is measured here before any broker runs; the
-daemon's shards are not built yet.
+daemon's sharded learners (`river-pa serve --role learn --shards N`, connectors/shards/) mix
+through `river_pa.mix` too, in rounds of ceil(K/N) labels of each shard.
 
 The split:
 

@@ -29,6 +29,9 @@ after heal. It then stops every daemon with SIGTERM and reads the topics:
     coordinator's broker away) or did not exit on the final one;
 (e) no record ran code: the forged pickles' marker file does not exist.
 
+With `--shards` (the schedule's `shards`), (b) and (c) are those of tests/faults/shards.py: the
+shards' rounds as the mix topic recorded them, replayed.
+
 `message` puts a run's violations together with its seed, its schedule (one line per fault,
 and what each resolved to) and the command that reproduces it.
 
@@ -49,6 +52,7 @@ from river_pa.connectors.state import checkpoint, snapshots
 from river_pa.registry import make_model
 
 from tests.faults.daemons import CHALLENGER, EXTRA
+from tests.faults.shards import mixed_model, published
 
 __all__ = ["check", "message"]
 
@@ -65,7 +69,7 @@ def check(run) -> list[str]:
         found.append(f"(d) no progress within {PROGRESS_S} s after the heal: {stuck}")
     found += exits(run, run.fleet.stop_all())
     found += predictions(run)
-    found += learned_and_model(run)
+    found += learned_and_model(run) if run.schedule.shards == 1 else mixed_model(run)
     if run.marker.exists():
         found.append(f"(e) a record ran code: {run.marker} exists")
     return found
@@ -82,7 +86,7 @@ def message(run, violations: list[str]) -> str:
                       f"reproduce: python -m tests.faults.soak --seed {schedule.seed} "
                       f"--exactly-once {mode} --kinds {','.join(schedule.kinds)} "
                       f"--length {len(schedule.faults)} --events {run.stream.n_events} "
-                      f"--client {run.result.client}"])
+                      f"--client {run.result.client} --shards {schedule.shards}"])
 
 
 # ---- (d) progress after the heal, exits -------------------------------------------------
@@ -107,6 +111,8 @@ def lag(run) -> str | None:
     except Exception as exc:  # noqa: BLE001 (a coordinator moving: ask again)
         return f"offsets unknown ({exc!r})"
     learned = run.learned()
+    if run.schedule.shards > 1 and learned >= run.stream.n_events:  # and the tail's last mix
+        learned = published(run)                                      # published
     if learners or predictors or learned < run.stream.n_events:
         return (f"learned {learned} of {run.stream.n_events}; learners' group behind {learners}, "
                 f"predictors' group behind {predictors} (owners {owners(run)}); unexpected exits "

@@ -29,6 +29,10 @@ EXTRA = ("x", 'PAClassifier{"C": 0.3}')  # the challenger the `models` fault add
 LEARNER = ("--role", "learn", "--max-poll-records", "25", "--checkpoint-every", "150",
            "--publish-every", "300", "--publish-seconds", "0.5",
            "--challenger", f"{CHALLENGER[0]}=PAClassifier{json.dumps(CHALLENGER[1])}")
+# with --shards: no challenger (refused), the rounds every 300 labels (a few per fault), the
+# tail mixed 2 s after a shard is read to its end
+SHARDED = ("--role", "learn", "--max-poll-records", "25", "--checkpoint-every", "150",
+           "--mix-every", "300", "--mix-seconds", "2")
 PREDICTOR = ("--role", "predict", "--max-poll-records", "50", "--checkpoint-seconds", "0.5")
 
 
@@ -51,8 +55,9 @@ class Slot:
 class Fleet:
     """The daemons serving `topics` (events, labels, predictions) with `extra` flags."""
 
-    def __init__(self, kafka, topics: tuple[str, str, str], extra: tuple[str, ...]):
-        self.kafka, self.topics, self.extra = kafka, topics, extra
+    def __init__(self, kafka, topics: tuple[str, str, str], extra: tuple[str, ...],
+                 shards: int = 1):
+        self.kafka, self.topics, self.extra, self.shards = kafka, topics, extra, shards
         self.slots: dict[str, Slot] = {}
         self.learn_group, self.predict_group = f"{topics[0]}-learn", f"{topics[0]}-predict"
 
@@ -63,7 +68,8 @@ class Fleet:
         slot = self.slots.setdefault(name, Slot(name, role))
         events, labels, preds = self.topics
         if slot.role == "learn":
-            args = (events, labels, f"{events}-unused", *LEARNER)
+            learner = LEARNER if self.shards == 1 else (*SHARDED, "--shards", str(self.shards))
+            args = (events, labels, f"{events}-unused", *learner)
             group = self.learn_group
         else:
             args = (events, None, preds, *PREDICTOR)
@@ -124,13 +130,19 @@ class Fleet:
         return slot.paused or slot.cause is not None or slot.proc.poll() is not None
 
     def active_learner(self) -> str | None:
-        """The learner whose log last said it holds the lease (since its last start)."""
+        """The learner whose log last said it holds the lease (since its last start); with
+        shards, the first of them."""
+        return next(iter(self.active_learners()), None)
+
+    def active_learners(self) -> list[str]:
+        """Every learner whose log last said it holds a lease (one per shard)."""
+        found = []
         for name in self.live("learn"):
             text = self.kafka.log(name).rsplit(RESTARTED, 1)[-1]
             last_active = text.rfind(ACTIVE)
             if last_active >= 0 and all(text.rfind(t) < last_active for t in NOT_ACTIVE):
-                return name
-        return None
+                found.append(name)
+        return found
 
     def healed(self) -> bool:
         """Every slot that should run is running, unpaused."""

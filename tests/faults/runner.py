@@ -2,7 +2,8 @@
 
 `run_schedule` creates fresh topics (3 partitions, replicated 3 times), sends the stream (all
 before the daemons start, or paced while the faults fire), starts learners `la` (active) and
-`lb` (standby) and predictors `p1`, `p2`, fires each fault when progress reaches it (or, if
+`lb` (standby; with the schedule's N shards, `la` to `l<N+1>`: N active, one standby) and
+predictors `p1`, `p2`, fires each fault when progress reaches it (or, if
 progress stalls, `STALL_S` after the previous one: the stall is itself what the checker
 reports), waits for every fault to end, heals (every broker up, every daemon running), then
 hands over to the checker. The pytest module and the soak both call it. `client` is the
@@ -70,7 +71,7 @@ class Run:
         self.forged: set[str] = set()  # SHA-256 of the forged pickles written
         extra = (("--exactly-once",) if exactly_once else ()) + (
             ("--checkpoint-key", self.key) if self.key else ())
-        self.fleet = Fleet(self.kafka, self.topics, extra)
+        self.fleet = Fleet(self.kafka, self.topics, extra, schedule.shards)
         self.result = Result(schedule, exactly_once, client)
         self.started = time.monotonic()
         self.timers: list[tuple[float, object, str]] = []
@@ -106,12 +107,15 @@ class Run:
     # ---- progress and the loop ---------------------------------------------------------
 
     def learned(self) -> int:
-        """The labels the active learner's last report says it learned (0 if none yet)."""
-        name = self.fleet.active_learner()
-        try:
-            return self.kafka.last_report(f"{name}.jsonl")["learned"] if name else 0
-        except (OSError, ValueError, IndexError, KeyError):  # no report yet, a line being written
-            return 0
+        """The labels the active learner's last report says it learned (0 if none yet); with
+        shards, the sum over the shards' active learners."""
+        total = 0
+        for name in self.fleet.active_learners()[:self.schedule.shards]:
+            try:
+                total += self.kafka.last_report(f"{name}.jsonl")["learned"]
+            except (OSError, ValueError, IndexError, KeyError):  # no report yet, a line being
+                pass                                              # written
+        return total
 
     def progress(self) -> float:
         n = self.stream.n_events
@@ -174,11 +178,14 @@ class Run:
                 raise AssertionError(f"la never logged {ACTIVE!r} (exits {self.fleet.slots['la'].exits})")
             self.fleet.tick()
             time.sleep(0.2)
-        for name, role in (("lb", "learn"), ("p1", "predict"), ("p2", "predict")):
+        learners = [f"l{chr(ord('b') + i)}" for i in range(self.schedule.shards)]  # a standby
+        for name, role in ((n, "learn") for n in learners):
             self.fleet.start(name, role)
+        for name in ("p1", "p2"):
+            self.fleet.start(name, "predict")
         if self.flow is not None:
             self.flow.start()
-        self.note("started la (active), lb, p1, p2")
+        self.note(f"started la (active), {', '.join(learners)}, p1, p2")
 
     def heal(self) -> None:
         """Wait for every fault to end, then bring every broker up and every daemon back."""

@@ -83,17 +83,19 @@ def _target(rng: random.Random, kind: str) -> str:
 class Schedule:
     """A seed's faults, in firing order, and the run's settings drawn from it: whether the
     stream flows while the faults fire (`live`) or was all in Kafka before (exact model
-    comparison), and whether the daemons sign their checkpoints (`signed`)."""
+    comparison), and whether the daemons sign their checkpoints (`signed`); `shards` is the
+    learners' `--shards` (given, not drawn: a learner more than the shards stands by)."""
 
     seed: int
     faults: list[Fault] = field(default_factory=list)
     live: bool = False
     signed: bool = True
     kinds: tuple = KINDS
+    shards: int = 1  # the learners' --shards (not drawn: the caller's)
 
     @classmethod
     def from_seed(cls, seed: int, kinds=KINDS, length: int = 4, live: bool | None = None,
-                  signed: bool | None = None) -> "Schedule":
+                  signed: bool | None = None, shards: int = 1) -> "Schedule":
         unknown = set(kinds) - set(KINDS)
         if unknown or not kinds:
             raise ValueError(f"kinds: {sorted(unknown) or 'none given'}; known: {', '.join(KINDS)}")
@@ -106,9 +108,10 @@ class Schedule:
             low, high = SECONDS[kind]
             faults.append(Fault(at, kind, _target(rng, kind), round(rng.uniform(low, high), 1)))
         return cls(seed, faults, drawn_live if live is None else live,
-                   drawn_signed if signed is None else signed, tuple(kinds))
+                   drawn_signed if signed is None else signed, tuple(kinds), shards)
 
     def lines(self) -> str:
         head = (f"seed {self.seed}: stream {'flowing' if self.live else 'all in Kafka first'}, "
-                f"checkpoints {'signed' if self.signed else 'unsigned'}, {len(self.faults)} faults")
+                f"checkpoints {'signed' if self.signed else 'unsigned'}, {len(self.faults)} faults"
+                + (f", {self.shards} shards" if self.shards > 1 else ""))
         return "\n".join([head] + [f"  {f.line()}" for f in self.faults])

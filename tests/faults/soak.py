@@ -2,7 +2,7 @@
 
     python -m tests.faults.soak --seeds 50 [--first N] [--kinds kill,term,...]
                                 [--length 4] [--exactly-once on|off|both]
-                                [--client kafka-python|confluent]
+                                [--client kafka-python|confluent] [--shards N]
     python -m tests.faults.soak --seed 17 --exactly-once on     # one seed, to reproduce
 
 Starts the 3-broker cluster of scripts/kafka.sh when it is not up (stopped again at the end),
@@ -41,6 +41,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=N_EVENTS, help="events in the stream")
     parser.add_argument("--client", choices=CLIENTS, default=CLIENTS[0],
                         help="the daemons' --kafka-client (default kafka-python)")
+    parser.add_argument("--shards", type=int, default=1,
+                        help="the learners' --shards (default 1: one learner and a standby)")
     args = parser.parse_args(argv)
     args.kinds = tuple(k for k in args.kinds.split(",") if k)
     try:  # an unknown kind: one line, before any broker starts
@@ -66,7 +68,7 @@ def main(argv=None) -> int:
     runs, fired, failing, stalls = 0, Counter(), [], 0
     try:
         for seed in seeds:
-            schedule = Schedule.from_seed(seed, args.kinds, args.length)
+            schedule = Schedule.from_seed(seed, args.kinds, args.length, shards=args.shards)
             for exactly_once in modes:
                 result = run_one(schedule, exactly_once, bootstrap, args)
                 runs += 1

@@ -7,6 +7,7 @@ co-partitioned are refused with one line."""
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 import signal
@@ -77,7 +78,7 @@ def setup(kafka, elec2_path):
 
 
 def leader_of(kafka, names, shard: int) -> str:
-    return next(n for n in names if f"active learner of shard {shard}:" in kafka.log(n))
+    return next(n for n in names if f"(shard {shard} of 2); restoring" in kafka.log(n))
 
 
 @pytest.mark.one_mode(False)
@@ -103,7 +104,7 @@ def test_a_shards_failover_lands_on_the_same_mix(kafka, elec2_path, exactly_once
     group = f"{events}-learn"
     procs = {n: shard_learner(kafka, events, labels, n, group, *eo) for n in ("a", "b")}
     for n in procs:
-        kafka.wait_for_log(n, "active learner of shard", procs[n], 120)
+        kafka.wait_for_log(n, "active learner: holds the lease", procs[n], 120)
     procs["c"] = shard_learner(kafka, events, labels, "c", group, *eo)
     kafka.wait_for_log("c", "standby: the lease", procs["c"], 120)
     victim = leader_of(kafka, ("a", "b"), 0)
@@ -113,9 +114,32 @@ def test_a_shards_failover_lands_on_the_same_mix(kafka, elec2_path, exactly_once
     for path in kafka.tmp_path.iterdir():  # its machine is gone
         if path.name.startswith(f"{victim}.") and not path.name.endswith(".log"):
             path.unlink()
-    kafka.wait_for_log("c", "active learner of shard 0:", procs["c"], 120)
+    kafka.wait_for_log("c", "(shard 0 of 2); restoring", procs["c"], 120)
     state = published_when(kafka, events, exactly_once, N_EVENTS, procs.values())
     assert pickle.dumps(state["model"]) == pickle.dumps(replay(kafka, events, rows))
+    for proc in procs.values():
+        assert kafka.stop(proc) == 0
+
+
+def test_a_shard_with_no_records_joins_each_round_and_the_mix_is_the_other_shards(
+        kafka, elec2_path):
+    # every record in partition 0: shard 1 learns nothing, and joins each round shard 0 waits
+    # in (--mix-seconds after it is read to its end) with weight 0 (it once never did: it
+    # read the mix topic only while waiting itself)
+    rows = elec2(str(elec2_path), 600)
+    events, labels = kafka.topics("events", "labels", partitions=2)
+    producer = kafka.producer()
+    for kind, rid, value, ts in records(rows, DELAY):
+        producer.send(events if kind == "event" else labels, key=rid.encode(),
+                      value=json.dumps(value).encode(), timestamp_ms=ts, partition=0)
+    producer.flush()
+    procs = {n: shard_learner(kafka, events, labels, n, f"{events}-learn") for n in ("a", "b")}
+    state = published_when(kafka, events, False, len(rows), procs.values())
+    alone = make_model("PAClassifier", {})
+    for x, y in rows:
+        alone.learn_one(x, y)
+    assert pickle.dumps(state["model"]) == pickle.dumps(replay(kafka, events, rows))
+    assert state["model"].weights == alone.weights
     for proc in procs.values():
         assert kafka.stop(proc) == 0
 
