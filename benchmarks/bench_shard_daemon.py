@@ -8,9 +8,11 @@ process each) drain them. Measured between the reports where the learned labels 
 the processes) pass a tenth and nine tenths of the stream: the wall time, and the user +
 system CPU of the processes (/proc) over the same span. The accuracy is
 each process's progressive accuracy weighted by its labels (the shards predict with their own
-model between mixes, as the simulation's shards do); the simulation runs on the same rows with
-`--shard-by round-robin` and `key` (its split is not Kafka's partitioner, so it is a reference,
-not the same run).
+model between mixes, as the simulation's shards do), beside `evaluate --shards` on the same rows
+(`--shard-by round-robin` and `key`: neither is Kafka's partitioner, and its K counts labels
+over all shards, not ceil(K/N) of each: a reference, not the same run) and beside `replayed`,
+the shards' own rounds computed in one process (the same split and rounds: the daemon's figure
+should be its own).
 
 Targets of issue 21: CPU per labelled event summed over the shards <= 1.15x one learner's;
 2 shards on these 2 cores, broker included, >= 1.5x one learner's labelled events/s; the final
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import statistics
 import sys
 import tempfile
@@ -36,11 +39,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_kafka import (  # noqa: E402
-    BOOTSTRAP, DELAY, ELEC2, cpu_seconds, make_topics, progress, role, stop,
+    BOOTSTRAP, DELAY, ELEC2, PARTITIONS, cpu_seconds, make_topics, progress, role, stop,
 )
 from kafka import KafkaProducer  # noqa: E402
 
 from river_pa.connectors.replay import elec2, records, send_all  # noqa: E402
+from river_pa.registry import make_model  # noqa: E402
 
 # the span measured ends at this share of the labels learned: the stream's last labels wait
 # for the merge (a partition read to its end is waited for, --merge-idle-ms) about 5 s on any
@@ -95,6 +99,47 @@ def drain(events: str, labels: str, n: int, shards: int, k: int, logs: Path, tag
             "accuracy": hits / sum(r["labelled"] for r in final)}
 
 
+def replayed(rows, shards: int, k: int) -> float:
+    """The progressive accuracy the shards' rounds give on this stream, in one process: shard s
+    takes the records of the partitions p with p mod N = s (Kafka's default partitioner:
+    murmur2 of the key), in the merge's order; each round it predicts its events and learns
+    its labels up to its ceil(K/N)-th label (or its last), then the shards continue from
+    their mix, as the daemon's do on a stream written before they start."""
+    from kafka.partitioner.default import murmur2
+
+    from river_pa.mixing import mix
+
+    def shard(rid: str) -> int:
+        return (murmur2(rid.encode()) & 0x7FFFFFFF) % PARTITIONS % shards
+
+    seqs = [[] for _ in range(shards)]
+    for kind, rid, value, _ in records(rows, DELAY):
+        seqs[shard(rid)].append((kind, rid, value))
+    base = make_model("PAClassifier", {})
+    models, at, pending = [base.clone() for _ in seqs], [0] * shards, {}
+    hits = labelled = 0
+    per_round = -(-k // shards)
+    while any(at[s] < len(seqs[s]) for s in range(shards)):
+        weights = []
+        for s, model in enumerate(models):
+            learned = 0
+            while at[s] < len(seqs[s]) and learned < per_round:
+                kind, rid, value = seqs[s][at[s]]
+                at[s] += 1
+                if kind == "event":
+                    pending[rid] = (value["x"], model.predict_one(value["x"]))
+                    continue
+                x, y_pred = pending.pop(rid)
+                hits += y_pred == value["y"]
+                labelled += 1
+                model.learn_one(x, value["y"])
+                learned += 1
+            weights.append(learned)
+        mixed = mix(models, weights)
+        models = [pickle.loads(pickle.dumps(mixed)) for _ in models]
+    return hits / labelled
+
+
 def simulated(rows, shards: int, k: int, shard_by: str) -> float:
     from river_pa.evaluate.datasets import Data
     from river_pa.evaluate.params import build_model
@@ -146,6 +191,7 @@ def main() -> int:
         rate = [g["rate"] / o["rate"] for g, o in zip(got, one)]
         cpu = [g["cpu_per_event"] / o["cpu_per_event"] for g, o in zip(got, one)]
         sims = {by: simulated(rows, args.shards, k, by) for by in ("round-robin", "key")}
+        sims["the shards' rounds replayed"] = replayed(rows, args.shards, k)
         print(f"{args.shards} shards, K={k}: events/s {spread(rate)}x one learner's "
               f"(target >= 1.5x), CPU per labelled event {spread(cpu)}x (target <= 1.15x); "
               f"accuracy {got[0]['accuracy']:.4f} ({100 * (got[0]['accuracy'] - one[0]['accuracy']):+.2f} "

@@ -1,5 +1,5 @@
-"""The fault harness in CI: four short seeded schedules on the 3-broker cluster (both modes,
-both clients); a violation prints the seed, the schedule and the
+"""The fault harness in CI: five short seeded schedules on the 3-broker cluster (both modes,
+both clients, one with sharded learners); a violation prints the seed, the schedule and the
 command that reproduces it (`python -m tests.faults.soak --seed N ...`).
 
 `CI_KINDS` lists the fault kinds the daemon is known to survive; add a kind once its defect is
@@ -17,22 +17,26 @@ from tests.faults.schedule import Schedule
 CI_KINDS = ("kill", "term", "pause", "broker", "members", "replay", "garbage", "pickle", "limit",
             "promote")
 MODEL_KINDS = ("models", "kill", "term", "pin")  # the models of a deployment changed live
-# four schedules, each a seed, a mode, a client and its kinds: both modes and both clients
-# within the suite's 15 minutes (each schedule costs 20-35 s of a worker); the soak runs every
+# five schedules, each a seed, a mode, a client, its kinds and the learners' shards: both
+# modes and both clients within the suite's 15 minutes (each schedule costs 20-35 s of a worker); the soak runs every
 # combination (seed 47 promotes the challenger while the stream flows, beside a broker stop and
 # a forged pickle; seed 180 adds a challenger, SIGKILLs the active learner, then removes it:
 # the next term tombstones the snapshots of it the last one published)
-CI_RUNS = ((5, True, "kafka-python", CI_KINDS), (9, False, "kafka-python", CI_KINDS),
-           (47, True, "confluent", CI_KINDS), (180, False, "confluent", MODEL_KINDS))
+SHARD_KINDS = ("kill", "term", "pause", "broker")  # the learners with --shards 2
+# (seed 7 kills a shard's active learner, then terminates one, while the stream flows)
+CI_RUNS = ((5, True, "kafka-python", CI_KINDS, 1), (9, False, "kafka-python", CI_KINDS, 1),
+           (47, True, "confluent", CI_KINDS, 1), (180, False, "confluent", MODEL_KINDS, 1),
+           (7, True, "kafka-python", SHARD_KINDS, 2))
 LENGTH = 3
 N_EVENTS = 1_000
 
 
-@pytest.mark.parametrize("seed,exactly_once,client,kinds", CI_RUNS, ids=[
-    f"seed{s}-{'exactly-once' if eo else 'at-least-once'}-{c}" for s, eo, c, _ in CI_RUNS])
+@pytest.mark.parametrize("seed,exactly_once,client,kinds,shards", CI_RUNS, ids=[
+    f"seed{s}-{'exactly-once' if eo else 'at-least-once'}-{c}" + (f"-{n}shards" if n > 1 else "")
+    for s, eo, c, _, n in CI_RUNS])
 def test_invariants_hold_under_a_random_fault_schedule(cluster_bootstrap, elec2_path, tmp_path,
-                                                       seed, exactly_once, client, kinds):
-    schedule = Schedule.from_seed(seed, kinds, LENGTH)
+                                                       seed, exactly_once, client, kinds, shards):
+    schedule = Schedule.from_seed(seed, kinds, LENGTH, shards=shards)
     result = run_schedule(schedule, exactly_once, cluster_bootstrap, tmp_path, elec2_path,
                           N_EVENTS, client=client)
     assert sum(result.fired.values()) > 0, "\n".join(result.log)
