@@ -119,9 +119,9 @@ def _serve(cfg, model, observers) -> int:
         return 1
     if not cfg.checkpoint_key:  # after the connection check: a failed start is one line
         logging.getLogger("river_pa.serve").warning(
-            "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s or the state, model and "
+            "CHECKPOINTS ARE NOT SIGNED: anyone who can write %s or the state, model%s and "
             "control topics decides this daemon's model (no code runs); set --checkpoint-key (or "
-            "RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path)
+            "RIVER_PA_CHECKPOINT_KEY)", cfg.checkpoint_path, ", mix" if cfg.shards > 1 else "")
     try:
         daemon = None
         if cfg.role != "learn":  # a learner is standby until elected (connectors/roles/learner.py)
