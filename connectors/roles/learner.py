@@ -130,6 +130,10 @@ class Learner(ShardRounds, Daemon):
         if self.shard == 0:
             self._publish_mix()
 
+    def _publish_challengers(self) -> None:
+        if not self.sharded:  # shards have none (and leave other snapshots be)
+            super()._publish_challengers()
+
     def figures(self) -> dict:
         figures = super().figures()
         if self.sharded:
