@@ -100,6 +100,14 @@ def lease_topic(cfg: ServeConfig) -> str:
     return f"{cfg.events_topic}.lease" + (f".{cfg.shards}" if cfg.shards > 1 else "")
 
 
+def lease_group(cfg: ServeConfig) -> str:
+    """`<group_id>.lease`, or `<group_id>.lease.<N>` for `--shards N`: a learner started with
+    another shard count joins another group, and so cannot move the leases of the running
+    ones (a new user's `--shards 3` beside two shards' learners made shard 0 change hands
+    every 20 s, and left shard 1 without a leader); it meets their states and refuses them."""
+    return f"{cfg.group_id}.lease" + (f".{cfg.shards}" if cfg.shards > 1 else "")
+
+
 # name -> annotation of every setting (the TOML checks read them)
 FIELDS = {f.name: f.type for f in dataclasses.fields(ServeConfig)}
 

@@ -22,16 +22,17 @@ def make_admin(cfg: ServeConfig) -> KafkaAdminClient:
                                **client_settings(cfg.kafka, KafkaAdminClient)})
 
 
-def ensure_topic(cfg: ServeConfig, topic: str, partitions: int | None = None) -> None:
-    """Create `topic` if it is missing: compacted, replicated min(3, brokers), one partition or
-    exactly `partitions` (SettingsConflict when it has another count: the lease topic of
-    `--shards N`, one partition per shard)."""
+def ensure_topic(cfg: ServeConfig, topic: str, partitions: int | None = None,
+                 configs: dict | None = None) -> None:
+    """Create `topic` if it is missing: compacted (and `configs`), replicated min(3, brokers),
+    one partition or exactly `partitions` (SettingsConflict when it has another count: the
+    lease topic of `--shards N`, one partition per shard)."""
     admin = make_admin(cfg)
     try:
         brokers = len(admin.describe_cluster()["brokers"])
         try:
-            admin.create_topics([NewTopic(topic, partitions or 1, min(3, brokers),
-                                          topic_configs={"cleanup.policy": "compact"})])
+            admin.create_topics([NewTopic(topic, partitions or 1, min(3, brokers), topic_configs={
+                "cleanup.policy": "compact", **(configs or {})})])
         except TopicAlreadyExistsError:
             found = partitions and len(admin.describe_topics([topic])[0]["partitions"])
             if found != partitions:

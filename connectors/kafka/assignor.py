@@ -21,8 +21,8 @@ class LeaseAssignor(CooperativeStickyAssignor):
     rejoin moved the lease back from the learner elected meanwhile (seen 1 in 3 runs of
     test_a_zombie_learner_steps_down_and_writes_nothing). A partition never moves while its
     owner is in the group; each member holds at most one (one lease partition per shard,
-    `--shards`: a member leads one shard), so unclaimed ones go to members holding none, in
-    member id order, and stay unassigned while every member holds one. The name stays
+    `--shards`: a member leads one shard), so unclaimed ones go to their topic's subscribers
+    holding none, in member id order, and stay unassigned while every subscriber holds one. The name stays
     "cooperative-sticky" so learners of the previous release share a protocol with these
     during a rolling update.
     """
@@ -34,21 +34,26 @@ class LeaseAssignor(CooperativeStickyAssignor):
 
     def assign(self, cluster, members):
         claims, held = {}, {m.member_id: [] for m in members}  # partition: (generation, member)
+        by_id = {m.member_id: m for m in members}
         for member in members:
             meta = self.parse_member_metadata(member.metadata)
             for tp in meta.partitions:
                 claims[tp] = max(claims.get(tp, (-2, "")), (meta.generation, member.member_id))
         for tp, (_, member) in sorted(claims.items()):  # one lease (one shard) per member
-            if member in held and not held[member]:
+            if member in held and not held[member] and \
+                    tp.topic in self.parse_member_metadata(by_id[member].metadata).subscription:
                 held[member].append(tp)
+        subscribers = {}
         for member in members:
             meta = self.parse_member_metadata(member.metadata)
-            for topic in sorted(meta.subscription):
-                for p in sorted(cluster.partitions_for_topic(topic) or ()):
-                    tp = TopicPartition(topic, p)
-                    free = [m for m in sorted(held) if not held[m]]
-                    if free and not any(tp in tps for tps in held.values()):
-                        held[free[0]].append(tp)  # to the first member in id order with none
+            for topic in meta.subscription:
+                subscribers.setdefault(topic, set()).add(member.member_id)
+        for topic in sorted(subscribers):
+            for p in sorted(cluster.partitions_for_topic(topic) or ()):
+                tp = TopicPartition(topic, p)
+                free = [m for m in sorted(subscribers[topic]) if not held[m]]
+                if free and not any(tp in tps for tps in held.values()):
+                    held[free[0]].append(tp)  # to its first subscriber in id order with none
         return {member: ConsumerProtocolAssignment(self.version, _by_topic(tps), b"")
                 for member, tps in held.items()}
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from river_pa.connectors.config import ServeConfig, lease_topic  # the standard library only
 
-__all__ = ["DEFAULT_PARTITIONS", "Topic", "create", "wanted"]
+__all__ = ["DEFAULT_PARTITIONS", "MIX_TOPIC_CONFIGS", "Topic", "create", "wanted"]
 
 DEFAULT_PARTITIONS = 6  # the compose file's: three predictors busy, room for six
 
@@ -44,6 +44,15 @@ class Topic:
     role: str  # what it is, for the messages: "events topic", "model topic", ...
     partitions: int | None
     compact: bool = False
+    configs: dict | None = None  # beyond the compaction
+
+
+# the mix topic (connectors/shards/): a round's records are tombstoned two rounds later;
+# segments roll every 10 minutes and are compacted soon, so the topic (read from its start by
+# every new leader) holds little more than the two newest rounds (with Kafka's defaults, a week
+# of every round)
+MIX_TOPIC_CONFIGS = {"segment.ms": "600000", "delete.retention.ms": "600000",
+                     "min.cleanable.dirty.ratio": "0.1"}
 
 
 def wanted(cfg: ServeConfig, partitions: int) -> list[Topic]:
@@ -66,7 +75,7 @@ def wanted(cfg: ServeConfig, partitions: int) -> list[Topic]:
     topics.append(Topic(lease_topic(cfg), "lease topic", cfg.shards, compact=True))
     if cfg.shards > 1:  # connectors/shards/
         topics.append(Topic(cfg.mix_topic or f"{cfg.events_topic}.mix", "mix topic", 1,
-                            compact=True))
+                            compact=True, configs=MIX_TOPIC_CONFIGS))
     return topics
 
 
@@ -168,6 +177,9 @@ def create(cfg: ServeConfig, partitions: int | None, replication: int | None, ou
                               DEFAULT_PARTITIONS)
         topics = wanted(cfg, partitions)
         lines = problems(topics, found, replication)
+        if partitions < cfg.shards:  # serve would refuse them (connectors/shards/)
+            lines.append(f"{partitions} partitions for the events and labels topics, and "
+                         f"shards is {cfg.shards}: each shard needs one at least")
         if lines:
             for line in lines:
                 out(f"river-pa topics: {line}")
@@ -175,7 +187,8 @@ def create(cfg: ServeConfig, partitions: int | None, replication: int | None, ou
         missing = {t.name: {"num_partitions": t.partitions or partitions,
                             "replication_factor": replication,
                             "configs": {"min.insync.replicas": str(min_insync(replication)),
-                                        **({"cleanup.policy": "compact"} if t.compact else {})}}
+                                        **({"cleanup.policy": "compact"} if t.compact else {}),
+                                        **(t.configs or {})}}
                    for t in topics if t.name not in found}
         if missing:
             admin.create_topics(missing, wait_for_metadata=True)
@@ -199,8 +212,8 @@ def run(args) -> int:
     from river_pa.connectors.config import from_args
     from river_pa.connectors.kafka.diagnostics import explain, quiet_bootstrap, unreachable
 
-    try:
-        cfg = from_args(vars(args))
+    try:  # the topics of the learners' deployment when --shards is given (serve's checks)
+        cfg = from_args({**vars(args), "role": "learn" if getattr(args, "shards", None) else None})
     except SystemExit as exc:  # one line naming the setting
         print(str(exc.code).replace("river-pa serve:", "river-pa topics:"), file=sys.stderr)
         return 1

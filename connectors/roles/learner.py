@@ -103,6 +103,8 @@ class Learner(ShardRounds, Daemon):
     def _restore(self, state: dict) -> None:
         super()._restore(state)
         self.mixing = self._check_mixing(state.get("mixing"))
+        if getattr(self, "mix_topic", None) is not None:  # a rollback, not the start
+            self._read_mix_topic()
         if self.sharded and self.stats.counts["learned"] == self.mixing["learned_at_mix"] \
                 and self.mixing["round"] > 1 and not self.mixing["sent"]:
             self.mixed_model = self.slot.model  # the last mix, nothing learned since
@@ -217,7 +219,10 @@ def run_learner(cfg: ServeConfig, model, observers=()) -> int:
         if term is not None:  # elected as the signal came, before its run took the signals
             term.stopping = True
 
-    while not stop:
+    # a signal between a term's end and its handler's replacement here goes to that term's
+    # handler (`Daemon._on_signal`): its `stopping` ends the loop too (a new user's SIGTERM
+    # while a learner stepped down was lost: it was elected again and served on)
+    while not stop and not (term is not None and term.stopping):
         for sig in (signal.SIGTERM, signal.SIGINT):  # a term installs its own, restored here
             signal.signal(sig, on_signal)
         term = Learner(cfg, model)  # a standby's endpoints show it: nothing served yet

@@ -1,8 +1,8 @@
 """Exactly one active learner (`river-pa serve --role learn`): election, standbys, fencing.
 
 Every learner process joins the consumer group `<group_id>.lease` on the topic
-`<events_topic>.lease` (`<events_topic>.lease.<N>` with `--shards N`: one partition per shard;
-created if missing, nothing is ever written to it). Kafka's group coordinator gives each partition to one member, at most one
+`<events_topic>.lease` (`<group_id>.lease.<N>` on `<events_topic>.lease.<N>` with `--shards N`:
+one partition per shard; created if missing, nothing is ever written to it). Kafka's group coordinator gives each partition to one member, at most one
 to a member: the member given partition s is the active learner of shard s (partition 0 and
 shard 0 without shards: the one learner), the others are standbys that say so once and keep
 polling the lease consumer (keeping their membership).
@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import time
 
-from river_pa.connectors.config import ServeConfig, lease_topic
+from river_pa.connectors.config import ServeConfig, lease_group, lease_topic
 from river_pa.connectors.kafka.admin import ensure_topic
 # the lease group runs on kafka-python under both clients: its assignor (kafka/assignor.py) is a
 # client-side one, which librdkafka does not take from Python
@@ -67,7 +67,7 @@ class Lease:
     """
 
     def __init__(self, cfg: ServeConfig):
-        self.topic, self.group = lease_topic(cfg), f"{cfg.group_id}.lease"
+        self.topic, self.group = lease_topic(cfg), lease_group(cfg)
         ensure_topic(cfg, self.topic, partitions=cfg.shards if cfg.shards > 1 else None)
         self.cfg, self.tp = cfg, None  # the lease partition held: its number is the shard's
         self.consumer = make_lease_consumer(cfg, self.topic, self.group)

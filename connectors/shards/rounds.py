@@ -40,6 +40,7 @@ import time
 
 from river_pa.connectors.kafka import errors
 from river_pa.connectors.kafka.admin import ensure_topic
+from river_pa.connectors.kafka.topics import MIX_TOPIC_CONFIGS
 from river_pa.connectors.shards.topic import MixTopic
 
 __all__ = ["ShardRounds", "fresh_mixing"]
@@ -47,6 +48,7 @@ __all__ = ["ShardRounds", "fresh_mixing"]
 log = logging.getLogger("river_pa.serve")
 
 WAIT_POLL_MS = 200  # a shard waiting for the others polls the mix topic this long at a time
+EARLY_WARN = 1000  # early labels a shard holds before `_check_keys` warns
 
 
 def fresh_mixing(shard: int, shards: int) -> dict:
@@ -61,6 +63,7 @@ class ShardRounds:
 
     shard = 0  # the shard this learner leads (`lead`)
     round_sent = 0  # the round whose contribution this term sent
+    keys_warned = False  # `_check_keys` said it this term
 
     @property
     def sharded(self) -> bool:
@@ -71,20 +74,32 @@ class ShardRounds:
         self.round_began = time.monotonic()
         if not self.sharded:
             return
-        ensure_topic(self.cfg, self.cfg.mix_topic)
-        self.mix_topic = MixTopic(self.client.make_offsets_client(self.cfg), self.cfg.mix_topic,
-                                  self.shard, self.cfg.shards, self._invalid_snapshot)
-        self.mix_topic.read_to_end(120, self.term)
+        ensure_topic(self.cfg, self.cfg.mix_topic, configs=MIX_TOPIC_CONFIGS)
+        self._read_mix_topic()
         log.info("shard %d of %d: round %d%s", self.shard, self.cfg.shards, self.mixing["round"],
                  " (sent; waiting for the other shards)" if self.mixing["sent"] else "")
 
+    def _read_mix_topic(self) -> None:
+        """Read the mix topic from its start: at the start, and after a restore (a rollback
+        took the state back to a round whose contributions the reader had dropped: the
+        shard soak's seed 21 waited for them for ever)."""
+        self._close_mix_topic()
+        self.mix_topic = MixTopic(self.client.make_offsets_client(self.cfg), self.cfg.mix_topic,
+                                  self.cfg.group_id, self.shard, self.cfg.shards,
+                                  self._invalid_snapshot)
+        self.mix_topic.read_to_end(120, self.term)
+
     def _close_clients(self, flush: bool) -> None:
         super()._close_clients(flush)
+        self._close_mix_topic()
+
+    def _close_mix_topic(self) -> None:
         if getattr(self, "mix_topic", None) is not None:
             try:
                 self.mix_topic.close()
             except errors.ClientError as exc:
                 log.warning("closing a Kafka client: %s", exc)
+            self.mix_topic = None
 
     def _check_mixing(self, mixing) -> dict:
         """The mixing state restored from `mixing` (a state's), checked against the settings."""
@@ -145,9 +160,22 @@ class ShardRounds:
             # elsewhere by --mix-seconds); sent again by a leader that restored it as sent
             self._send_contribution()
             self.outputs.check()
+        self._check_keys()
         got = self._wait_for_round()
         if got is not None:
             self._continue_from(got)
+
+    def _check_keys(self) -> None:
+        """Warn (once a term) when the shard holds more labels whose event it has not seen
+        than `EARLY_WARN`: labels not keyed like their events reach another shard than their
+        events, and neither is ever learned (a new user's unkeyed labels: half the stream
+        never learned, without a word; one learner reads every partition and learns them)."""
+        if not self.keys_warned and len(self.early) > EARLY_WARN:
+            log.warning("shard %d holds %d labels whose events it has not seen (and %d events "
+                        "waiting for their label): is each label keyed like its event? A shard "
+                        "reads only its partitions (docs/serving/shards.md)", self.shard,
+                        len(self.early), len(self.pending))
+            self.keys_warned = True
 
     def _send_contribution(self) -> None:
         self._before_write()

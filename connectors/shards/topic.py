@@ -1,7 +1,8 @@
 """The mix topic (`--mix-topic`, default `<events_topic>.mix`): each shard's model at the end of
 each round, as the other shards read it.
 
-Shard s writes its contribution to round r as version r of the snapshot `shard<s>` (chunked,
+Shard s of group G writes its contribution to round r as version r of the snapshot
+`G.shard<s>` (the group's own: deployments on one events topic share the topic; chunked,
 with a manifest: connectors/state/snapshots.py, so a model of any size fits the broker's
 `max.message.bytes`), in the learner's term: a payload in the checkpoint format (signed with
 `--checkpoint-key`, read by the restricted unpickler: no record of the topic runs code) holding
@@ -27,11 +28,11 @@ class MixTopic:
     """Shard `shard`'s view of the mix topic: its writer and a reader of every shard's
     contributions, on the group-less `consumer` (closed by `close`)."""
 
-    def __init__(self, consumer, topic: str, shard: int, shards: int, on_invalid):
+    def __init__(self, consumer, topic: str, group: str, shard: int, shards: int, on_invalid):
         self.consumer, self.topic, self.shard, self.shards = consumer, topic, shard, shards
-        self.tp = TopicPartition(topic, 0)
-        self.readers = [snapshots.Reader(consumer, topic, f"shard{s}", on_invalid)
-                        for s in range(shards)]  # each assigns the consumer: one partition
+        self.tp, self.names = TopicPartition(topic, 0), [f"{group}.shard{s}" for s in range(shards)]
+        self.readers = [snapshots.Reader(consumer, topic, name, on_invalid)
+                        for name in self.names]  # each assigns the consumer: one partition
         self.publisher: snapshots.Publisher | None = None
 
     def read_to_end(self, timeout_s: float, term: int) -> None:
@@ -45,7 +46,7 @@ class MixTopic:
                                               f"in {timeout_s:.0f} s")
             self.poll(500)
         own = self.readers[self.shard]
-        self.publisher = snapshots.Publisher(self.topic, f"shard{self.shard}",
+        self.publisher = snapshots.Publisher(self.topic, self.names[self.shard],
                                              max(term, own.newest[0] + 1), 0, own.manifests())
 
     def poll(self, timeout_ms: int) -> None:

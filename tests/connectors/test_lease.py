@@ -123,3 +123,44 @@ def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again
     cfg = SimpleNamespace(state_topic="ev.state", exactly_once=False, shards=1)
     assert learner_module.run_learner(cfg, model=None) == 0
     assert len(terms) == 1
+
+
+def test_a_stop_signal_while_a_term_steps_down_ends_the_learner(monkeypatch):
+    # the term lost the lease, and SIGTERM came while its lease was being closed: the term's
+    # own handler still took it (sets `stopping`); it was elected again and served on
+    from types import SimpleNamespace
+
+    from river_pa.connectors.errors import LeaseLost
+    from river_pa.connectors.roles import learner as learner_module
+
+    terms = []
+
+    class Term:
+        def __init__(self, cfg, model):
+            self.stopping, self.health = False, SimpleNamespace(beat=None, ready=False, why="")
+            terms.append(self)
+
+        def lead(self, shard):
+            pass
+
+        def run(self):
+            assert len(terms) == 1, "elected again after a stop signal"
+            raise LeaseLost("the lease ev.lease of group g.lease is lost")
+
+    class HeldLease:
+        topic, group, shard = "ev.lease", "g.lease", 0
+
+        def __init__(self, cfg):
+            pass
+
+        def wait(self, stopping, health):
+            return True
+
+        def close(self):
+            terms[-1].stopping = True  # the signal, taken by the term's handler
+
+    monkeypatch.setattr(learner_module, "Learner", Term)
+    monkeypatch.setattr(learner_module, "Lease", HeldLease)
+    cfg = SimpleNamespace(state_topic="ev.state", exactly_once=False, shards=1)
+    assert learner_module.run_learner(cfg, model=None) == 0
+    assert len(terms) == 1

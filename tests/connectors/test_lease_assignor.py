@@ -12,6 +12,7 @@ from kafka.structs import TopicPartition
 from river_pa.connectors.kafka.assignor import LeaseAssignor
 
 TOPIC = "events.lease"
+OTHER = "events.lease.3"  # a member of another shard count, in the same group by mistake
 LEASE = TopicPartition(TOPIC, 0)
 
 
@@ -22,18 +23,18 @@ class Cluster:
         self.shards = shards
 
     def partitions_for_topic(self, topic):
-        return set(range(self.shards)) if topic == TOPIC else None
+        return set(range(self.shards)) if topic == TOPIC else {0, 1, 2} if topic == OTHER else None
 
 
-def member(member_id, owned=(), generation=-1):
+def member(member_id, owned=(), generation=-1, topic=TOPIC):
     """A member as the leader sees it: its id and its decoded subscription."""
     assignor = LeaseAssignor()
     if owned:
-        assignor.on_assignment(ConsumerProtocolAssignment(1, [(TOPIC, sorted(owned))], b""),
+        assignor.on_assignment(ConsumerProtocolAssignment(1, [(topic, sorted(owned))], b""),
                                generation)
-    raw = assignor.metadata({TOPIC}).encode()
+    raw = assignor.metadata({topic}).encode()
     return SimpleNamespace(member_id=member_id,
-                           metadata=type(assignor.metadata({TOPIC})).decode(raw))
+                           metadata=type(assignor.metadata({topic})).decode(raw))
 
 
 def assignment(members, shards: int) -> dict:
@@ -83,3 +84,12 @@ def test_a_shard_stays_with_its_owner_and_a_lost_one_goes_to_a_standby():
     assert assignment([member("s"), member("a", {1}, 4)], shards=2) == {"a": [1], "s": [0]}
     # a stale claim on two shards (never given out) keeps one; the other goes to a member
     assert assignment([member("z", {0, 1}, 4), member("y")], shards=2) == {"z": [0], "y": [1]}
+
+
+def test_a_partition_goes_only_to_a_subscriber_of_its_topic():
+    got = assignment([member("a", {0}, 4), member("b", {1}, 4), member("c"),
+                      member("d", topic=OTHER)], shards=2)
+    assert got == {"a": [0], "b": [1], "c": [], "d": [0]}  # d's is of its own topic
+    out = LeaseAssignor().assign(Cluster(2), [member("c"), member("d", topic=OTHER)])
+    assert [tp.topic for tp in out["c"].partitions()] == [TOPIC]
+    assert [tp.topic for tp in out["d"].partitions()] == [OTHER]

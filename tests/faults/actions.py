@@ -104,7 +104,8 @@ def broker_node(run, target: str) -> int:
     if what == "learn-coordinator":
         return cluster.coordinator(fleet.learn_group)
     if what == "lease-coordinator":
-        return cluster.coordinator(f"{fleet.learn_group}.lease")
+        shards = f".{fleet.shards}" if fleet.shards > 1 else ""  # config.lease_group
+        return cluster.coordinator(f"{fleet.learn_group}.lease{shards}")
     if what == "learner-txn":
         return cluster.transaction_coordinator(f"{fleet.learn_group}.learner")
     return int(what)

@@ -1,7 +1,7 @@
 """Invariants (b) and (c) of a sharded run (`serve --role learn --shards N`, connectors/shards/).
 
 The mix topic holds every shard's contribution to every round (tombstoned ones too: nothing is
-compacted within a run), so the check replays the rounds as they were recorded, independently
+compacted within a run, its segments roll every 10 minutes), so the check replays the rounds as they were recorded, independently
 of the daemon's code: shard s's labelled events are those of the partitions p with p mod N = s,
 joined in the learner's documented merge order ((timestamp, labels first, partition, offset)
 over its partitions); in round r shard s learns the next w(s, r) of them, w its recorded
@@ -34,7 +34,6 @@ from river_pa.registry import make_model
 
 __all__ = ["mixed_model", "published"]
 
-_KEY = re.compile(rb"shard(\d+)/(\d+)/(\d+)(?:/(\d+))?")
 
 
 def sequences(run, shards: int) -> list[list[tuple]]:
@@ -68,9 +67,11 @@ def recorded(run) -> dict:
                              isolation_level="read_committed" if run.exactly_once
                              else "read_uncommitted")
     chunks, manifests = defaultdict(dict), {}
+    named = re.compile(re.escape(f"{run.fleet.learn_group}.shard".encode())
+                       + rb"(\d+)/(\d+)/(\d+)(?:/(\d+))?")
     try:
         for record in consumer:
-            match = _KEY.fullmatch(record.key or b"")
+            match = named.fullmatch(record.key or b"")
             if match is None or record.value is None:
                 continue
             s, t, r, i = match.groups()

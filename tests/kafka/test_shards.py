@@ -32,14 +32,14 @@ def shard_learner(kafka, events, labels, name, group, *extra):
                               *extra, name=name, group=group)
 
 
-def replay(kafka, events, rows) -> object:
+def replay(kafka, events, rows, mix_every: int = MIX_EVERY) -> object:
     """The final mix of an independent replay: shard s learns the rows whose events are in
     partition s, in event order (their labels' order), ceil(K/N) a round, until all are
     learned."""
     shards = [[], []]
     for record in kafka.read_all(events):
         shards[record.partition].append(rows[int(record.key.decode()[1:])])
-    base, per_round, at = make_model("PAClassifier", {}), math.ceil(MIX_EVERY / 2), [0, 0]
+    base, per_round, at = make_model("PAClassifier", {}), math.ceil(mix_every / 2), [0, 0]
     models = [base.clone(), base.clone()]
     while True:
         weights = []
@@ -54,14 +54,15 @@ def replay(kafka, events, rows) -> object:
         models = [pickle.loads(pickle.dumps(mixed)) for _ in models]
 
 
-def published_when(kafka, events, eo: bool, learned: int, procs, timeout_s=240) -> dict:
+def published_when(kafka, events, eo: bool, learned: int, procs, timeout_s=240,
+                   model_topic: str | None = None) -> dict:
     """The newest model snapshot once it holds `learned` labels (the shards' last mix)."""
     deadline = time.monotonic() + timeout_s
     while True:
         for proc in procs:
             assert proc.poll() is None, kafka.exited(proc)
         try:
-            state = newest_snapshot(kafka, f"{events}.model", "model", eo)
+            state = newest_snapshot(kafka, model_topic or f"{events}.model", "model", eo)
         except AssertionError:  # none published yet
             state = None
         if state is not None and state["learned"] == learned:
@@ -140,6 +141,23 @@ def test_a_shard_with_no_records_joins_each_round_and_the_mix_is_the_other_shard
         alone.learn_one(x, y)
     assert pickle.dumps(state["model"]) == pickle.dumps(replay(kafka, events, rows))
     assert state["model"].weights == alone.weights
+    for proc in procs.values():
+        assert kafka.stop(proc) == 0
+
+
+def test_two_sharded_groups_on_one_events_topic_mix_their_own_models(kafka, elec2_path):
+    # both use <events>.mix: a new user's second group mixed the first one's contributions
+    # (rounds out of step, then a barrier waiting for ever) before the snapshots were named
+    # after the group
+    rows, events, labels = setup(kafka, elec2_path)
+    procs = {n: shard_learner(kafka, events, labels, n, f"{events}-a") for n in ("a0", "a1")}
+    procs.update({n: shard_learner(kafka, events, labels, n, f"{events}-b", "--mix-every", "500",
+                                   "--model-topic", f"{events}-b.model") for n in ("b0", "b1")})
+    a = published_when(kafka, events, False, N_EVENTS, procs.values())
+    b = published_when(kafka, events, False, N_EVENTS, procs.values(),
+                       model_topic=f"{events}-b.model")
+    assert pickle.dumps(a["model"]) == pickle.dumps(replay(kafka, events, rows))
+    assert pickle.dumps(b["model"]) == pickle.dumps(replay(kafka, events, rows, 500))
     for proc in procs.values():
         assert kafka.stop(proc) == 0
 

@@ -94,3 +94,23 @@ def test_on_three_brokers_every_topic_has_three_replicas_two_in_sync(cluster, ca
                                                     "dlq")},
         **{f"{p}-events.{n}": (3, "compact", "2") for n in ("model", "state", "lease",
                                                                        "control")}}
+
+
+def test_shards_get_a_lease_partition_each_and_a_mix_topic_and_no_fewer_partitions(kafka,
+                                                                                   capsys):
+    p = kafka.prefix
+    assert create(kafka.bootstrap, p, "--partitions", "1", "--shards", "2") == 1
+    assert capsys.readouterr().err == ("river-pa topics: 1 partitions for the events and labels "
+                                       "topics, and shards is 2: each shard needs one at least\n")
+    assert settings(kafka.bootstrap, names(p)) == {}  # nothing created
+    assert create(kafka.bootstrap, p, "--partitions", "3", "--shards", "2") == 0
+    got = settings(kafka.bootstrap, [f"{p}-events.lease.2", f"{p}-events.mix", f"{p}-events.lease"])
+    assert got == {f"{p}-events.lease.2": (2, 1, "compact", "1"),
+                   f"{p}-events.mix": (1, 1, "compact", "1")}
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    try:
+        mix = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, f"{p}-events.mix")],
+                                     config_filter="all")["topic"][f"{p}-events.mix"]
+    finally:
+        admin.close()
+    assert mix["segment.ms"]["value"] == "600000"  # compacted soon: it is read at every start
