@@ -167,7 +167,8 @@ class Learner(ShardRounds, Daemon):
         """SettingsConflict unless every input topic has the same partition count, at least
         one per shard (an event and its label must reach the same shard)."""
         if len(set(counts.values())) > 1 or min(counts.values()) < self.cfg.shards:
-            found = ", ".join(f"{t} has {n}" for t, n in counts.items())
+            found = ", ".join(f"{t} has {n}" if n else f"{t} does not exist (0)"
+                              for t, n in counts.items())
             raise SettingsConflict(
                 f"river-pa serve: shards={self.cfg.shards} needs the events and labels topics "
                 f"co-partitioned (the same partition count, at least one per shard, and an "
