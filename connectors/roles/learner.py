@@ -39,6 +39,7 @@ class Learner(ShardRounds, Daemon):
         super().__init__(cfg, model)
         self.state_name = f"{cfg.group_id}.learner"  # shared by every learner of the group
         self.partitions_checked = 0.0
+        self.copartitioned = self.said_missing = False  # `_copartitioned`
         # shards/rounds.py: the newest mix, the round shard 0 published last, when the round
         # began, the records of the last batch
         self.mixed_model, self.published_round, self.round_began = None, 0, time.monotonic()
@@ -155,7 +156,7 @@ class Learner(ShardRounds, Daemon):
                 client.topics()
         counts = {t: len(self.consumer.partitions_for_topic(t) or ()) for t in self.topics}
         if self.sharded:
-            self._check_copartitioned(counts)
+            counts = dict.fromkeys(counts, self._copartitioned(counts))
         wanted = {TopicPartition(t, p) for t in self.topics for p in range(counts[t])
                   if p % self.cfg.shards == self.shard}
         if wanted != self.consumer.assignment():
@@ -163,16 +164,30 @@ class Learner(ShardRounds, Daemon):
             self.consumer.assign(sorted(wanted))
             self.positions_unknown = True  # `_step` seeks every partition (`_resume`)
 
-    def _check_copartitioned(self, counts: dict) -> None:
-        """SettingsConflict unless every input topic has the same partition count, at least
-        one per shard (an event and its label must reach the same shard)."""
-        if len(set(counts.values())) > 1 or min(counts.values()) < self.cfg.shards:
-            found = ", ".join(f"{t} has {n}" if n else f"{t} does not exist (0)"
-                              for t, n in counts.items())
+    def _copartitioned(self, counts: dict) -> int:
+        """The partitions to follow of each input topic: their common count. An event and its
+        label must reach the same shard: at the start, SettingsConflict unless every topic has
+        the same count, at least one per shard; a topic that does not exist yet is waited
+        for (nothing followed); later, while partitions are being added to one topic and not
+        yet to the other, only the partitions both have (one line)."""
+        common, found = min(counts.values()), ", ".join(f"{t} has {n}" for t, n in counts.items())
+        if common == 0:
+            if not self.said_missing:
+                log.warning("shard %d waits for the input topics (%s partitions)", self.shard,
+                            found)
+            self.said_missing = True
+        elif not self.copartitioned and (len(set(counts.values())) > 1
+                                         or common < self.cfg.shards):
             raise SettingsConflict(
                 f"river-pa serve: shards={self.cfg.shards} needs the events and labels topics "
                 f"co-partitioned (the same partition count, at least one per shard, and an "
                 f"event's key on its label): {found} partitions")
+        elif len(set(counts.values())) > 1:
+            log.warning("the input topics are not co-partitioned now (%s partitions): only the "
+                        "first %d of each are followed", found, common)
+        else:
+            self.copartitioned = True
+        return common
 
     def _check_membership(self, assigned) -> None:
         """Follow partitions added to the input topics (checked every 10 s; a metadata

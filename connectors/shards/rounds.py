@@ -189,14 +189,14 @@ class ShardRounds:
 
     def _wait_for_round(self) -> dict | None:
         """Every shard's contribution to the round (None: a stop came first)."""
-        rnd, said = self.mixing["round"], False
+        rnd, said, began = self.mixing["round"], False, time.monotonic()
         meta, model_class = self.slot.meta, type(self.slot.pristine)
         while True:
             got = self.mix_topic.contributions(rnd, meta, self.key, model_class)
             got[self.shard] = self._contribution()  # its own, as sent (the same model)
             if len(got) == self.cfg.shards or self.stopping:
                 return got if len(got) == self.cfg.shards else None
-            if not said and time.monotonic() - self.round_began > 2 * self.cfg.mix_seconds:
+            if not said and time.monotonic() - began > 2 * self.cfg.mix_seconds:
                 log.info("round %d: waiting for shards %s", rnd, ", ".join(
                     str(s) for s in range(self.cfg.shards) if s not in got))
                 said = True
