@@ -14,9 +14,9 @@ Each shard has its own state in the state topic (`<group_id>.learner.shard<s>`),
 (`<checkpoint_path>.shard<s>`) and transactional id (`<transactional_id>.shard<s>`).
 
 A round. Shard s ends round r once it has learned ceil(K/N) labelled events since the last mix
-(`--mix-every K`), or, read to the end of its partitions with nothing buffered, `--mix-seconds`
-after the round began when it learned some or another shard waits for it (the stream's tail, a
-quiet shard). It then sends its contribution (its model and weight, the events it learned in the
+(`--mix-every K`), or, read to the end of its partitions with nothing buffered, as soon as
+another shard waits for it, or `--mix-seconds` after the round began when it learned some (the
+stream's tail, a quiet shard). It then sends its contribution (its model and weight, the events it learned in the
 round) to the mix topic (shards/topic.py) and checkpoints its state, which records the round as
 sent (with `--exactly-once` in one transaction; without, the checkpoint first: a contribution
 in the topic is always one the state says is sent, which a new leader sends again), waits for
@@ -49,6 +49,7 @@ log = logging.getLogger("river_pa.serve")
 
 WAIT_POLL_MS = 200  # a shard waiting for the others polls the mix topic this long at a time
 EARLY_WARN = 1000  # early labels a shard holds before `_check_keys` warns
+WAIT_LINE_S = 60.0  # a shard waiting for others says so again this often
 
 
 def fresh_mixing(shard: int, shards: int) -> dict:
@@ -126,14 +127,22 @@ class ShardRounds:
             >= math.ceil(self.cfg.mix_every / self.cfg.shards)
 
     def _round_due(self) -> bool:
+        """Whether the round ends now: full, or this shard read to its end while another
+        waits for it or `--mix-seconds` after the round began with something learned."""
+        self._check_keys()
         if self.mixing["sent"] or self._batch_ends():
             return True
-        if self.last_batch or time.monotonic() - self.round_began < self.cfg.mix_seconds:
+        if self.last_batch:
             return False
+        # has another shard sent this round? The topic read only while waiting, a quiet
+        # shard never knew (the shard soak's seed 1); joining only --mix-seconds after the
+        # round began capped the others at ceil(K/N) labels per --mix-seconds (a new user's
+        # try): a shard read to its end joins at once
+        self.mix_topic.poll(0)
+        waited = self.mix_topic.waiting(self.mixing["round"])
         learned = self.stats.counts["learned"] > self.mixing["learned_at_mix"]
-        if not learned:  # has another shard sent this round? (seed 1 of the shard soak: the
-            self.mix_topic.poll(0)  # topic read only while waiting, a quiet shard never knew)
-        return (learned or self.mix_topic.waiting(self.mixing["round"])) and self._read_to_end()
+        timed = learned and time.monotonic() - self.round_began >= self.cfg.mix_seconds
+        return (waited or timed) and self._read_to_end()
 
     def _read_to_end(self) -> bool:
         """Every record of this shard's partitions read and processed."""
@@ -160,7 +169,6 @@ class ShardRounds:
             # elsewhere by --mix-seconds); sent again by a leader that restored it as sent
             self._send_contribution()
             self.outputs.check()
-        self._check_keys()
         got = self._wait_for_round()
         if got is not None:
             self._continue_from(got)
@@ -189,17 +197,17 @@ class ShardRounds:
 
     def _wait_for_round(self) -> dict | None:
         """Every shard's contribution to the round (None: a stop came first)."""
-        rnd, said, began = self.mixing["round"], False, time.monotonic()
+        rnd, said, began = self.mixing["round"], 0, time.monotonic()
         meta, model_class = self.slot.meta, type(self.slot.pristine)
         while True:
             got = self.mix_topic.contributions(rnd, meta, self.key, model_class)
             got[self.shard] = self._contribution()  # its own, as sent (the same model)
             if len(got) == self.cfg.shards or self.stopping:
                 return got if len(got) == self.cfg.shards else None
-            if not said and time.monotonic() - began > 2 * self.cfg.mix_seconds:
+            if time.monotonic() - began > 2 * self.cfg.mix_seconds + said * WAIT_LINE_S:
                 log.info("round %d: waiting for shards %s", rnd, ", ".join(
                     str(s) for s in range(self.cfg.shards) if s not in got))
-                said = True
+                said += 1  # again every WAIT_LINE_S (a shard that never comes: say so)
             self._before_write()  # the lease still ours (LeaseLost otherwise)
             self.health.beat = time.monotonic()
             self.mix_topic.poll(WAIT_POLL_MS)
@@ -234,5 +242,6 @@ class ShardRounds:
         self._send_snapshot(state, self.mixed_model)
         self.published_round = self.mixing["round"]
         self.last_publish = time.monotonic()
-        self.learned_at_publish = self.stats.counts["learned"]
+        # the report's model_learned: the mix's labels (`river-pa models list` said shard 0's)
+        self.learned_at_publish = self.mixing["mixed_learned"]
         self.events_at_publish = self.stats.counts["events"]

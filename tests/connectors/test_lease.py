@@ -4,6 +4,8 @@ signal ends the learner also when its last term lost the lease."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from kafka.errors import CommitFailedError
 
 from river_pa.connectors.config import ServeConfig
@@ -86,8 +88,6 @@ def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again
     # SIGTERM reaches the active term (its own handler sets `stopping`), and its final
     # checkpoint finds the lease lost (the session expired under load): it used to step down
     # and wait for the lease again, was elected and served on until killed 60 s later.
-    from types import SimpleNamespace
-
     from river_pa.connectors.errors import LeaseLost
     from river_pa.connectors.roles import learner as learner_module
 
@@ -128,8 +128,6 @@ def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again
 def test_a_stop_signal_while_a_term_steps_down_ends_the_learner(monkeypatch):
     # the term lost the lease, and SIGTERM came while its lease was being closed: the term's
     # own handler still took it (sets `stopping`); it was elected again and served on
-    from types import SimpleNamespace
-
     from river_pa.connectors.errors import LeaseLost
     from river_pa.connectors.roles import learner as learner_module
 
@@ -164,3 +162,22 @@ def test_a_stop_signal_while_a_term_steps_down_ends_the_learner(monkeypatch):
     cfg = SimpleNamespace(state_topic="ev.state", exactly_once=False, shards=1)
     assert learner_module.run_learner(cfg, model=None) == 0
     assert len(terms) == 1
+
+
+def test_a_shard_confirms_its_lease_after_every_batch_even_with_nothing_to_publish():
+    # a shard that learned nothing never checkpoints, and publishes nothing (shard 0 publishes
+    # only mixes): its lease consumer was polled nowhere, and the leases of shards waiting for
+    # their topics changed hands every 21 s (a new user's try)
+    from river_pa.connectors.roles.learner import Learner
+    from river_pa.registry import make_model
+
+    cfg = ServeConfig(model="PAClassifier", role="learn", events_topic="ev", shards=2)
+    for shard in (0, 1):
+        term = Learner(cfg, make_model("PAClassifier", {}))
+        term.lead(shard)
+        confirmed = []
+        term.lease = SimpleNamespace(confirm=lambda: confirmed.append(1) or True)
+        term._publish()
+        assert confirmed == [1]
+        assert term.state_name == f"river-pa.learner.shard{shard}"
+        assert term.cfg.checkpoint_path == f"river-pa-checkpoint.bin.shard{shard}"
