@@ -84,10 +84,10 @@ def test_rejoin_s_covers_a_join_that_waits_for_every_member():
                                               "max_block_ms": 5000}) == 60.0
 
 
-def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again(monkeypatch):
-    # SIGTERM reaches the active term (its own handler sets `stopping`), and its final
-    # checkpoint finds the lease lost (the session expired under load): it used to step down
-    # and wait for the lease again, was elected and served on until killed 60 s later.
+def _terms_run(monkeypatch, signal_in: str) -> list:
+    """The terms `run_learner` runs when a stop signal reaches the one elected term's own
+    handler (it sets `stopping`) `signal_in` its run (which then loses the lease) or its
+    lease's close; each term run after the first fails the test."""
     from river_pa.connectors.errors import LeaseLost
     from river_pa.connectors.roles import learner as learner_module
 
@@ -103,7 +103,7 @@ def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again
 
         def run(self):
             assert len(terms) == 1, "elected again after a stop signal"
-            self.stopping = True  # what `Daemon._on_signal` does
+            self.stopping = signal_in == "run"  # what `Daemon._on_signal` does
             raise LeaseLost("the lease ev.lease of group g.lease is lost")
 
     class HeldLease:
@@ -116,52 +116,26 @@ def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again
             return True
 
         def close(self):
-            pass
+            terms[-1].stopping |= signal_in == "close"
 
     monkeypatch.setattr(learner_module, "Learner", Term)
     monkeypatch.setattr(learner_module, "Lease", HeldLease)
     cfg = SimpleNamespace(state_topic="ev.state", exactly_once=False, shards=1)
     assert learner_module.run_learner(cfg, model=None) == 0
-    assert len(terms) == 1
+    return terms
+
+
+def test_a_learner_stopped_as_it_loses_the_lease_exits_instead_of_standing_again(monkeypatch):
+    # SIGTERM reaches the active term (its own handler sets `stopping`), and its final
+    # checkpoint finds the lease lost (the session expired under load): it used to step down
+    # and wait for the lease again, was elected and served on until killed 60 s later.
+    assert len(_terms_run(monkeypatch, "run")) == 1
 
 
 def test_a_stop_signal_while_a_term_steps_down_ends_the_learner(monkeypatch):
     # the term lost the lease, and SIGTERM came while its lease was being closed: the term's
-    # own handler still took it (sets `stopping`); it was elected again and served on
-    from river_pa.connectors.errors import LeaseLost
-    from river_pa.connectors.roles import learner as learner_module
-
-    terms = []
-
-    class Term:
-        def __init__(self, cfg, model):
-            self.stopping, self.health = False, SimpleNamespace(beat=None, ready=False, why="")
-            terms.append(self)
-
-        def lead(self, shard):
-            pass
-
-        def run(self):
-            assert len(terms) == 1, "elected again after a stop signal"
-            raise LeaseLost("the lease ev.lease of group g.lease is lost")
-
-    class HeldLease:
-        topic, group, shard = "ev.lease", "g.lease", 0
-
-        def __init__(self, cfg):
-            pass
-
-        def wait(self, stopping, health):
-            return True
-
-        def close(self):
-            terms[-1].stopping = True  # the signal, taken by the term's handler
-
-    monkeypatch.setattr(learner_module, "Learner", Term)
-    monkeypatch.setattr(learner_module, "Lease", HeldLease)
-    cfg = SimpleNamespace(state_topic="ev.state", exactly_once=False, shards=1)
-    assert learner_module.run_learner(cfg, model=None) == 0
-    assert len(terms) == 1
+    # own handler still took it (a new user's try: it was elected again and served on)
+    assert len(_terms_run(monkeypatch, "close")) == 1
 
 
 def test_a_shard_confirms_its_lease_after_every_batch_even_with_nothing_to_publish():
