@@ -34,6 +34,7 @@ holds the others until its standby takes over (a session timeout and a state res
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -121,10 +122,14 @@ class ShardRounds:
                     "partitions' records; keep --shards, or start afresh with a new group id")
         return dict(mixing)
 
+    @functools.cached_property
+    def per_round(self) -> float:
+        """The labels a shard learns in a round, ceil(K/N) (no end without shards)."""
+        return math.ceil(self.cfg.mix_every / self.cfg.shards) if self.sharded else math.inf
+
     def _batch_ends(self) -> bool:
-        """Whether the batch stops after this record: the round is full."""
-        return self.sharded and self.stats.counts["learned"] - self.mixing["learned_at_mix"] \
-            >= math.ceil(self.cfg.mix_every / self.cfg.shards)
+        """Whether the batch stops after this record (called for each one): the round is full."""
+        return self.stats.counts["learned"] - self.mixing["learned_at_mix"] >= self.per_round
 
     def _round_due(self) -> bool:
         """Whether the round ends now: full, or this shard read to its end while another

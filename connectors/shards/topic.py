@@ -16,8 +16,6 @@ round, shard, shard count or model class, is reported and skipped.
 
 from __future__ import annotations
 
-import time
-
 from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.state import checkpoint, snapshots
 
@@ -38,13 +36,7 @@ class MixTopic:
     def read_to_end(self, timeout_s: float, term: int) -> None:
         """Read what the topic holds now, then make this shard's writer in `term` (or above
         every term of its own found there: a state topic emptied since)."""
-        end = self.consumer.end_offsets([self.tp])[self.tp]
-        deadline = time.monotonic() + timeout_s
-        while self.consumer.position(self.tp) < end:
-            if time.monotonic() > deadline:
-                raise snapshots.SnapshotError(f"{self.topic}: could not read to offset {end} "
-                                              f"in {timeout_s:.0f} s")
-            self.poll(500)
+        snapshots.read_to_end(self.consumer, self.tp, self.poll, timeout_s)
         own = self.readers[self.shard]
         self.publisher = snapshots.Publisher(self.topic, self.names[self.shard],
                                              max(term, own.newest[0] + 1), 0, own.manifests())

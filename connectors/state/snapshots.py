@@ -51,7 +51,7 @@ from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.kafka.protocols import Consumer
 
 __all__ = ["CHUNK_BYTES", "KEEP_VERSIONS", "MAX_SNAPSHOT_BYTES", "Publisher", "Reader",
-           "SnapshotError", "restore", "send_progress", "stamp"]
+           "SnapshotError", "read_to_end", "restore", "send_progress", "stamp"]
 
 CHUNK_BYTES = 512 * 1024
 KEEP_VERSIONS = 2  # versions whose chunks a writer leaves in the topic
@@ -143,6 +143,18 @@ def restore(consumer: Consumer, topic: str, name: str,
     reader = Reader(consumer, topic, name, on_invalid=lambda reason: None)
     reader.read_to_end(timeout_s)
     return next(reader.candidates(), None)
+
+
+def read_to_end(consumer: Consumer, tp: TopicPartition, poll, timeout_s: float) -> None:
+    """Call `poll(500)` until `consumer` has read `tp` to the end offset it has now
+    (SnapshotError after `timeout_s`)."""
+    end = consumer.end_offsets([tp])[tp]
+    deadline = time.monotonic() + timeout_s
+    while consumer.position(tp) < end:
+        if time.monotonic() > deadline:
+            raise SnapshotError(f"{tp.topic}: could not read to offset {end} in "
+                                f"{timeout_s:.0f} s")
+        poll(500)
 
 
 def send_progress(send, topic: str, name: str, progress: dict) -> None:
@@ -297,13 +309,7 @@ class Reader:
 
     def read_to_end(self, timeout_s: float) -> None:
         """Read every record now in the topic (SnapshotError after `timeout_s`)."""
-        end = self.consumer.end_offsets([self.tp])[self.tp]
-        deadline = time.monotonic() + timeout_s
-        while self.consumer.position(self.tp) < end:
-            if time.monotonic() > deadline:
-                raise SnapshotError(f"{self.topic}: could not read to offset {end} in "
-                                    f"{timeout_s:.0f} s")
-            self.poll(500)
+        read_to_end(self.consumer, self.tp, self.poll, timeout_s)
 
     def poll(self, timeout_ms: int) -> None:
         """Take what one poll returns (manifests, chunks, tombstones, progress)."""

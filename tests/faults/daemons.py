@@ -31,8 +31,9 @@ LEARNER = ("--role", "learn", "--max-poll-records", "25", "--checkpoint-every", 
            "--challenger", f"{CHALLENGER[0]}=PAClassifier{json.dumps(CHALLENGER[1])}")
 # with --shards: no challenger (refused), the rounds every 300 labels (a few per fault), the
 # tail mixed 2 s after a shard is read to its end
+MIX_EVERY = 300
 SHARDED = ("--role", "learn", "--max-poll-records", "25", "--checkpoint-every", "150",
-           "--mix-every", "300", "--mix-seconds", "2")
+           "--mix-every", str(MIX_EVERY), "--mix-seconds", "2")
 PREDICTOR = ("--role", "predict", "--max-poll-records", "50", "--checkpoint-seconds", "0.5")
 
 

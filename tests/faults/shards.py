@@ -117,12 +117,12 @@ def replay(seqs: list[list[tuple]], weights: dict, rounds: int):
 def mixed_model(run) -> list[str]:
     """The violations of (b) and (c) of a sharded run (see the module docstring)."""
     from tests.faults.checker import restored
-    from tests.faults.daemons import SHARDED
+    from tests.faults.daemons import MIX_EVERY
 
     shards = run.schedule.shards
     seqs = sequences(run, shards)
     labelled = sum(map(len, seqs))
-    per_round = math.ceil(int(SHARDED[SHARDED.index("--mix-every") + 1]) / shards)
+    per_round = math.ceil(MIX_EVERY / shards)
     try:
         snapshot = restored(run, f"{run.topics[0]}.model", "model")
     except Exception:  # noqa: BLE001 (none that loads: said below)
