@@ -135,3 +135,18 @@ def test_empty_partitions_wait_for_the_idle_time_together(cluster):
     assert _seen(order.ready()) == []  # three empty partitions, quiet since 10.0 all
     now[0] = 10.5
     assert _seen(order.ready()) == [("e", 0, 5)]  # one wait, not three
+
+
+def test_partitions_read_to_their_end_together_drain_after_one_idle_time(cluster):
+    # the tail of a stream: both events partitions were read to their end at 10.0 with
+    # records still buffered; the merge empties ev:0 first, but ev:0 has been quiet since 10.0,
+    # so everything goes at 10.5 (before, each partition emptied started a wait of its own)
+    logs = _filled(cluster, {("ev", 0): [1, 3], ("ev", 1): [2, 4], ("lab", 0): [], ("lab", 1): []})
+    now = [10.0]
+    order = EventTimeOrder("ev", "lab", lambda tp: True, TP, lambda: set(logs), idle_s=0.5,
+                           clock=lambda: now[0])
+    for tp in (TP("ev", 0), TP("ev", 1)):
+        order.add(tp, logs[tp])
+    assert _seen(order.ready()) == []
+    now[0] = 10.5
+    assert _seen(order.ready()) == [("e", 0, 1), ("e", 1, 2), ("e", 0, 3), ("e", 1, 4)]
