@@ -46,6 +46,7 @@ CENTER_NONE, CENTER_LAST, CENTER_BEFORE_LAST = 0, 1, 2
 K = math.sqrt(2.0)
 EXP_CAP = 0.5 * math.log(np.finfo(np.float64).max)
 RANK_TOL = 1e-15
+EPS = np.finfo(np.float64).eps
 TINY = np.finfo(np.float64).tiny  # the smallest normal float64, ~2.2e-308
 # Largest |feature value| accepted: x^2 < 1e300, so sums of up to 1e8 squares (features x
 # events at the limit) stay below float64's 1.8e308.
@@ -305,14 +306,19 @@ def _matvec_sparse(A, idx, val, out):
 
 
 @njit(cache=True)
-def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor, full_rank, fresh):
+def si_full_round(P, N, h, scratch, n, idx, val, extra_sq, trace, fresh, ph_ok, gamma, alpha):
     """The quantities of S_t^+ = (S_{t-1} + x x^T)^+ needed at round t, without forming it.
 
-    Fills k = P x, r = N x (the part of x outside the range of S_{t-1}) and Ph = P h, and returns
-    (new, x^T S_t^+ h, h^T S_t^+ h, x^T S_t^+ x), where `new` says whether x adds a direction
-    (||r||^2 > RANK_TOL ||x||^2). `extra_sq` is the squared norm of the part of x on coordinates
-    the model has never seen (prediction only): those are fresh axes of the null space, with P = 0,
-    N = I and h = 0 there, so they only add to ||r||^2. With beta = 1 + x^T P x:
+    On the first n coordinates of the state (P = S^+, N = I - S S^+, h; arrays of the
+    learner's capacity), fills scratch[0] with k = P x, scratch[1] with r = N x (the part of x
+    outside the range of S_{t-1}) and, unless `ph_ok` says it holds it already (see
+    `si_full_commit`), scratch[2] with P h; returns (new, y_hat, h^T S_t^+ h, x^T S_t^+ x),
+    where `new` says whether x adds a direction (||r||^2 > RANK_TOL ||x||^2 and above the
+    floor n eps (trace(S) + ||x||^2), `trace` being trace(S)) and y_hat = eta x^T S_t^+ h with
+    eta = `si_full_eta`(h^T S_t^+ h, gamma, alpha). `extra_sq` is the squared norm of the
+    part of x on coordinates the model has never seen (prediction only): those are fresh axes
+    of the null space, with P = 0, N = I and h = 0 there, so they only add to ||r||^2. With
+    beta = 1 + x^T P x:
 
     * x in range(S) (Sherman-Morrison): S_t^+ = P - k k^T / beta;
     * otherwise (Meyer's rank-one update of a pseudo-inverse, symmetric case):
@@ -321,26 +327,28 @@ def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor, full_rank, fresh
       + beta (r.h)^2 / ||r||^4; since h is in range(S_{t-1}), r.h = 0: the prediction is 0 and
       h^T S_t^+ h = h^T P h.
 
-    O(d nnz(x) + d^2) (the d^2 is P h). With `full_rank` (N = 0 on every coordinate the model
-    has, so only unseen coordinates can add a direction) r = 0 without the product N x.
-    `fresh` says x is non-zero on a coordinate no event has been non-zero on (a fresh axis of
-    the null space): x then adds a direction exactly, whatever ||r||^2 / ||x||^2 (which
-    depends on the features' units) says, unless ||r||^2 underflows (1 / ||r||^2 must stay
-    finite for the update).
+    O(n nnz(x)), plus n^2 for P h when `ph_ok` is false. When trace(N) < 1.5 (N = 0 on every
+    coordinate the model has, the sink aside: full rank, so only unseen coordinates can add a
+    direction) r = 0 without the product N x. `fresh` says x is non-zero on a coordinate no
+    event has been non-zero on (a fresh axis of the null space): x then adds a direction
+    exactly, whatever ||r||^2 / ||x||^2 (which depends on the features' units) says, unless
+    ||r||^2 underflows (1 / ||r||^2 must stay finite for the update). All NaN: refused.
 
     """
+    k = scratch[0, :n]
+    r = scratch[1, :n]
+    Ph = scratch[2, :n]
     _matvec_sparse(P, idx, val, k)
-    if full_rank:
+    null_dim = 0.0
+    for i in range(n):
+        null_dim += N[i, i]
+    if null_dim < 1.5:
         r[:] = 0.0
     else:
         _matvec_sparse(N, idx, val, r)
-    d = h.shape[0]
-    for i in range(d):
-        s = 0.0
-        Pi = P[i]
-        for j in range(d):
-            s += Pi[j] * h[j]
-        Ph[i] = s
+    if not ph_ok:
+        for i in range(n):
+            Ph[i] = _row_dot(P[i], h, n)
     xk = 0.0
     xx = extra_sq
     for j in range(idx.shape[0]):
@@ -349,45 +357,61 @@ def si_full_round(P, N, h, idx, val, extra_sq, k, r, Ph, floor, full_rank, fresh
     rr = extra_sq
     kh = 0.0
     hPh = 0.0
-    for i in range(d):
+    for i in range(n):
         rr += r[i] * r[i]
         kh += k[i] * h[i]
         hPh += h[i] * Ph[i]
     beta = 1.0 + xk
-    if (fresh and rr >= TINY) or (rr > RANK_TOL * xx and rr > floor):
+    if (fresh and rr >= TINY) or (rr > RANK_TOL * xx and rr > n * EPS * (trace + xx)):
         # h = -sum g_q x_q lies in range(S_{t-1}), orthogonal to r: r.h = 0 exactly (what is
         # computed is rounding noise, which would break the invariance of a zero prediction).
         c = 1.0 / rr  # beta / ||r||^2, formed as `si_full_commit` forms it
         k_max = 0.0
         for j in range(idx.shape[0]):
             c += val[j] * (k[idx[j]] / rr)
-        for i in range(d):
+        for i in range(n):
             k_max = max(k_max, abs(k[i]))
         # the update adds c r_i r_j / ||r||^2 - (k_i r_j + r_i k_j) / ||r||^2 to P_ij, at most
         # |c| + 2 max|k| / ||r|| (|r_i r_j| <= ||r||^2): S_t^+ would leave float64 beyond it
         if not math.isfinite(abs(c) + 2.0 * (k_max / math.sqrt(rr))):
             return False, np.nan, np.nan, np.nan  # refused, as below
-        return True, 0.0, hPh, 1.0
+        return True, si_full_eta(hPh, gamma, alpha) * 0.0, hPh, 1.0
     if not beta > 0.0:  # exactly beta >= 1 (P is positive semi-definite); rounding broke it
         return False, np.nan, np.nan, np.nan
     # x^T S_t^+ h = kh - xk kh / beta = kh / beta (beta = 1 + xk): the short form cannot
     # overflow in xk kh (as it did for |x| = 1e100 on a learned h)
-    return False, kh / beta, hPh - kh * (kh / beta), xk / beta
+    hPh_t = hPh - kh * (kh / beta)
+    return False, si_full_eta(hPh_t, gamma, alpha) * (kh / beta), hPh_t, xk / beta
 
 
 @njit(cache=True)
-def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
-    """End round t: S <- S + x x^T, P <- S_t^+ (and N <- I - S_t S_t^+ when x added a
-    direction), in O(d^2), from the k, r filled by `si_full_round`; then h <- h - g x."""
+def si_full_commit(S, P, N, h, D, scratch, n, idx, raw, val, new, g):
+    """End round t on the first n coordinates, from the k = scratch[0], r = scratch[1] that
+    `si_full_round` filled for this event (positions `idx`, values `raw` in the features'
+    units, `val` in the learner's): fix the units D of coordinates non-zero for the first
+    time (`si_full_fix_scales`), S <- S + x x^T (its lower triangle only: `np.linalg.eigh`
+    reads no other), h <- h - g x, P <- S_t^+ (and N <- I - S_t S_t^+ when x added a
+    direction), in O(n^2), and scratch[2] <- P h for the next round, each row of P dotted
+    with h right after its update (one pass over P instead of a second one next round).
+    Returns ||x||^2, by which trace(S) grows."""
+    si_full_fix_scales(D, idx, raw)
+    xx = 0.0
     for a in range(idx.shape[0]):
-        Sa = S[idx[a]]
+        ia = idx[a]
+        Sa = S[ia]
         va = val[a]
+        xx += va * va
         for b in range(idx.shape[0]):
-            Sa[idx[b]] += va * val[b]
-    d = P.shape[0]
+            if idx[b] <= ia:
+                Sa[idx[b]] += va * val[b]
+    for j in range(idx.shape[0]):
+        h[idx[j]] -= g * val[j]
+    k = scratch[0, :n]
+    r = scratch[1, :n]
+    Ph = scratch[2, :n]
     if new:
         rr = 0.0
-        for i in range(d):
+        for i in range(n):
             rr += r[i] * r[i]
         # scaled by 1/||r||^2 before any product: with |x| near 1e149 on a tiny S, beta, k r^T
         # and ||r||^4 each leave float64 although S_t^+ is finite (P was NaN after {a: 1e-10},
@@ -395,26 +419,49 @@ def si_full_commit(S, P, N, h, k, r, idx, val, new, g):
         c = 1.0 / rr  # c = beta / ||r||^2
         for j in range(idx.shape[0]):
             c += val[j] * (k[idx[j]] / rr)
-        for i in range(d):
+        for i in range(n):
             ui = r[i] / rr
-            for j in range(d):
+            Pi = P[i]
+            Ni = N[i]
+            for j in range(n):
                 uj = r[j] / rr
                 # c (u_i r_j), not (c u_i) r_j: |u_i r_j| <= 1, while c u_i overflowed with
                 # ||r|| = 1e-10 next to c = 1e302 (S_t^+ finite; P became inf, then NaN)
-                P[i, j] += c * (ui * r[j]) - (k[i] * uj + ui * k[j])
-                N[i, j] -= ui * r[j]
+                Pi[j] += c * (ui * r[j]) - (k[i] * uj + ui * k[j])
+                Ni[j] -= ui * r[j]
+            Ph[i] = _row_dot(Pi, h, n)
     else:
         xk = 0.0
         for j in range(idx.shape[0]):
             xk += val[j] * k[idx[j]]
         c = 1.0 / (1.0 + xk)
-        for i in range(d):
+        for i in range(n):
             Pi = P[i]
             ci = c * k[i]  # c * k[i] * k[j] is (c * k[i]) * k[j]: the same bits, hoisted
-            for j in range(d):
+            for j in range(n):
                 Pi[j] -= ci * k[j]
-    for j in range(idx.shape[0]):
-        h[idx[j]] -= g * val[j]
+            Ph[i] = _row_dot(Pi, h, n)
+    return xx
+
+
+@njit(cache=True)
+def _row_dot(row, h, n):
+    """row[:n] . h[:n] in four interleaved partial sums, added pairwise at the end: the same
+    bits on every machine (no fastmath), four times the throughput of one running sum, whose
+    every addition waits for the last (the pass over P dominated a round at d = 1000)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    m = n - n % 4
+    for j in range(0, m, 4):
+        s0 += row[j] * h[j]
+        s1 += row[j + 1] * h[j + 1]
+        s2 += row[j + 2] * h[j + 2]
+        s3 += row[j + 3] * h[j + 3]
+    for j in range(m, n):
+        s0 += row[j] * h[j]
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True)
@@ -454,10 +501,11 @@ def si_full_fresh(D, idx, val) -> bool:
 
 @njit(cache=True)
 def si_full_prepare(D, idx, val, bias):
-    """(positions, raw values, values in the learner's units, fresh) of an event with the
-    intercept's 1 appended at position `bias` (nothing when bias < 0): `np.append`,
-    `si_full_fresh` and `si_full_scaled` in one call (four numpy calls per round were a
-    third of the time at d = 100)."""
+    """(positions, raw values, values in the learner's units, fresh, known, fits) of an event
+    with the intercept's 1 appended at position `bias` (nothing when bias < 0): `np.append`,
+    `si_full_fresh`, `si_full_scaled` and the checks in one call (their numpy calls were a third
+    of the time at d = 100). `known`: no position is the sink 0 (every key learned); `fits`:
+    every |value| < MAX_ABS_VALUE (NaN fails too)."""
     m = idx.shape[0]
     n = m + 1 if bias >= 0 else m
     pos = np.empty(n, np.int64)
@@ -467,7 +515,11 @@ def si_full_prepare(D, idx, val, bias):
     if bias >= 0:
         pos[m] = bias
         raw[m] = 1.0
-    return pos, raw, si_full_scaled(D, pos, raw), si_full_fresh(D, pos, raw)
+    known = True
+    for j in range(n):
+        known = known and pos[j] != 0
+    fits = max_abs(val) < MAX_ABS_VALUE
+    return pos, raw, si_full_scaled(D, pos, raw), si_full_fresh(D, pos, raw), known, fits
 
 
 @njit(cache=True)

@@ -100,14 +100,16 @@ class ParamFreeLinear(EventCache):
         return self._raw_cache
 
     def _learn(self, x: dict, y, w) -> None:
-        w = check_sample_weight(w)
-        if w == 0.0:
-            return
+        if w.__class__ is not float or w != 1.0:
+            w = check_sample_weight(w)
+            if w == 0.0:
+                return
         self._event(x)
         y_hat = self._raw_cache
         g = self._gradient(y, y_hat, w)
         self._check_step(g, y, w)
-        self._event(x, learn=True)  # y_hat stays: unseen keys predict as fresh coordinates
+        if self._n_unseen:  # y_hat stays: unseen keys predict as fresh coordinates
+            self._insert_unseen(self._keys)
         self._update(self._epos, self._val, y_hat, g)
         self._version += 1
 

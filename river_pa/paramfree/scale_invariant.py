@@ -105,12 +105,13 @@ class _Full(_ScaleInvariant):
             "updates in each copy's own diagonal scaling D: a mix would need every copy's S in "
             "one scaling and an O(d^3) eigendecomposition; not built (the coordinate-wise "
             "learner mixes)")
-    _TRANSIENT = (*ParamFreeLinear._TRANSIENT, "_scratch", "_last_round")
+    _TRANSIENT = (*ParamFreeLinear._TRANSIENT, "_scratch", "_last_round", "_ph_ok")
 
     def _clear_cache(self):
         super()._clear_cache()
         self._scratch = np.zeros((3, getattr(self, "_capacity", 0)))
         self._last_round = None
+        self._ph_ok = False  # whether _scratch[2] holds S^+ h (see `_numba.si_full_commit`)
 
     def _allocate(self, capacity):
         n = len(getattr(self, "_P", ()))
@@ -129,45 +130,44 @@ class _Full(_ScaleInvariant):
         self._refreshes = getattr(self, "_refreshes", 0)
         self._fresh = getattr(self, "_fresh", None)  # (version, size) of the last refresh
         self._capacity = capacity
+        self._ph_ok = False
 
     def _refresh(self):
-        """Recompute S^+ and N from S by an eigendecomposition, with numpy's pseudo-inverse
-        cut-off (eigenvalues <= n eps lambda_max are null). O(d^3), run only when a computed
-        quantity leaves its exact range (see `_round`)."""
+        """Recompute S^+ and N from S (its lower triangle: the only one kept) by an
+        eigendecomposition, with numpy's pseudo-inverse cut-off (eigenvalues <= n eps
+        lambda_max are null). O(d^3), run only when a computed quantity leaves its exact range
+        (see `_round`)."""
         n = self._index.size
-        lam, V = np.linalg.eigh(self._S[:n, :n])
+        lam, V = np.linalg.eigh(self._S[:n, :n], UPLO="L")
         keep = lam > n * np.finfo(float).eps * max(lam.max(), 0.0)
         U = V[:, keep]
         self._P[:n, :n] = (U / lam[keep]) @ U.T
         self._N[:n, :n] = np.eye(n) - U @ U.T
         self._refreshes += 1
+        self._ph_ok = False
 
     def _round(self, pos, val, extra_sq=0.0, fresh=False):
-        """(new direction?, y_hat, x^T S_t^+ x) of the event.
+        """(new direction?, y_hat, x^T S_t^+ x) of the event (`_numba.si_full_round`).
 
         Exactly, 0 <= x^T S_t^+ x <= 1 and 0 <= h^T S_t^+ h <= sum_q g_q^2 (Cauchy-Schwarz).
         On nearly singular S (e.g. image pixels) rounding in the rank-one updates can break
         these; the round is then recomputed after `_refresh`.
 
         """
-        n = self._index.size
-        k, r, Ph = self._scratch[:, :n]
-        floor = n * np.finfo(float).eps * (self._trace + float(val @ val) + extra_sq)
-        # N's trace is the null space's dimension, the sink (position 0, never learned) being 1
-        full_rank = np.trace(self._N[:n, :n]) < 1.5
         for attempt in range(2):
-            new, xPh, hPh, xPx = _numba.si_full_round(
-                self._P[:n, :n], self._N[:n, :n], self._hv[:n], pos, val, extra_sq, k, r, Ph,
-                floor, full_rank, fresh,
+            new, y_hat, hPh, xPx = _numba.si_full_round(
+                self._P, self._N, self._hv, self._scratch, self._index.size, pos, val,
+                extra_sq, self._trace, fresh, self._ph_ok, self._gamma, self.alpha,
             )
+            self._ph_ok = True
             tol = 1e-6 * (1.0 + self._g2)
             if attempt or (-tol <= hPh <= self._g2 + tol and -1e-6 <= xPx <= 1.0 + 1e-6):
                 break
-            if self._fresh == (self._version, n):  # S^+ is what a refresh would give: the
-                break  # same event refused twice must not change the model twice
+            if self._fresh == (self._version, self._index.size):  # S^+ is what a refresh
+                break  # would give: the same event refused twice must not change the model twice
             self._refresh()
-            self._fresh = (self._version, n)
-        return new, _numba.si_full_eta(hPh, self._gamma, self.alpha) * xPh, xPx
+            self._fresh = (self._version, self._index.size)
+        return new, y_hat, xPx
 
     def __setstate__(self, state):
         # a pickle from before the diagonal scaling holds S, S^+ and h in the features' own
@@ -176,15 +176,15 @@ class _Full(_ScaleInvariant):
         super().__setstate__(state)
 
     def _raw(self, pos, val):
-        if not _numba.max_abs(val) < _numba.MAX_ABS_VALUE:
+        pos, raw, val, fresh, known, fits = _numba.si_full_prepare(self._D, pos, val, self._bias)
+        if not fits:
             return math.nan
-        pos, raw, val, fresh = _numba.si_full_prepare(self._D, pos, val, self._bias)
-        known = pos != 0
-        if known.all():
+        if known:
             new, y_hat, xPx = self._round(pos, val, 0.0, fresh)
             self._last_round = (self._version, new, xPx, pos, raw, val)
             return y_hat if math.isfinite(xPx) else math.nan
         self._last_round = None
+        known = pos != 0
         extra = float(np.dot(val[~known], val[~known]))
         _, y_hat, xPx = self._round(pos[known], val[known], extra, fresh)
         # NaN (refused) when x^T S^+ x leaves float64: learning would make Gamma NaN for ever
@@ -196,16 +196,12 @@ class _Full(_ScaleInvariant):
             # on these positions: all known, so learning inserted none) and its values
             _, new, xPx, pos, raw, val = self._last_round
         else:
-            pos, raw, val, fresh = _numba.si_full_prepare(self._D, pos, val, self._bias)
+            pos, raw, val, fresh, _, _ = _numba.si_full_prepare(self._D, pos, val, self._bias)
             new, _, xPx = self._round(pos, val, 0.0, fresh)
-        _numba.si_full_fix_scales(self._D, pos, raw)
-        n = self._index.size
-        k, r, _ = self._scratch[:, :n]
-        _numba.si_full_commit(
-            self._S[:n, :n], self._P[:n, :n], self._N[:n, :n], self._hv[:n], k, r, pos, val,
-            new, g,
+        self._trace += _numba.si_full_commit(
+            self._S, self._P, self._N, self._hv, self._D, self._scratch, self._index.size, pos,
+            raw, val, new, g,
         )
-        self._trace += float(val @ val)
         self._gamma += g * g * xPx
         self._g2 += g * g
 
