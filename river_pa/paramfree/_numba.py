@@ -446,9 +446,11 @@ def si_full_commit(S, P, N, h, D, scratch, n, idx, raw, val, new, g):
 
 @njit(cache=True)
 def _row_dot(row, h, n):
-    """row[:n] . h[:n] in four interleaved partial sums, added pairwise at the end: the same
-    bits on every machine (no fastmath), four times the throughput of one running sum, whose
-    every addition waits for the last (the pass over P dominated a round at d = 1000)."""
+    """row[:n] . h[:n] in four interleaved partial sums (term j in sum j mod 4), added
+    pairwise at the end: the same bits on every machine (no fastmath), and for any n past the
+    last non-zero term (new coordinates hold zeros), and four times the throughput of one
+    running sum, whose every addition waits for the last (the pass over P dominated a round at
+    d = 1000)."""
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
@@ -459,8 +461,12 @@ def _row_dot(row, h, n):
         s1 += row[j + 1] * h[j + 1]
         s2 += row[j + 2] * h[j + 2]
         s3 += row[j + 3] * h[j + 3]
-    for j in range(m, n):
-        s0 += row[j] * h[j]
+    if m < n:
+        s0 += row[m] * h[m]
+    if m + 1 < n:
+        s1 += row[m + 1] * h[m + 1]
+    if m + 2 < n:
+        s2 += row[m + 2] * h[m + 2]
     return (s0 + s1) + (s2 + s3)
 
 

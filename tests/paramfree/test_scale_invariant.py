@@ -187,6 +187,31 @@ def test_pickled_model_continues_identically(cls):
         b.learn_one(x, s > 0)
 
 
+def test_full_restored_mid_stream_learns_new_keys_as_the_uninterrupted_run():
+    # the full learner carries S^+ h from one round to the next; a restored copy computes it
+    # afresh, on as many coordinates as the model has then: after new keys came in a learn
+    # without a prediction first, both must hold the same bits (its sums are in four partial
+    # sums, each coordinate in the same one whatever the number of coordinates)
+    rng = np.random.default_rng(5)
+    events = []
+    for t in range(150):
+        keys = rng.choice(40, size=6, replace=False)
+        events.append(({f"k{k}": float(rng.normal()) for k in keys}, bool(rng.random() < 0.5)))
+    a = FULL[0]()
+    for t, (x, y) in enumerate(events):
+        if t % 7 == 3:  # a copy restored here learns first, then predicts
+            b = pickle.loads(pickle.dumps(a))
+            b.learn_one(x, y)
+            a.learn_one(x, y)
+            assert pickle.dumps(b) == pickle.dumps(a)
+            nxt = events[t + 1][0] if t + 1 < len(events) else x
+            assert b.decision_function_one(nxt) == a.decision_function_one(nxt)
+            continue
+        a.predict_one(x)
+        a.learn_one(x, y)
+    assert len(a.weights) == 40
+
+
 @pytest.mark.parametrize("cls", COORD + FULL)
 def test_bad_input_is_rejected_and_leaves_the_model_unchanged(cls):
     model = cls()
