@@ -155,7 +155,8 @@ def mixed_model(run) -> list[str]:
 
 
 def published(run) -> int:
-    """The labels the newest mix in the model topic holds (0: none loads yet)."""
+    """The labels the model topic's newest snapshot of the served model (with shards, the
+    newest mix) holds (0: none loads yet)."""
     from tests.faults.checker import restored
 
     try:
