@@ -15,8 +15,9 @@ with their labels (DELAY events late), then measures, interleaved so a noisy mom
    (records/s, first send to flush), and a bare consumer reading both topics, no decoding
    (events/s: records/s over 2, from its record n/10 to the last).
 2. One learner (`--role learn`) draining both topics: learned events/s between its reports
-   (one per 1,000 events) at n/10 and at 9n/10 learned (the last labels wait once for
-   `--merge-idle-ms`, 0.5 s, at the stream's end: not throughput); target >= 0.5x the consumer.
+   (one per 1,000 events) at n/10 and at 9n/10 learned (at the stream's end the merge waits
+   `--merge-idle-ms` for each partition in turn, 6.5 s on 6 + 6 partitions: not throughput);
+   target >= 0.5x the consumer.
 3. One predictor (`--role predict`, the learner's model) draining the events topic: events/s
    from its prediction n/10 to its last; target >= 0.6x the producer.
 4. CPU seconds per 1,000 events summed over processes (utime + stime from /proc): one
@@ -254,8 +255,9 @@ def steady_rate(stamps_ms: list[float], n: int) -> float:
 def learner_throughput(events: str, labels: str, n: int, workdir: str, log: Path,
                        **daemon) -> float:
     """Learned events/s of one learner (`daemon`: `role`'s root and client) draining both
-    topics, between its first reports with n/10 and with 9n/10 learned (one every 50 ms; the
-    stream's end waits --merge-idle-ms); it publishes the model the predictors use."""
+    topics, between its first reports with n/10 and with 9n/10 learned (one every 50 ms; at
+    the stream's end each partition waits --merge-idle-ms in turn); it publishes the model the
+    predictors use."""
     proc = role("learn", events, labels, f"{events}-unused", f"{events}-learn", workdir, log,
                 "--report-seconds", "0.05", **daemon)
     try:

@@ -206,7 +206,7 @@ _FLAGS_HELP = {
     "poll_timeout_ms": "how long a poll waits for records when none are ready",
     "batch_seconds": "process at most this long between polls (well inside max.poll.interval.ms)",
     "max_buffered": "records buffered at most before fetching pauses (flow control)",
-    "merge_idle_ms": "how long a partition read to its end must get nothing new before the merge "
+    "merge_idle_ms": "how long a partition read to its end must stay empty before the merge "
                      "releases later records of the others (Kafka Streams' max.task.idle.ms: a "
                      "label written a little after a later event is still merged before it; "
                      "one written later is counted in late_records), at most 60000 (default: "

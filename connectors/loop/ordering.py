@@ -39,7 +39,7 @@ class EventTimeOrder:
                  assigned: Callable[[], set] | None = None, idle_s: float = 0.0,
                  clock: Callable[[], float] = time.monotonic):
         self.idle_s, self.clock = idle_s, clock
-        self.quiet_since: dict[Partition, float] = {}  # read to its end, nothing new, since
+        self.quiet_since: dict[Partition, float] = {}  # exhausted and empty since (clock)
         self.partition = partition  # makes the client's partitions (kafka-python's TopicPartition)
         self.events_topic = events_topic
         self.assigned = assigned
@@ -74,7 +74,6 @@ class EventTimeOrder:
 
     def ready(self) -> Iterator:
         """Yield the records that can be processed now, in merge order."""
-        self._watch()
         if self.assigned is not None:
             yield from self._drain_all(self.assigned())
             return
@@ -101,18 +100,6 @@ class EventTimeOrder:
             else:
                 return
             yield side.popleft()
-
-    def _watch(self) -> None:
-        """Start the quiet time of each buffered partition read to its end, records still
-        buffered or not: a partition whose last records were fetched at t has been quiet
-        since t, not since the merge emptied its buffer (the tail of a stream on 12
-        partitions once waited 12 x idle_s, one partition after the other)."""
-        if self.idle_s <= 0:
-            return
-        now = self.clock()
-        for tp in self.buffers:
-            if tp not in self.quiet_since and self.exhausted(tp):
-                self.quiet_since[tp] = now
 
     def _quiet(self, tp: Partition) -> bool:
         """True when the empty partition `tp` is exhausted and has been for `idle_s`."""
