@@ -22,9 +22,9 @@ class LeaseAssignor(CooperativeStickyAssignor):
     test_a_zombie_learner_steps_down_and_writes_nothing). A partition never moves while its
     owner is in the group; each member holds at most one (one lease partition per shard,
     `--shards`: a member leads one shard), so unclaimed ones go to their topic's subscribers
-    holding none, in member id order, and stay unassigned while every subscriber holds one. The name stays
-    "cooperative-sticky" so learners of the previous release share a protocol with these
-    during a rolling update.
+    holding none, in member id order, and stay unassigned while every subscriber holds one.
+    The name stays "cooperative-sticky" so learners of the previous release share a protocol
+    with these during a rolling update.
     """
 
     def metadata(self, topics):
@@ -33,25 +33,21 @@ class LeaseAssignor(CooperativeStickyAssignor):
                                             owned_partitions=owned, generation_id=self.generation)
 
     def assign(self, cluster, members):
-        claims, held = {}, {m.member_id: [] for m in members}  # partition: (generation, member)
-        by_id = {m.member_id: m for m in members}
-        for member in members:
-            meta = self.parse_member_metadata(member.metadata)
+        metas = {m.member_id: self.parse_member_metadata(m.metadata) for m in members}
+        claims, held = {}, {m: [] for m in metas}  # partition: (generation, member)
+        subscribers: dict[str, list] = {}  # topic: its subscribers, in member id order
+        for member, meta in sorted(metas.items()):
             for tp in meta.partitions:
-                claims[tp] = max(claims.get(tp, (-2, "")), (meta.generation, member.member_id))
-        for tp, (_, member) in sorted(claims.items()):  # one lease (one shard) per member
-            if member in held and not held[member] and \
-                    tp.topic in self.parse_member_metadata(by_id[member].metadata).subscription:
-                held[member].append(tp)
-        subscribers = {}
-        for member in members:
-            meta = self.parse_member_metadata(member.metadata)
+                claims[tp] = max(claims.get(tp, (-2, "")), (meta.generation, member))
             for topic in meta.subscription:
-                subscribers.setdefault(topic, set()).add(member.member_id)
+                subscribers.setdefault(topic, []).append(member)
+        for tp, (_, member) in sorted(claims.items()):  # one lease (one shard) per member
+            if member in held and not held[member] and tp.topic in metas[member].subscription:
+                held[member].append(tp)
         for topic in sorted(subscribers):
             for p in sorted(cluster.partitions_for_topic(topic) or ()):
                 tp = TopicPartition(topic, p)
-                free = [m for m in sorted(subscribers[topic]) if not held[m]]
+                free = [m for m in subscribers[topic] if not held[m]]
                 if free and not any(tp in tps for tps in held.values()):
                     held[free[0]].append(tp)  # to its first subscriber in id order with none
         return {member: ConsumerProtocolAssignment(self.version, _by_topic(tps), b"")

@@ -18,6 +18,7 @@ import signal
 
 from kafka import KafkaProducer
 
+from river_pa.connectors.config import ServeConfig, lease_group
 from river_pa.connectors.models import control
 from river_pa.connectors.state import checkpoint
 from river_pa.connectors.state.recovery import FORMER
@@ -104,8 +105,8 @@ def broker_node(run, target: str) -> int:
     if what == "learn-coordinator":
         return cluster.coordinator(fleet.learn_group)
     if what == "lease-coordinator":
-        shards = f".{fleet.shards}" if fleet.shards > 1 else ""  # config.lease_group
-        return cluster.coordinator(f"{fleet.learn_group}.lease{shards}")
+        return cluster.coordinator(lease_group(ServeConfig(group_id=fleet.learn_group,
+                                                           shards=fleet.shards)))
     if what == "learner-txn":
         return cluster.transaction_coordinator(f"{fleet.learn_group}.learner")
     return int(what)

@@ -1,11 +1,12 @@
 """Invariants (b) and (c) of a sharded run (`serve --role learn --shards N`, connectors/shards/).
 
 The mix topic holds every shard's contribution to every round (tombstoned ones too: nothing is
-compacted within a run, its segments roll every 10 minutes), so the check replays the rounds as they were recorded, independently
-of the daemon's code: shard s's labelled events are those of the partitions p with p mod N = s,
-joined in the learner's documented merge order ((timestamp, labels first, partition, offset)
-over its partitions); in round r shard s learns the next w(s, r) of them, w its recorded
-weight, and the shards continue from `river_pa.mix` of their models weighted by w. Violations:
+compacted within a run, its segments roll every 10 minutes), so the check replays the rounds as
+they were recorded, independently of the daemon's code: shard s's labelled events are those of
+the partitions p with p mod N = s, joined in the learner's documented merge order ((timestamp,
+labels first, partition, offset) over its partitions); in round r shard s learns the next
+w(s, r) of them, w its recorded weight, and the shards continue from `river_pa.mix` of their
+models weighted by w. Violations:
 
 (b) a round recorded with different weights by two terms of one shard (the shards would mix
     different models), a shard's weights that do not add up to its labelled events (a label
