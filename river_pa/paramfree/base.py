@@ -21,7 +21,7 @@ import numpy as np
 from river import base, optim
 
 from river_pa._core.calibration import make_calibrator
-from river_pa._core.features import Vocabulary
+from river_pa._core.features import Vocabulary, as_array
 from river_pa.paramfree._numba import MAX_ABS_VALUE, max_abs
 from river_pa._core.cache import EventCache
 from river_pa._core.validation import check_sample_weight, check_target, encode_binary_label
@@ -90,7 +90,7 @@ class ParamFreeLinear(EventCache):
     def _on_event(self, pos, val) -> None:
         y_hat = self._raw(pos, val)
         if y_hat != y_hat:  # NaN: what `_raw` returns for a value of |x| >= MAX_ABS_VALUE
-            check_magnitudes(self._keys, val)
+            check_magnitudes(self._keys, as_array(val))
             raise ValueError(f"{type(self).__name__} cannot predict this event within float64 "
                              "(its prediction is not a number): rescale the features")
         self._raw_cache = y_hat
@@ -119,7 +119,7 @@ class ParamFreeLinear(EventCache):
         squares, which must stay finite. Large sample weights and targets lead here."""
         if abs(g) < 1.0:  # |x| < MAX_ABS_VALUE already (the common case: no kernel call)
             return
-        if abs(g) * max(1.0, max_abs(self._val)) < MAX_ABS_VALUE:
+        if abs(g) * max(1.0, max_abs(as_array(self._val))) < MAX_ABS_VALUE:
             return
         raise ValueError(
             f"y = {y!r} with sample weight w = {w!r} gives the loss gradient g = {g!r}: too "

@@ -98,6 +98,19 @@ class _Coordinate(_ScaleInvariant):
         return _numba.si_coordinate_weights(self._s2, self._h, self._t, d, self.alpha)
 
 
+def _aligned(a: np.ndarray) -> np.ndarray:
+    """A copy of `a` whose data starts on a 64-byte boundary (a cache line). numpy aligns
+    only to 16 bytes, and the full learner's O(d^2) loops run element-wise over rows of S, S^+
+    and the scratch together: at d = 100, 14.9 us per event with every array on a cache line,
+    15.1-16.8 us at the offsets numpy gave (0.55x and 0.49-0.54x the bare loop of
+    `benchmarks/bench_paramfree.py`)."""
+    buf = np.empty(a.size + 64 // a.itemsize, a.dtype)
+    start = (-buf.ctypes.data % 64) // a.itemsize
+    out = buf[start : start + a.size].reshape(a.shape)
+    out[...] = a
+    return out
+
+
 class _Full(_ScaleInvariant):
     """State and rounds of the full algorithm (see `FullScaleInvariantClassifier`)."""
 
@@ -105,25 +118,29 @@ class _Full(_ScaleInvariant):
             "updates in each copy's own diagonal scaling D: a mix would need every copy's S in "
             "one scaling and an O(d^3) eigendecomposition; not built (the coordinate-wise "
             "learner mixes)")
-    _TRANSIENT = (*ParamFreeLinear._TRANSIENT, "_scratch", "_last_round", "_ph_ok")
+    _TRANSIENT = (*ParamFreeLinear._TRANSIENT, "_scratch", "_last_round", "_ph_ok", "_ev_pos",
+                  "_ev_val")
+    _PACKED = True  # the event's values as packed bytes, read in place by `_stage_round`
 
     def _clear_cache(self):
         super()._clear_cache()
-        self._scratch = np.zeros((3, getattr(self, "_capacity", 0)))
-        self._last_round = None
+        self._scratch = _aligned(np.zeros((4, getattr(self, "_capacity", 0))))
+        self._last_round = None  # (version, new, x^T S^+ x, m) of the staged event, all known
         self._ph_ok = False  # whether _scratch[2] holds S^+ h (see `_numba.si_full_commit`)
+        self._ev_pos = np.zeros(0, np.int64)  # the staged event (`_numba.si_full_prepare`)
+        self._ev_val = np.zeros((2, 0))
 
     def _allocate(self, capacity):
         n = len(getattr(self, "_P", ()))
         grown = {}
         for name, fill in (("_S", 0.0), ("_P", 0.0), ("_N", 1.0)):
-            grown[name] = M = np.eye(capacity) * fill
+            grown[name] = M = _aligned(np.eye(capacity) * fill)
             if n:
                 M[:n, :n] = getattr(self, name)[:n, :n]
         for name in ("_hv", "_D"):
-            grown[name] = np.zeros(capacity)
+            grown[name] = _aligned(np.zeros(capacity))
             grown[name][:n] = getattr(self, name, np.zeros(0))
-        grown["_scratch"] = np.zeros((3, capacity))
+        grown["_scratch"] = _aligned(np.zeros((4, capacity)))
         self.__dict__.update(grown)  # all or nothing: a MemoryError above changes nothing
         for name in ("_gamma", "_g2", "_trace"):
             setattr(self, name, getattr(self, name, 0.0))
@@ -146,61 +163,63 @@ class _Full(_ScaleInvariant):
         self._refreshes += 1
         self._ph_ok = False
 
-    def _round(self, pos, val, extra_sq=0.0, fresh=False):
-        """(new direction?, y_hat, x^T S_t^+ x) of the event (`_numba.si_full_round`).
-
-        Exactly, 0 <= x^T S_t^+ x <= 1 and 0 <= h^T S_t^+ h <= sum_q g_q^2 (Cauchy-Schwarz).
-        On nearly singular S (e.g. image pixels) rounding in the rank-one updates can break
-        these; the round is then recomputed after `_refresh`.
-
-        """
-        for attempt in range(2):
-            new, y_hat, hPh, xPx = _numba.si_full_round(
-                self._P, self._N, self._hv, self._scratch, self._index.size, pos, val,
-                extra_sq, self._trace, fresh, self._ph_ok, self._gamma, self.alpha,
-            )
-            self._ph_ok = True
-            tol = 1e-6 * (1.0 + self._g2)
-            if attempt or (-tol <= hPh <= self._g2 + tol and -1e-6 <= xPx <= 1.0 + 1e-6):
-                break
-            if self._fresh == (self._version, self._index.size):  # S^+ is what a refresh
-                break  # would give: the same event refused twice must not change the model twice
+    def _stage_round(self, pos, val):
+        """(m, known, new direction?, y_hat, x^T S_t^+ x) of an event, staged in the event
+        buffers (`_numba.si_full_stage_round`; grown to hold it), or None when a value is too
+        large. A quantity out of its exact range (see `_numba.si_full_round`) is recomputed
+        after `_refresh`, unless S^+ is already what a refresh would give: the same event
+        refused twice must not change the model twice."""
+        if pos.shape[0] >= self._ev_pos.shape[0]:
+            size = max(pos.shape[0] + 1, 2 * self._ev_pos.shape[0])
+            self._ev_pos, self._ev_val = np.zeros(size, np.int64), np.zeros((2, size))
+        stage = (_numba.si_full_stage_round_packed if val.__class__ is bytes
+                 else _numba.si_full_stage_round)
+        m, extra_sq, fresh, known, fits, new, y_hat, xPx, in_range = stage(
+            self._D, pos, val, self._bias, self._ev_pos, self._ev_val, self._P, self._N,
+            self._hv, self._scratch, self._index.size, self._trace, self._ph_ok, self._gamma,
+            self._g2, self.alpha,
+        )
+        if not fits:
+            return None
+        self._ph_ok = True
+        if not in_range and self._fresh != (self._version, self._index.size):
             self._refresh()
             self._fresh = (self._version, self._index.size)
-        return new, y_hat, xPx
+            new, y_hat, xPx, _ = _numba.si_full_round(
+                self._P, self._N, self._hv, self._scratch, self._index.size, self._ev_pos,
+                self._ev_val, m, extra_sq, self._trace, fresh, False, self._gamma, self._g2,
+                self.alpha,
+            )
+            self._ph_ok = True
+        return m, known, new, y_hat, xPx
 
     def __setstate__(self, state):
         # a pickle from before the diagonal scaling holds S, S^+ and h in the features' own
         # units: scale 1 for every coordinate is that state exactly
         state.setdefault("_D", np.ones(len(state["_hv"])))
+        for name in ("_S", "_P", "_N", "_hv", "_D"):
+            state[name] = _aligned(state[name])
         super().__setstate__(state)
 
     def _raw(self, pos, val):
-        pos, raw, val, fresh, known, fits = _numba.si_full_prepare(self._D, pos, val, self._bias)
-        if not fits:
+        staged = self._stage_round(pos, val)
+        if staged is None:
             return math.nan
-        if known:
-            new, y_hat, xPx = self._round(pos, val, 0.0, fresh)
-            self._last_round = (self._version, new, xPx, pos, raw, val)
-            return y_hat if math.isfinite(xPx) else math.nan
-        self._last_round = None
-        known = pos != 0
-        extra = float(np.dot(val[~known], val[~known]))
-        _, y_hat, xPx = self._round(pos[known], val[known], extra, fresh)
+        m, known, new, y_hat, xPx = staged
+        self._last_round = (self._version, new, xPx, m) if known else None
         # NaN (refused) when x^T S^+ x leaves float64: learning would make Gamma NaN for ever
         return y_hat if math.isfinite(xPx) else math.nan
 
     def _learn_round(self, pos, val, g):
         if self._last_round is not None and self._last_round[0] == self._version:
-            # the scratch still holds this event's k and r (the prediction just computed them,
-            # on these positions: all known, so learning inserted none) and its values
-            _, new, xPx, pos, raw, val = self._last_round
-        else:
-            pos, raw, val, fresh, _, _ = _numba.si_full_prepare(self._D, pos, val, self._bias)
-            new, _, xPx = self._round(pos, val, 0.0, fresh)
+            # the buffers hold this event and the scratch its k and r (the prediction just
+            # computed them, on these positions: all known, so learning inserted none)
+            _, new, xPx, m = self._last_round
+        else:  # every key known now (learning inserted them), every value checked
+            m, _, new, _, xPx = self._stage_round(pos, val)
         self._trace += _numba.si_full_commit(
-            self._S, self._P, self._N, self._hv, self._D, self._scratch, self._index.size, pos,
-            raw, val, new, g,
+            self._S, self._P, self._N, self._hv, self._D, self._scratch, self._index.size,
+            self._ev_pos, self._ev_val, m, new, g,
         )
         self._gamma += g * g * xPx
         self._g2 += g * g

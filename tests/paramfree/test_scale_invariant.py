@@ -190,8 +190,8 @@ def test_pickled_model_continues_identically(cls):
 def test_full_restored_mid_stream_learns_new_keys_as_the_uninterrupted_run():
     # the full learner carries S^+ h from one round to the next; a restored copy computes it
     # afresh, on as many coordinates as the model has then: after new keys came in a learn
-    # without a prediction first, both must hold the same bits (its sums are in four partial
-    # sums, each coordinate in the same one whatever the number of coordinates)
+    # without a prediction first, both must hold the same bits (both add up the rows of S^+
+    # times h in row order, and a zero h_i, as on new coordinates, adds nothing)
     rng = np.random.default_rng(5)
     events = []
     for t in range(150):
@@ -210,6 +210,31 @@ def test_full_restored_mid_stream_learns_new_keys_as_the_uninterrupted_run():
         a.predict_one(x)
         a.learn_one(x, y)
     assert len(a.weights) == 40
+
+
+def test_full_keeps_s_as_the_sum_of_outer_products_bit_for_bit():
+    """S's lower triangle is sum_t x_t x_t^T in the learner's units (x' = D x), the same bits
+    as numpy's outer products added in event order, whether an event is added row by row
+    (dense: `_add_outer_lower` scatters it and updates contiguous runs) or pair by pair
+    (sparse)."""
+    rng = np.random.default_rng(11)
+    model = FULL[0]()
+    events = []
+    for t in range(60):
+        keys = np.arange(30) if t % 3 == 0 else rng.choice(30, size=4, replace=False)
+        x = {f"k{k}": float(rng.normal() * 10.0 ** (k % 4)) for k in keys}
+        model.learn_one(x, bool(rng.random() < 0.5))
+        events.append(x)
+    n, D = model._index.size, model._D
+    positions = model._index.positions
+    S = np.zeros((n, n))
+    for x in events:
+        v = np.zeros(n)
+        for k, value in x.items():
+            v[positions[k]] = value * D[positions[k]]
+        v[model._bias] = D[model._bias]
+        S += np.outer(v, v)
+    np.testing.assert_array_equal(np.tril(model._S[:n, :n]), np.tril(S))
 
 
 @pytest.mark.parametrize("cls", COORD + FULL)
