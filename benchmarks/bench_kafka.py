@@ -30,9 +30,10 @@ with their labels (DELAY events late), then measures, interleaved so a noisy mom
 
 With `--baseline REF` the daemon of git commit REF (its tree exported to a temporary folder)
 is measured beside this checkout's, on kafka-python, as issue 18's "today's" anchor: its
-learner (2.) with the ratio of this checkout's learner to it (target >= 4x), and with
-`--clients` its predictor (the confluent predictor's target >= 4x). `--kafka-client` runs
-this checkout's roles of 2.-5. on that client.
+learner (2.) and its predictor (3., on the model its learner published), with the ratios of
+this checkout's roles to them (targets >= 4x: the learner, and the predictor on
+confluent-kafka); with `--clients` its predictor in CPU time. `--kafka-client` runs this
+checkout's roles of 2.-5. on that client.
 
 Needs a broker (scripts/kafka.sh start; RIVER_PA_KAFKA_BOOTSTRAP overrides the address) and
 Linux (/proc). Each daemon writes its log to a file in `--log-dir` (a fresh temporary folder by
@@ -270,11 +271,12 @@ def learner_throughput(events: str, labels: str, n: int, workdir: str, log: Path
 
 
 def predictor_throughput(events: str, labels: str, n: int, workdir: str, log: Path,
-                         client: str | None = None) -> float:
-    """Events/s of one predictor draining `events`, from its prediction n/10 to its last."""
+                         client: str | None = None, root: Path = ROOT) -> float:
+    """Events/s of one predictor (of the checkout `root`) draining `events`, from its
+    prediction n/10 to its last."""
     stamps: list[float] = []
     preds = f"{events}-preds-{log.stem}"
-    proc = role("predict", events, labels, preds, preds, workdir, log, client=client)
+    proc = role("predict", events, labels, preds, preds, workdir, log, client=client, root=root)
     try:
         read_predictions(preds, n, lambda v, now: stamps.append(v["predicted_at_ms"]), {proc: log})
     finally:
@@ -419,7 +421,7 @@ def run(args, logs: Path) -> int:
     values = [json.dumps({"id": f"e{i}", "x": x}).encode() for i, (x, _) in enumerate(stream)]
     kinds = ("producer", "consumer", "learner", "predictor", "cpu_both", "cpu_split")
     runs: dict[str, list[float]] = {k: [] for k in kinds + (
-        ("baseline_learner",) if args.baseline_root else ())}
+        ("baseline_learner", "baseline_predictor") if args.baseline_root else ())}
     client = args.kafka_client
     for i in range(args.repeats):
         events, labels = make_topics(f"bench-{uuid.uuid4().hex[:8]}")
@@ -437,6 +439,10 @@ def run(args, logs: Path) -> int:
                          records(stream, DELAY), base_events, base_labels)
                 runs["baseline_learner"].append(learner_throughput(
                     base_events, base_labels, n, workdir, logs / f"baseline-learner{i}.log",
+                    root=args.baseline_root))
+            with tempfile.TemporaryDirectory() as workdir:  # its learner's model
+                runs["baseline_predictor"].append(predictor_throughput(
+                    base_events, base_labels, n, workdir, logs / f"baseline-predictor{i}.log",
                     root=args.baseline_root))
         with tempfile.TemporaryDirectory() as workdir:
             runs["predictor"].append(predictor_throughput(events, labels, n, workdir,
@@ -465,6 +471,10 @@ def run(args, logs: Path) -> int:
         print(f"  the learner of {args.baseline} (kafka-python) "
               f"{spread(runs['baseline_learner'], '{:,.0f}')} events/s: this learner "
               f"{spread(ahead)}x it (target >= 4)")
+        ahead = [a / b for a, b in zip(runs["predictor"], runs["baseline_predictor"])]
+        print(f"  the predictor of {args.baseline} (kafka-python) "
+              f"{spread(runs['baseline_predictor'], '{:,.0f}')} events/s: this predictor "
+              f"{spread(ahead)}x it (target on confluent-kafka >= 4)")
     print(f"  CPU s per 1,000 events: both {spread(runs['cpu_both'], '{:.3f}')}, learner + 2 "
           f"predictors {spread(runs['cpu_split'], '{:.3f}')}: {spread(cpu)}x (target <= 1.3)")
     with tempfile.TemporaryDirectory() as workdir:
