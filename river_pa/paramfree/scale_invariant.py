@@ -131,6 +131,7 @@ class _Full(_ScaleInvariant):
         self._ev_val = np.zeros((2, 0))
 
     def _allocate(self, capacity):
+        capacity = -(-capacity // 8) * 8  # rows of whole cache lines: aligned, like the first
         n = len(getattr(self, "_P", ()))
         grown = {}
         for name, fill in (("_S", 0.0), ("_P", 0.0), ("_N", 1.0)):
@@ -153,7 +154,7 @@ class _Full(_ScaleInvariant):
         """Recompute S^+ and N from S (its lower triangle: the only one kept) by an
         eigendecomposition, with numpy's pseudo-inverse cut-off (eigenvalues <= n eps
         lambda_max are null). O(d^3), run only when a computed quantity leaves its exact range
-        (see `_round`)."""
+        (see `_stage_round`)."""
         n = self._index.size
         lam, V = np.linalg.eigh(self._S[:n, :n], UPLO="L")
         keep = lam > n * np.finfo(float).eps * max(lam.max(), 0.0)
@@ -202,13 +203,17 @@ class _Full(_ScaleInvariant):
         super().__setstate__(state)
 
     def _raw(self, pos, val):
+        # the buffers are about to hold this event: the last one's round no longer applies,
+        # and a refused event's must not (the event cache keeps the last accepted event)
+        self._last_round = None
         staged = self._stage_round(pos, val)
         if staged is None:
             return math.nan
         m, known, new, y_hat, xPx = staged
+        if not math.isfinite(xPx):  # refused: learning would make Gamma NaN for ever
+            return math.nan
         self._last_round = (self._version, new, xPx, m) if known else None
-        # NaN (refused) when x^T S^+ x leaves float64: learning would make Gamma NaN for ever
-        return y_hat if math.isfinite(xPx) else math.nan
+        return y_hat
 
     def _learn_round(self, pos, val, g):
         if self._last_round is not None and self._last_round[0] == self._version:

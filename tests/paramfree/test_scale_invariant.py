@@ -237,6 +237,27 @@ def test_full_keeps_s_as_the_sum_of_outer_products_bit_for_bit():
     np.testing.assert_array_equal(np.tril(model._S[:n, :n]), np.tril(S))
 
 
+@pytest.mark.parametrize("cls", FULL)
+def test_full_learns_the_last_accepted_event_after_a_refused_one(cls):
+    """An event refused at prediction (a value too large) is staged in the buffers the next
+    learn reads; the learn of the event predicted before it must learn that event's values
+    (helper-42: S reached 5.6e299 after {"b": 3e150} was refused between predict and learn)."""
+    target = True if cls is FULL[0] else 1.0
+    a, b = cls(), cls()
+    for t in range(20):
+        for model in (a, b):
+            model.learn_one({"a": float(t % 3), "b": float(t % 5) - 2.0}, target)
+    x = {"a": 1.0, "b": 2.0}
+    a.predict_one(x)
+    b.predict_one(x)
+    with pytest.raises(ValueError, match="'b'"):
+        a.predict_one({"a": 1.0, "b": 3e150})
+    a.learn_one(x, target)
+    b.learn_one(x, target)
+    assert pickle.dumps(a) == pickle.dumps(b)
+    assert a._raw_one(x) == b._raw_one(x)
+
+
 @pytest.mark.parametrize("cls", COORD + FULL)
 def test_bad_input_is_rejected_and_leaves_the_model_unchanged(cls):
     model = cls()
