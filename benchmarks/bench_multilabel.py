@@ -34,6 +34,7 @@ LEARNERS = {
     "ClassifierChain(LogisticRegression())": lambda order: multioutput.ClassifierChain(
         linear_model.LogisticRegression(), order=order),
     "PAMultiLabelClassifier()": lambda order: river_pa.PAMultiLabelClassifier(),
+    "former default: C=0.03 (3 chains)": lambda order: river_pa.PAMultiLabelClassifier(C=0.03),
     "one chain (chains=1)": lambda order: river_pa.PAMultiLabelClassifier(chains=1),
     "chain, not averaged": lambda order: river_pa.PAMultiLabelClassifier(average=False),
     "threshold (no chain), averaged": lambda order: river_pa.PAMultiLabelClassifier(

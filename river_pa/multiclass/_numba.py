@@ -279,13 +279,14 @@ def multilabel_chain_step(variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, s
 
 
 @njit(cache=True)
-def multilabel_update(rule, variant, c, W, b, V, U, ub, UV, t, ic, idx, val, sq, S, n, rel,
+def multilabel_update(rule, variant, cs, w, W, b, V, U, ub, UV, t, ic, idx, val, sq, S, n, rel,
                       orders):
     """The step of `rule` (THRESHOLD, RANKING or CHAIN) on the event's scores S[j] = W[j] x +
     b[j] of each chain j (`W` chains x label rows x feature positions, `orders[j]` chain j's
-    label rows in order; one chain for the other rules); `t` > 0 also records the step in the
-    running sums U, ub, UV (averaging)."""
+    label rows in order), chain j with aggressiveness cs[j] times the sample weight w; `t` > 0
+    also records the step in the running sums U, ub, UV (averaging)."""
     for j in range(W.shape[0]):
+        c = cs[j] * w
         if rule == THRESHOLD:
             multilabel_cut_step(variant, c, W[j], b[j], U[j], ub[j], t, ic, idx, val, sq, S[j],
                                 n, rel)
@@ -307,49 +308,64 @@ def chain_scores(W, b, n, idx, val, out):
 
 
 @njit(cache=True)
-def multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, rel):
-    """(the labels the averaged weights predict wrong, those the last weights predict wrong)
-    for relevances `rel` (S, SU: each chain's W x + b and U x + ub, before the step)."""
+def multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, rel, group):
+    """Per chain (float64 arrays), the labels its group's averaged weights predict wrong and
+    those its group's last weights predict wrong, for relevances `rel` (S, SU: each chain's
+    W x + b and U x + ub, before the step). The chains are in groups of `group` consecutive
+    ones (the label orders learned with one C), each group predicting by the mean of its
+    chains; every chain of a group gets the group's counts."""
+    k = S.shape[0]
+    wrong_avg = np.zeros(k)
+    wrong_last = np.zeros(k)
     avg = np.empty(n)
     last = np.empty(n)
-    multilabel_predict(S, SU, V, UV, t, n, chain, orders, avg)
-    multilabel_predict(S, SU, V, UV, 0, n, chain, orders, last)
-    wrong_avg = wrong_last = 0
-    for r in range(n):
-        wrong_avg += (avg[r] > 0.0) != (rel[r] != 0)
-        wrong_last += (last[r] > 0.0) != (rel[r] != 0)
+    t_avg = np.full(group, t, dtype=np.int64)
+    t_last = np.zeros(group, dtype=np.int64)
+    for a in range(0, k, group):
+        b = a + group
+        multilabel_predict(S[a:b], SU[a:b], V[a:b], UV[a:b], t_avg, n, chain, orders[a:b], avg)
+        multilabel_predict(S[a:b], SU[a:b], V[a:b], UV[a:b], t_last, n, chain, orders[a:b],
+                           last)
+        wa = wl = 0
+        for r in range(n):
+            wa += (avg[r] > 0.0) != (rel[r] != 0)
+            wl += (last[r] > 0.0) != (rel[r] != 0)
+        wrong_avg[a:b] = wa
+        wrong_last[a:b] = wl
     return wrong_avg, wrong_last
 
 
 @njit(cache=True)
-def multilabel_dense(rule, variant, C, W, b, V, U, ub, UV, t, average, ic, cols, X, R, n, sw,
-                     orders):
+def multilabel_dense(rule, variant, cs, W, b, V, U, ub, UV, t, average, ic, cols, X, R, n, sw,
+                     orders, group):
     """Run the rows of a dense batch through `multilabel_mistakes` (once averaging has a past)
     and `multilabel_update` (`R` is rows x label rows); `t` learned events so far, counted on
-    when `average`. Returns (the new count, the two mistake counts of the batch)."""
+    when `average`. Returns (the new count, the two mistake counts of the batch per chain)."""
     S = np.zeros((W.shape[0], n))
     SU = np.zeros((W.shape[0], n))
     chain = rule == CHAIN
-    wrong_avg = wrong_last = 0
+    wrong_avg = np.zeros(W.shape[0])
+    wrong_last = np.zeros(W.shape[0])
     for i in range(X.shape[0]):
         sq = chain_scores(W, b, n, cols, X[i], S)
         if sw[i] > 0.0:
             if t > 0:
                 chain_scores(U, ub, n, cols, X[i], SU)
-                a, last = multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, R[i])
+                a, last = multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, R[i], group)
                 wrong_avg += a
                 wrong_last += last
             t += average
-            multilabel_update(rule, variant, C * sw[i], W, b, V, U, ub, UV, t, ic, cols, X[i],
+            multilabel_update(rule, variant, cs, sw[i], W, b, V, U, ub, UV, t, ic, cols, X[i],
                               sq, S, n, R[i], orders)
     return t, wrong_avg, wrong_last
 
 
 @njit(cache=True)
-def multilabel_predict(S, SU, V, UV, t, n, chain, orders, out):
+def multilabel_predict(S, SU, V, UV, ts, n, chain, orders, out):
     """out[r]: the score label r is predicted by (> 0: relevant), the mean over the chains j
-    of chain j's score from S[j] = W[j] x + b[j] and SU[j] = U[j] x + ub[j]. With t > 0 learned
-    events every weight is its mean over those events, ((t + 1) W - U) / t (averaging); with
+    of chain j's score from S[j] = W[j] x + b[j] and SU[j] = U[j] x + ub[j]. With t = ts[j] > 0
+    learned events every weight of chain j is its mean over those events, ((t + 1) W - U) / t
+    (averaging); t = 0: the last weights; with
     `chain`, label r adds its chain weights of the labels predicted relevant before it in that
     chain's order."""
     k = S.shape[0]
@@ -357,6 +373,7 @@ def multilabel_predict(S, SU, V, UV, t, n, chain, orders, out):
     out[:n] = 0.0
     for j in range(k):
         order = orders[j]
+        t = ts[j]
         for p in range(n):
             r = order[p]
             v = S[j, r] if t == 0 else ((t + 1) * S[j, r] - SU[j, r]) / t
@@ -374,9 +391,9 @@ def multilabel_predict(S, SU, V, UV, t, n, chain, orders, out):
 
 
 @njit(cache=True)
-def multilabel_predict_dense(S, SU, V, UV, t, n, chain, orders):
+def multilabel_predict_dense(S, SU, V, UV, ts, n, chain, orders):
     """`multilabel_predict` on every row of base scores S, SU (chains x rows x n)."""
     out = np.empty((S.shape[1], n))
     for i in range(S.shape[1]):
-        multilabel_predict(S[:, i], SU[:, i], V, UV, t, n, chain, orders, out[i])
+        multilabel_predict(S[:, i], SU[:, i], V, UV, ts, n, chain, orders, out[i])
     return out

@@ -30,7 +30,8 @@ def _relevance(label, value) -> bool:
     raise ValueError(f"label {label!r} must be True or False (or 0/1), got {value!r}")
 
 
-CHAINS = 3  # the default ensemble of classifier chains (rule "chain")
+CHAINS = 3  # the default ensemble of classifier chains (rule "chain"): label orders
+C_VALUES = (0.01, 0.03, 0.1)  # the default C: each order learned with each
 MAX_CHAINS = 64
 _GOLDEN = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
@@ -48,6 +49,18 @@ def _chain_count(chains, rule: str) -> int:
         raise ValueError(f"chains={chains} needs rule='chain' (rule {rule!r} has no label "
                          "order to vary)")
     return int(chains)
+
+
+def _c_values(C, variant: str) -> tuple:
+    """The C of each copy of the chains: `C` (a number) once, or each of a tuple or list of
+    numbers (1 to 16 of them); every value > 0; one under "PA", which has no C (its copies
+    would be the same). ValueError otherwise."""
+    values = tuple(C) if isinstance(C, tuple | list) else (C,)
+    if not 1 <= len(values) <= 16:
+        raise ValueError(f"C must be a number or a tuple of 1 to 16 numbers, got {C!r}")
+    for value in values:
+        check_positive("C", value)
+    return values[:1] if variant == "PA" else values
 
 
 def _mix64(z: int) -> int:
@@ -100,8 +113,9 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
       side by side in different label orders (each its own W, b and V) and a label's score is
       the mean of its scores in the chains: the ensemble of classifier chains of Read et al.
       (2011, Section 5), here without bagging, each chain's order fixed by the labels
-      themselves (`chain_keys`: the same in every copy, so copies mix). One chain's result
-      depends on its order; the mean over orders does less.
+      themselves (`chain_keys`: the same in every copy, so copies mix), each order learned
+      once per value of `C` (below). One chain's result depends on its order; the mean over
+      orders does less.
     - "ranking": the paper's rule (Section 7), which ranks relevant labels above irrelevant
       ones by a margin of 1 and enforces only the single most violated constraint
       s_r - s_q >= 1: with lo the lowest-scoring relevant label and hi the highest-scoring
@@ -119,24 +133,36 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     the labels the averaged and the last weights each predict wrong, and predicts with the
     last weights while they have made fewer mistakes (follow the leader between two
     predictors, Cesa-Bianchi and Lugosi 2006, Prediction, Learning, and Games, Section 4.3; a
-    tie keeps the averaged ones). The counts are `_miss_averaged` and `_miss_last`.
+    tie keeps the averaged ones). The counts are `_miss_averaged` and `_miss_last` (per
+    chain: the chains of one C hold the counts of their mean).
+
+    By default each label order is learned with each of C = 0.01, 0.03 and 0.1 (9 chains)
+    and a label's score is the mean over all of them: PA-I with a small C learns slowly and
+    averages noise out, with a larger one it learns fast, and the mean of the three did
+    better than any one C. Each C's chains follow their own leader between averaged and last
+    weights (the last weights of a large C chase noise that a small C's do not; one switch
+    for all nine gave up about half the gain): the default is exactly the mean of the scores
+    of `PAMultiLabelClassifier(C=c)` for the three c.
 
     Measured (issue 19; `benchmarks/bench_multilabel.py` prints the full table): River's
-    `StandardScaler` in front, progressive, file order and 10 seeded shuffles of emotions
-    (593 x 72, 6 labels), River's Yeast (first 1,000 events, 14 labels) and four
-    `make_multilabel_classification` streams (1,500 x 20, 6 labels, 1-4 labels per event).
-    Hamming loss over River's `ClassifierChain(LogisticRegression())`'s: emotions 0.945 (below
-    it in 11 of 11 orders; example-F1 0.596 vs 0.602), Yeast 0.973 (10 of 11; F1 0.577 vs
-    0.578), but on the synthetic streams 1.005, 0.998, 1.008 and 1.022 (4, 6, 3 and 0 of 11):
-    on these count features the logistic chain is ahead, and no C (0.01-0.1), intercept scale
-    or number of chains (1-10) changed that. On MULAN sets none of this was chosen on (11
-    orders each): scene 0.872 (the averaged weights alone, the former default: 0.989, and
-    0.235 against the chain's 0.079 in the file's order, sorted by label), birds 0.927
-    (former 1.069), flags 0.988, plant 0.766 (F1 0.198 vs 0.261: it predicts fewer of the rare
-    labels), the whole yeast 0.960; on seven more synthetic streams (5-12 labels) 0.985-1.024.
-    One chain instead of three: emotions 0.943, Yeast 0.979, synthetic 0.999-1.036. Each
-    choice alone (one chain, same runs): without averaging, emotions 1.021 and Yeast 1.067;
-    without the chain, emotions 0.960 and Yeast 0.997 (the running per-label majority's).
+    `StandardScaler` in front, progressive, file order and 10 seeded shuffles. Hamming loss
+    over River's `ClassifierChain(LogisticRegression())`'s (in how many of the 11 orders it is
+    below; the former default, C = 0.03 alone, in brackets): emotions (593 x 72, 6 labels)
+    0.928, 11 (0.945, 11; example-F1 0.5975 vs the chain's 0.602), River's Yeast (first
+    1,000 events, 14 labels) 0.956, 11 (0.973, 10; F1 0.582 vs 0.578); on
+    `make_multilabel_classification` streams (1,500 events, count features) of the benchmark
+    (20 features, 6 labels, seeds 1-4 with 2, 1, 4 and 3 labels per event on average) 0.992,
+    7; 0.982, 10; 0.998, 6; 1.010, 1 (former 1.005, 4; 0.998, 6; 1.008, 3; 1.022, 0), and on
+    six it was not chosen on (seed: features, labels per event, labels: 5: 20, 2, 6; 6: 30,
+    3, 5; 7: 50, 1, 8; 8: 40, 5, 7; 9: 25, 4, 8; 10: 35, 2, 6) 0.990, 9; 0.987, 8; 0.979, 9
+    (F1 0.713 vs 0.718); 0.977, 11; 0.990, 10; 1.008, 2 (former 0.994-1.026). Better than the
+    former default on all twelve, below the chain on average on ten, in 8 of 11 orders on
+    eight: the logistic chain stays ahead on two of the count-feature streams. On MULAN sets
+    (the former default; 11 orders each): scene 0.872 (the averaged weights alone: 0.989, and
+    0.235 against the chain's 0.079 in the file's order, sorted by label), birds 0.927, flags
+    0.988, plant 0.766 (F1 0.198 vs 0.261: it predicts fewer of the rare labels), the whole
+    yeast 0.960. Cost: 1.55x the former default's time per `predict_one` + `learn_one` on
+    Yeast (81 vs 52 us).
 
     `predict_proba_one` gives P(r relevant) = 1 / (1 + exp(-s_r)) of the score the label is
     predicted by (a fixed link, not calibrated), as {label: {False: 1 - p, True: p}}.
@@ -154,7 +180,12 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     variant
         "PA", "PA-I" or "PA-II".
     C
-        Aggressiveness (> 0); unused by PA.
+        Aggressiveness (> 0; unused by PA), or a tuple of 1 to 16 values: the chains are then
+        learned once with each (by default 0.01, 0.03 and 0.1, so 3 orders x 3 values = 9
+        chains) and their scores averaged: PA-I with a small C learns slowly but averages out
+        noise, with a larger C it learns fast; the mean of both gained 1-2% of Hamming loss
+        over C = 0.03 alone on every set measured (see above). Under "PA" only the first value
+        counts (its copies would be the same). A sample weight scales every value.
     learn_intercept
         Whether each label learns an intercept.
     n_features
@@ -176,13 +207,13 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     categorical
         Whether a string value is a one-hot feature, as in `river_pa.PAClassifier`.
     chains
-        How many classifier chains learn side by side (rule "chain"), an int from 1 to 64;
-        None (default) is 3 on the chain and 1 otherwise; more than one under another rule is
-        a ValueError. Each chain costs a copy of the weights (and of their averages) and its
-        share of the compiled work: on River's Yeast (103 features, 14 labels) 3 chains take
-        1.24x one chain's time per `predict_one` + `learn_one` pair (45 vs 38 us; Python's
-        per-event work is shared) and 2.5x on `predict_many` + `learn_many` batches of 500
-        (22 vs 9 us per event).
+        How many label orders the classifier chains learn in side by side (rule "chain"), an
+        int from 1 to 64; None (default) is 3 on the chain and 1 otherwise; more than one under
+        another rule is a ValueError. Each order is learned once per value of `C`. Each chain
+        costs a copy of the weights (and of their averages) and its share of the compiled
+        work: on River's Yeast (103 features, 14 labels) 3 chains take 1.24x one chain's time
+        per `predict_one` + `learn_one` pair (45 vs 38 us; Python's per-event work is shared)
+        and 2.5x on `predict_many` + `learn_many` batches of 500 (22 vs 9 us per event).
 
     Notes
     -----
@@ -239,14 +270,14 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     # the averaged weights are ((t + 1) W - U) / t: W, U and t mix alike (`river_pa.mixing`)
     _MIX = MixSpec({"_W": ("chain", "label", "feature"), "_b": ("chain", "label"),
                     "_V": ("chain", "label", "label"), "_U": ("chain", "label", "feature"),
-                    "_ub": ("chain", "label"), "_UV": ("chain", "label", "label")},
-                   scalars=("_miss_averaged", "_miss_last"), counts=("_t",),
+                    "_ub": ("chain", "label"), "_UV": ("chain", "label", "label"),
+                    "_miss_averaged": ("chain",), "_miss_last": ("chain",)}, counts=("_t",),
                    labels="_classes", add_label="_add_label")
 
     def __init__(
         self,
         variant: str = "PA-I",
-        C: float = 0.03,
+        C: float | tuple = C_VALUES,
         learn_intercept: bool = True,
         n_features: int | None = None,
         rule: str = "chain",
@@ -260,13 +291,18 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
             raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
         check_positive("intercept_scale", intercept_scale)
         self.chains = chains
-        self._n_chains = _chain_count(chains, rule)
+        self._n_orders = _chain_count(chains, rule)
+        c_values = _c_values(C, variant)
+        self._n_chains = self._n_orders * len(c_values)
+        # chain j: label order j mod the orders, C the (j div the orders)-th value
+        self._cs = np.repeat(np.array(c_values, dtype=np.float64), self._n_orders)
         self.rule = rule
         self._rule = RULES[rule]
         self.average = bool(average)
         self.intercept_scale = intercept_scale
-        super().__init__(variant, C, learn_intercept, n_features, max_classes=max_classes,
-                         categorical=categorical)
+        super().__init__(variant, c_values[0], learn_intercept, n_features,
+                         max_classes=max_classes, categorical=categorical)
+        self.C = C
         # the intercept is the weight of a constant feature of value intercept_scale: its
         # square counts in ||x||^2 and b (= the weight times that value) moves by tau times it
         self._intercept_norm = intercept_scale**2 if learn_intercept else 0.0
@@ -281,7 +317,17 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         self._orders = np.zeros((k, 0), dtype=np.int64)  # each chain's label rows, in order
         self._t = 0  # events learned, counted only when averaging
         # the labels the averaged and the last weights predicted wrong on the labelled events
-        self._miss_averaged = self._miss_last = 0.0
+        # (per chain: each C's chains hold their mean's counts)
+        self._miss_averaged, self._miss_last = np.zeros(k), np.zeros(k)
+
+    def __setstate__(self, state):
+        # a pickle from before C varied between chains: one C, each chain its own order
+        if "_cs" not in state:
+            k = state["_n_orders"] = state["_n_chains"]
+            state["_cs"] = np.full(k, float(state["C"]))
+            for name in ("_miss_averaged", "_miss_last"):
+                state[name] = np.full(k, float(state[name]))
+        super().__setstate__(state)
 
     @classmethod
     def _unit_test_params(cls):
@@ -312,8 +358,9 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     def _add_label(self, label) -> int:
         n = self._n
         row = super()._add_label(label)
-        if row == n:  # a new label: its place in every chain
-            self._chain_keys[:, row] = chain_keys(label, self._n_chains)
+        if row == n:  # a new label: its place in every chain (the same for each C)
+            self._chain_keys[:, row] = np.tile(chain_keys(label, self._n_orders),
+                                               self._n_chains // self._n_orders)
         return row
 
     @property
@@ -342,10 +389,14 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         return sq, s
 
     @property
-    def _t_predicting(self) -> int:
-        """The averaging count predictions use: 0 (the last weights) once those have predicted
-        fewer labels wrong than the averaged ones."""
-        return 0 if self._miss_last < self._miss_averaged else self._t
+    def _t_predicting(self) -> np.ndarray:
+        """Per chain, the averaging count predictions use: 0 (the last weights) in the chains
+        of a C once their last weights have predicted fewer labels wrong than their averaged
+        ones (each C's chains switch on their own: the last weights of a large C chase
+        noise that a small C's do not)."""
+        ts = np.full(self._n_chains, self._t, dtype=np.int64)
+        ts[self._miss_last < self._miss_averaged] = 0
+        return ts
 
     def _predicted(self, S, SU=None) -> np.ndarray:
         """The scores labels are predicted by (> 0: relevant), from each chain's base scores
@@ -388,7 +439,7 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
             self._count_mistakes(s, rel)
         self._t += self.average
         multiclass_numba.multilabel_update(
-            self._rule, self._variant, self.C * w, self._W, self._b, self._V, self._U, self._ub,
+            self._rule, self._variant, self._cs, w, self._W, self._b, self._V, self._U, self._ub,
             self._UV, self._t, self._intercept_norm, pos, val, sq, s[0], self._n, rel,
             self._chain_orders
         )
@@ -421,9 +472,9 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         rows = [self._labels[label] for label in Y.columns]
         R[:, rows] = Y.to_numpy(dtype=bool)
         self._t, wrong_avg, wrong_last = multiclass_numba.multilabel_dense(
-            self._rule, self._variant, self.C, self._W, self._b, self._V, self._U, self._ub,
+            self._rule, self._variant, self._cs, self._W, self._b, self._V, self._U, self._ub,
             self._UV, self._t, self.average, self._intercept_norm, pos, values, R, self._n, sw,
-            self._chain_orders
+            self._chain_orders, self._n_orders
         )
         self._miss_averaged += wrong_avg
         self._miss_last += wrong_last
@@ -434,7 +485,7 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         wrong (s: the event's scores before the step)."""
         wrong_avg, wrong_last = multiclass_numba.multilabel_mistakes(
             s[0], s[1], self._V, self._UV, self._t, self._n,
-            self._rule == multiclass_numba.CHAIN, self._chain_orders, rel)
+            self._rule == multiclass_numba.CHAIN, self._chain_orders, rel, self._n_orders)
         self._miss_averaged += wrong_avg
         self._miss_last += wrong_last
 

@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+from river import preprocessing
 
 import river_pa
 
@@ -140,7 +141,11 @@ def test_chains_are_checked():
             river_pa.PAMultiLabelClassifier(chains=bad)
     with pytest.raises(ValueError, match="chains=3 needs rule='chain'"):
         river_pa.PAMultiLabelClassifier(rule="threshold", chains=3)
-    assert river_pa.PAMultiLabelClassifier(rule="ranking")._n_chains == 1
+    assert river_pa.PAMultiLabelClassifier(rule="ranking")._n_orders == 1
+    assert river_pa.PAMultiLabelClassifier(rule="ranking")._n_chains == 3  # one per C
+    assert river_pa.PAMultiLabelClassifier(rule="ranking", C=1.0)._n_chains == 1
+    assert river_pa.PAMultiLabelClassifier()._n_chains == 9
+    assert river_pa.PAMultiLabelClassifier(variant="PA")._n_chains == 3  # PA has no C
 
 
 def test_the_switch_counts_each_weights_mistakes_and_predicts_with_the_fewer(emotions):
@@ -149,7 +154,7 @@ def test_the_switch_counts_each_weights_mistakes_and_predicts_with_the_fewer(emo
     mistakes and predict, where the averaged ones would have been worse."""
     rows = emotions(200)
     rows = rows[:100] + [(x, {k: not v for k, v in y.items()}) for x, y in rows[100:]]
-    model = river_pa.PAMultiLabelClassifier()
+    model = river_pa.PAMultiLabelClassifier(C=0.03)  # one C: its 3 chains switch together
     counts = np.zeros(2)
     wrong = np.zeros(2)  # progressive Hamming mistakes of each, forced
     for x, y in rows:
@@ -163,11 +168,59 @@ def test_the_switch_counts_each_weights_mistakes_and_predicts_with_the_fewer(emo
             counts += mistakes
         wrong += mistakes
         model.learn_one(x, y)
-    assert [model._miss_averaged, model._miss_last] == counts.tolist()
-    assert model._miss_last < model._miss_averaged and wrong[1] < wrong[0]
+    assert [model._miss_averaged.tolist(), model._miss_last.tolist()] == [
+        [counts[0]] * 3, [counts[1]] * 3]
+    assert (model._miss_last < model._miss_averaged).all() and wrong[1] < wrong[0]
     copy = pickle.loads(pickle.dumps(model))
     copy._miss_averaged = np.inf
     assert model.decision_function_one(rows[0][0]) == copy.decision_function_one(rows[0][0])
+
+
+def test_the_default_is_one_model_per_c_each_switching_on_its_own(emotions):
+    """The default's chains of each C learn exactly as `PAMultiLabelClassifier(C=c)` does
+    (the same orders, weights and mistake counts, bit for bit) and it predicts by the mean of
+    their scores: three models, each following its own leader between averaged and last
+    weights."""
+    scaler = preprocessing.StandardScaler()  # as in front of it in the benchmark
+    model = river_pa.PAMultiLabelClassifier()
+    singles = [river_pa.PAMultiLabelClassifier(C=c) for c in (0.01, 0.03, 0.1)]
+    switched = []
+    for x, y in emotions(300):
+        scaler.learn_one(x)
+        x = scaler.transform_one(x)
+        scores = [m.decision_function_one(x) for m in singles]
+        got = model.decision_function_one(x)
+        assert got.keys() == scores[0].keys()
+        np.testing.assert_allclose([got[k] for k in got],
+                                   [sum(s[k] for s in scores) / 3 for k in got], rtol=1e-12)
+        for m in (model, *singles):
+            m.learn_one(x, y)
+        switched.append(tuple(model._t_predicting[::3] == 0))
+    for g, single in enumerate(singles):
+        chains = slice(3 * g, 3 * g + 3)
+        for name in ("_W", "_b", "_V", "_U", "_ub", "_UV", "_miss_averaged", "_miss_last"):
+            assert np.array_equal(getattr(model, name)[chains], getattr(single, name)), name
+    assert sum(len(set(s)) > 1 for s in switched) > 100  # the Cs' switches differ often
+
+
+def test_a_pickle_from_before_c_varied_between_chains_continues_identically(emotions):
+    """A model snapshot written before C could vary between chains (one float C, scalar
+    mistake counts, no `_cs`) loads and continues exactly as the model it was."""
+    rows = emotions(150)
+    model = river_pa.PAMultiLabelClassifier(C=0.03)
+    for x, y in rows[:100]:
+        model.learn_one(x, y)
+    state = model.__getstate__()
+    for name in ("_cs", "_n_orders"):
+        del state[name]
+    state["_miss_averaged"] = float(state["_miss_averaged"][0])
+    state["_miss_last"] = float(state["_miss_last"][0])
+    old = river_pa.PAMultiLabelClassifier.__new__(river_pa.PAMultiLabelClassifier)
+    old.__setstate__(state)
+    for x, y in rows[100:]:
+        assert old.decision_function_one(x) == model.decision_function_one(x)
+        old.learn_one(x, y)
+        model.learn_one(x, y)
 
 
 @pytest.mark.parametrize("rule", ["threshold", "chain"])
@@ -231,9 +284,9 @@ def test_the_benchmarks_models_read_features_apart_from_the_labels():
 def test_default_beats_the_chain_of_logistic_regressions_on_emotions(emotions):
     """Issue 19's target on a reduced run (benchmarks/bench_multilabel.py has the full one):
     emotions in file order and 2 shuffles. Full run (11 orders): Hamming loss below River's
-    ClassifierChain(LogisticRegression())'s in 11 of 11 orders (ratio 0.945), example-F1 a
-    little lower (0.596 vs 0.602). On the synthetic streams it is not below (see the
-    benchmark), so none is asserted here."""
+    ClassifierChain(LogisticRegression())'s in 11 of 11 orders (ratio 0.928), example-F1 a
+    little lower (0.5975 vs 0.602). On the synthetic streams it is below on some and not on
+    others (see the benchmark), so none is asserted here."""
     from river import linear_model, multioutput
 
     rows = emotions(593)
@@ -248,7 +301,7 @@ def test_default_beats_the_chain_of_logistic_regressions_on_emotions(emotions):
             linear_model.LogisticRegression(), order=list(range(Y.shape[1]))), X[idx], Y[idx]))
     ours, chain = np.array(ours), np.array(chain)
     assert (ours[:, 0] < chain[:, 0]).all(), (ours, chain)
-    assert ours[:, 0].mean() < 0.96 * chain[:, 0].mean()
+    assert ours[:, 0].mean() < 0.95 * chain[:, 0].mean()
     assert ours[:, 1].mean() >= chain[:, 1].mean() - 0.015, (ours, chain)
 
 
