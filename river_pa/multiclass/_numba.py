@@ -308,64 +308,60 @@ def chain_scores(W, b, n, idx, val, out):
 
 
 @njit(cache=True)
-def multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, rel, group):
-    """Per chain (float64 arrays), the labels its group's averaged weights predict wrong and
-    those its group's last weights predict wrong, for relevances `rel` (S, SU: each chain's
-    W x + b and U x + ub, before the step). The chains are in groups of `group` consecutive
-    ones (the label orders learned with one C), each group predicting by the mean of its
-    chains; every chain of a group gets the group's counts."""
+def multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, rel, group, miss_avg, miss_last):
+    """Add to each chain's counts (float64 arrays, in place) the labels its group's averaged
+    weights predict wrong and those its group's last weights predict wrong, for relevances
+    `rel` (S, SU: each chain's W x + b and U x + ub, before the step). The chains are in
+    groups of `group` consecutive ones (the label orders learned with one C), each group
+    predicting by the mean of its chains; every chain of a group gets the group's counts."""
     k = S.shape[0]
-    wrong_avg = np.zeros(k)
-    wrong_last = np.zeros(k)
     avg = np.empty(n)
     last = np.empty(n)
-    t_avg = np.full(group, t, dtype=np.int64)
-    t_last = np.zeros(group, dtype=np.int64)
+    none = np.zeros(group)  # no chain's last weights forced
     for a in range(0, k, group):
         b = a + group
-        multilabel_predict(S[a:b], SU[a:b], V[a:b], UV[a:b], t_avg, n, chain, orders[a:b], avg)
-        multilabel_predict(S[a:b], SU[a:b], V[a:b], UV[a:b], t_last, n, chain, orders[a:b],
-                           last)
+        multilabel_predict(S[a:b], SU[a:b], V[a:b], UV[a:b], t, none, none, n, chain,
+                           orders[a:b], avg)
+        multilabel_predict(S[a:b], SU[a:b], V[a:b], UV[a:b], 0, none, none, n, chain,
+                           orders[a:b], last)
         wa = wl = 0
         for r in range(n):
             wa += (avg[r] > 0.0) != (rel[r] != 0)
             wl += (last[r] > 0.0) != (rel[r] != 0)
-        wrong_avg[a:b] = wa
-        wrong_last[a:b] = wl
-    return wrong_avg, wrong_last
+        for j in range(a, b):
+            miss_avg[j] += wa
+            miss_last[j] += wl
 
 
 @njit(cache=True)
 def multilabel_dense(rule, variant, cs, W, b, V, U, ub, UV, t, average, ic, cols, X, R, n, sw,
-                     orders, group):
-    """Run the rows of a dense batch through `multilabel_mistakes` (once averaging has a past)
-    and `multilabel_update` (`R` is rows x label rows); `t` learned events so far, counted on
-    when `average`. Returns (the new count, the two mistake counts of the batch per chain)."""
+                     orders, group, miss_avg, miss_last):
+    """Run the rows of a dense batch through `multilabel_mistakes` (once averaging has a past:
+    counted in miss_avg, miss_last) and `multilabel_update` (`R` is rows x label rows); `t`
+    learned events so far, counted on when `average`. Returns the new count."""
     S = np.zeros((W.shape[0], n))
     SU = np.zeros((W.shape[0], n))
     chain = rule == CHAIN
-    wrong_avg = np.zeros(W.shape[0])
-    wrong_last = np.zeros(W.shape[0])
     for i in range(X.shape[0]):
         sq = chain_scores(W, b, n, cols, X[i], S)
         if sw[i] > 0.0:
             if t > 0:
                 chain_scores(U, ub, n, cols, X[i], SU)
-                a, last = multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, R[i], group)
-                wrong_avg += a
-                wrong_last += last
+                multilabel_mistakes(S, SU, V, UV, t, n, chain, orders, R[i], group, miss_avg,
+                                    miss_last)
             t += average
             multilabel_update(rule, variant, cs, sw[i], W, b, V, U, ub, UV, t, ic, cols, X[i],
                               sq, S, n, R[i], orders)
-    return t, wrong_avg, wrong_last
+    return t
 
 
 @njit(cache=True)
-def multilabel_predict(S, SU, V, UV, ts, n, chain, orders, out):
+def multilabel_predict(S, SU, V, UV, t, miss_last, miss_avg, n, chain, orders, out):
     """out[r]: the score label r is predicted by (> 0: relevant), the mean over the chains j
-    of chain j's score from S[j] = W[j] x + b[j] and SU[j] = U[j] x + ub[j]. With t = ts[j] > 0
+    of chain j's score from S[j] = W[j] x + b[j] and SU[j] = U[j] x + ub[j]. With t > 0
     learned events every weight of chain j is its mean over those events, ((t + 1) W - U) / t
-    (averaging); t = 0: the last weights; with
+    (averaging), unless miss_last[j] < miss_avg[j] (its last weights have erred less: they
+    predict); t = 0: the last weights; with
     `chain`, label r adds its chain weights of the labels predicted relevant before it in that
     chain's order."""
     k = S.shape[0]
@@ -373,15 +369,15 @@ def multilabel_predict(S, SU, V, UV, ts, n, chain, orders, out):
     out[:n] = 0.0
     for j in range(k):
         order = orders[j]
-        t = ts[j]
+        tj = 0 if miss_last[j] < miss_avg[j] else t
         for p in range(n):
             r = order[p]
-            v = S[j, r] if t == 0 else ((t + 1) * S[j, r] - SU[j, r]) / t
+            v = S[j, r] if tj == 0 else ((tj + 1) * S[j, r] - SU[j, r]) / tj
             if chain:
                 for i in range(p):
                     q = order[i]
                     if one[q] > 0.0:
-                        v += V[j, r, q] if t == 0 else ((t + 1) * V[j, r, q] - UV[j, r, q]) / t
+                        v += V[j, r, q] if tj == 0 else ((tj + 1) * V[j, r, q] - UV[j, r, q]) / tj
             one[r] = v
         for r in range(n):
             out[r] += one[r]
@@ -391,9 +387,10 @@ def multilabel_predict(S, SU, V, UV, ts, n, chain, orders, out):
 
 
 @njit(cache=True)
-def multilabel_predict_dense(S, SU, V, UV, ts, n, chain, orders):
+def multilabel_predict_dense(S, SU, V, UV, t, miss_last, miss_avg, n, chain, orders):
     """`multilabel_predict` on every row of base scores S, SU (chains x rows x n)."""
     out = np.empty((S.shape[1], n))
     for i in range(S.shape[1]):
-        multilabel_predict(S[:, i], SU[:, i], V, UV, ts, n, chain, orders, out[i])
+        multilabel_predict(S[:, i], SU[:, i], V, UV, t, miss_last, miss_avg, n, chain, orders,
+                           out[i])
     return out

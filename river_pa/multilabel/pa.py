@@ -52,14 +52,18 @@ def _chain_count(chains, rule: str) -> int:
 
 
 def _c_values(C, variant: str) -> tuple:
-    """The C of each copy of the chains: `C` (a number) once, or each of a tuple or list of
-    numbers (1 to 16 of them); every value > 0; one under "PA", which has no C (its copies
-    would be the same). ValueError otherwise."""
+    """The C of each copy of the chains: `C` (a number) once, or each of a tuple (or list) of
+    1 to 16 numbers; every value > 0; one under "PA", which has no C (its copies would be the
+    same). ValueError otherwise."""
     values = tuple(C) if isinstance(C, tuple | list) else (C,)
-    if not 1 <= len(values) <= 16:
-        raise ValueError(f"C must be a number or a tuple of 1 to 16 numbers, got {C!r}")
-    for value in values:
-        check_positive("C", value)
+    try:
+        if not 1 <= len(values) <= 16:
+            raise ValueError
+        for value in values:
+            check_positive("C", value)
+    except ValueError:
+        raise ValueError(f"C must be a number > 0 or a tuple of 1 to 16 of them, got {C!r}"
+                         ) from None
     return values[:1] if variant == "PA" else values
 
 
@@ -109,8 +113,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
       label r also reads the relevance (1 or 0) of every label before it in its chain,
       through weights v_rq. Learning reads the true relevance, so l_r uses
       s_r + sum_{q<r} v_rq y_q and label r's squared norm is ||x||^2 + c^2 + #{q < r relevant};
-      prediction reads the labels predicted before r. By default `chains` = 3 chains learn
-      side by side in different label orders (each its own W, b and V) and a label's score is
+      prediction reads the labels predicted before r. By default chains in `chains` = 3
+      label orders (each chain its own W, b and V) learn side by side and a label's score is
       the mean of its scores in the chains: the ensemble of classifier chains of Read et al.
       (2011, Section 5), here without bagging, each chain's order fixed by the labels
       themselves (`chain_keys`: the same in every copy, so copies mix), each order learned
@@ -142,7 +146,8 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     better than any one C. Each C's chains follow their own leader between averaged and last
     weights (the last weights of a large C chase noise that a small C's do not; one switch
     for all nine gave up about half the gain): the default is exactly the mean of the scores
-    of `PAMultiLabelClassifier(C=c)` for the three c.
+    of `PAMultiLabelClassifier(C=c)` for the three c (to rounding: the same weights bit for
+    bit). Memory: three times the weights of one C.
 
     Measured (issue 19; `benchmarks/bench_multilabel.py` prints the full table): River's
     `StandardScaler` in front, progressive, file order and 10 seeded shuffles. Hamming loss
@@ -155,14 +160,14 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     7; 0.982, 10; 0.998, 6; 1.010, 1 (former 1.005, 4; 0.998, 6; 1.008, 3; 1.022, 0), and on
     six it was not chosen on (seed: features, labels per event, labels: 5: 20, 2, 6; 6: 30,
     3, 5; 7: 50, 1, 8; 8: 40, 5, 7; 9: 25, 4, 8; 10: 35, 2, 6) 0.990, 9; 0.987, 8; 0.979, 9
-    (F1 0.713 vs 0.718); 0.977, 11; 0.990, 10; 1.008, 2 (former 0.994-1.026). Better than the
+    (F1 0.713 vs 0.718); 0.977, 11; 0.990, 10; 1.008, 2 (former 0.987-1.026). Better than the
     former default on all twelve, below the chain on average on ten, in 8 of 11 orders on
     eight: the logistic chain stays ahead on two of the count-feature streams. On MULAN sets
     (the former default; 11 orders each): scene 0.872 (the averaged weights alone: 0.989, and
     0.235 against the chain's 0.079 in the file's order, sorted by label), birds 0.927, flags
     0.988, plant 0.766 (F1 0.198 vs 0.261: it predicts fewer of the rare labels), the whole
-    yeast 0.960. Cost: 1.55x the former default's time per `predict_one` + `learn_one` on
-    Yeast (81 vs 52 us).
+    yeast 0.960. Cost: 1.6x the former default's time per `predict_one` + `learn_one` on
+    Yeast (77 vs 48 us), 1.35x on emotions (42 vs 31 us).
 
     `predict_proba_one` gives P(r relevant) = 1 / (1 + exp(-s_r)) of the score the label is
     predicted by (a fixed link, not calibrated), as {label: {False: 1 - p, True: p}}.
@@ -209,11 +214,13 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
     chains
         How many label orders the classifier chains learn in side by side (rule "chain"), an
         int from 1 to 64; None (default) is 3 on the chain and 1 otherwise; more than one under
-        another rule is a ValueError. Each order is learned once per value of `C`. Each chain
-        costs a copy of the weights (and of their averages) and its share of the compiled
-        work: on River's Yeast (103 features, 14 labels) 3 chains take 1.24x one chain's time
-        per `predict_one` + `learn_one` pair (45 vs 38 us; Python's per-event work is shared)
-        and 2.5x on `predict_many` + `learn_many` batches of 500 (22 vs 9 us per event).
+        another rule is a ValueError. Each order is learned once per value of `C` (at most 64
+        chains in all). Each chain costs a copy of the weights (and of their averages) and its
+        share of the compiled work: on River's Yeast (103 features, 14 labels), with one C,
+        3 chains took 1.24x one chain's time per `predict_one` + `learn_one` pair (45 vs
+        38 us; Python's per-event work is shared) and 2.5x on `predict_many` + `learn_many`
+        batches of 500 (22 vs 9 us per event); the default's 9 chains 1.6x the 3 (77 vs
+        48 us, on another day's machine).
 
     Notes
     -----
@@ -294,6 +301,9 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         self._n_orders = _chain_count(chains, rule)
         c_values = _c_values(C, variant)
         self._n_chains = self._n_orders * len(c_values)
+        if self._n_chains > MAX_CHAINS:
+            raise ValueError(f"at most {MAX_CHAINS} chains: {self._n_orders} label orders x "
+                             f"{len(c_values)} values of C make {self._n_chains}")
         # chain j: label order j mod the orders, C the (j div the orders)-th value
         self._cs = np.repeat(np.array(c_values, dtype=np.float64), self._n_orders)
         self.rule = rule
@@ -302,7 +312,7 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         self.intercept_scale = intercept_scale
         super().__init__(variant, c_values[0], learn_intercept, n_features,
                          max_classes=max_classes, categorical=categorical)
-        self.C = C
+        self.C = tuple(C) if isinstance(C, list) else C  # a list (JSON's) is the tuple
         # the intercept is the weight of a constant feature of value intercept_scale: its
         # square counts in ||x||^2 and b (= the weight times that value) moves by tau times it
         self._intercept_norm = intercept_scale**2 if learn_intercept else 0.0
@@ -388,28 +398,20 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
             multiclass_numba.chain_scores(self._U, self._ub, self._n, pos, val, s[1])
         return sq, s
 
-    @property
-    def _t_predicting(self) -> np.ndarray:
-        """Per chain, the averaging count predictions use: 0 (the last weights) in the chains
-        of a C once their last weights have predicted fewer labels wrong than their averaged
-        ones (each C's chains switch on their own: the last weights of a large C chase
-        noise that a small C's do not)."""
-        ts = np.full(self._n_chains, self._t, dtype=np.int64)
-        ts[self._miss_last < self._miss_averaged] = 0
-        return ts
-
     def _predicted(self, S, SU=None) -> np.ndarray:
         """The scores labels are predicted by (> 0: relevant), from each chain's base scores
         (S[0], S[1] of one event, or S and SU of a batch: chains x rows x labels)."""
+        # each C's chains switch between averaged and last weights on their own (the last
+        # weights of a large C chase noise that a small C's do not)
         chain = self._rule == multiclass_numba.CHAIN
-        t = self._t_predicting
+        switch = (self._t, self._miss_last, self._miss_averaged)
         if SU is None:
             out = np.empty(self._n)
-            multiclass_numba.multilabel_predict(S[0], S[1], self._V, self._UV, t, self._n,
+            multiclass_numba.multilabel_predict(S[0], S[1], self._V, self._UV, *switch, self._n,
                                                 chain, self._chain_orders, out)
             return out
-        return multiclass_numba.multilabel_predict_dense(S, SU, self._V, self._UV, t, self._n,
-                                                         chain, self._chain_orders)
+        return multiclass_numba.multilabel_predict_dense(S, SU, self._V, self._UV, *switch,
+                                                         self._n, chain, self._chain_orders)
 
     def _check_targets(self, y) -> list:
         """The labels of `y` in order, every value checked."""
@@ -471,23 +473,20 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         R = np.zeros((len(Y), self._n), dtype=np.int64)
         rows = [self._labels[label] for label in Y.columns]
         R[:, rows] = Y.to_numpy(dtype=bool)
-        self._t, wrong_avg, wrong_last = multiclass_numba.multilabel_dense(
+        self._t = multiclass_numba.multilabel_dense(
             self._rule, self._variant, self._cs, self._W, self._b, self._V, self._U, self._ub,
             self._UV, self._t, self.average, self._intercept_norm, pos, values, R, self._n, sw,
-            self._chain_orders, self._n_orders
+            self._chain_orders, self._n_orders, self._miss_averaged, self._miss_last
         )
-        self._miss_averaged += wrong_avg
-        self._miss_last += wrong_last
         self._version += 1
 
     def _count_mistakes(self, s, rel) -> None:
         """Count the labels of a labelled event the averaged and the last weights predict
-        wrong (s: the event's scores before the step)."""
-        wrong_avg, wrong_last = multiclass_numba.multilabel_mistakes(
+        wrong (s: the event's scores before the step), per C's chains."""
+        multiclass_numba.multilabel_mistakes(
             s[0], s[1], self._V, self._UV, self._t, self._n,
-            self._rule == multiclass_numba.CHAIN, self._chain_orders, rel, self._n_orders)
-        self._miss_averaged += wrong_avg
-        self._miss_last += wrong_last
+            self._rule == multiclass_numba.CHAIN, self._chain_orders, rel, self._n_orders,
+            self._miss_averaged, self._miss_last)
 
     @property
     def weights(self) -> dict:

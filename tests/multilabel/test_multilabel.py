@@ -146,6 +146,13 @@ def test_chains_are_checked():
     assert river_pa.PAMultiLabelClassifier(rule="ranking", C=1.0)._n_chains == 1
     assert river_pa.PAMultiLabelClassifier()._n_chains == 9
     assert river_pa.PAMultiLabelClassifier(variant="PA")._n_chains == 3  # PA has no C
+    assert river_pa.PAMultiLabelClassifier(C=[0.1, 0.2]).C == (0.1, 0.2)  # a list is a tuple
+    with pytest.raises(ValueError, match="C must be a number > 0 or a tuple of 1 to 16"):
+        river_pa.PAMultiLabelClassifier(C=np.array([0.1, 0.2]))
+    with pytest.raises(ValueError, match="C must be a number > 0 or a tuple of 1 to 16"):
+        river_pa.PAMultiLabelClassifier(C=(0.1, -1.0))
+    with pytest.raises(ValueError, match="at most 64 chains: 5 label orders x 16 values of C"):
+        river_pa.PAMultiLabelClassifier(chains=5, C=tuple(0.01 * i for i in range(1, 17)))
 
 
 def test_the_switch_counts_each_weights_mistakes_and_predicts_with_the_fewer(emotions):
@@ -161,7 +168,7 @@ def test_the_switch_counts_each_weights_mistakes_and_predicts_with_the_fewer(emo
         asked = []
         for forced in ("_miss_last", "_miss_averaged"):  # inf on the other: that one predicts
             copy = pickle.loads(pickle.dumps(model))
-            setattr(copy, forced, np.inf)
+            setattr(copy, forced, np.full(3, np.inf))
             asked.append(copy.predict_one(x))
         mistakes = [sum(p.get(k, False) != v for k, v in y.items()) for p in asked]
         if model._t:
@@ -172,7 +179,7 @@ def test_the_switch_counts_each_weights_mistakes_and_predicts_with_the_fewer(emo
         [counts[0]] * 3, [counts[1]] * 3]
     assert (model._miss_last < model._miss_averaged).all() and wrong[1] < wrong[0]
     copy = pickle.loads(pickle.dumps(model))
-    copy._miss_averaged = np.inf
+    copy._miss_averaged = np.full(3, np.inf)
     assert model.decision_function_one(rows[0][0]) == copy.decision_function_one(rows[0][0])
 
 
@@ -195,7 +202,7 @@ def test_the_default_is_one_model_per_c_each_switching_on_its_own(emotions):
                                    [sum(s[k] for s in scores) / 3 for k in got], rtol=1e-12)
         for m in (model, *singles):
             m.learn_one(x, y)
-        switched.append(tuple(model._t_predicting[::3] == 0))
+        switched.append(tuple((model._miss_last < model._miss_averaged)[::3]))
     for g, single in enumerate(singles):
         chains = slice(3 * g, 3 * g + 3)
         for name in ("_W", "_b", "_V", "_U", "_ub", "_UV", "_miss_averaged", "_miss_last"):
@@ -236,7 +243,7 @@ def test_averaged_prediction_is_the_mean_of_the_weights_after_each_event(rule, e
         snapshots.append((plain._W[0, :n].copy(), plain._b[0, :n].copy(),
                           plain._V[0, :n, :n].copy()))
     assert np.array_equal(averaged._W, plain._W)  # averaging never changes what is learned
-    averaged._miss_last = np.inf  # the averaged weights predict (see the switch's test)
+    averaged._miss_last[:] = np.inf  # the averaged weights predict (see the switch's test)
     W, b, V = (np.mean(parts, axis=0) for parts in zip(*snapshots))
     x = rows[0][0]
     xv = np.zeros(W.shape[1])
