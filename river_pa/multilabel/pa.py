@@ -320,9 +320,11 @@ class PAMultiLabelClassifier(MultiPrototype, base.MultiLabelClassifier):
         self._W = np.zeros((k, labels, self._W.shape[1]))  # the base class's, one per chain
         self._b = np.zeros((k, labels))
         self._V = np.zeros((k, labels, labels))
-        self._U = np.zeros_like(self._W)
-        self._ub = np.zeros_like(self._b)
-        self._UV = np.zeros_like(self._V)
+        # np.zeros, not zeros_like: the pages stay unwritten until used (zeros_like wrote
+        # all of them: 19 GB for the default's 9 chains hashed to 2**26 positions)
+        self._U = np.zeros(self._W.shape)
+        self._ub = np.zeros(self._b.shape)
+        self._UV = np.zeros(self._V.shape)
         self._chain_keys = np.zeros((k, labels), dtype=np.uint64)  # chain_keys of each label row
         self._orders = np.zeros((k, 0), dtype=np.int64)  # each chain's label rows, in order
         self._t = 0  # events learned, counted only when averaging
