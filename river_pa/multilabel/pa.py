@@ -57,14 +57,13 @@ def _c_values(C, variant: str) -> tuple:
     same). ValueError otherwise."""
     values = tuple(C) if isinstance(C, tuple | list) else (C,)
     try:
-        if not 1 <= len(values) <= 16:
-            raise ValueError
-        for value in values:
-            check_positive("C", value)
+        if 1 <= len(values) <= 16:
+            for value in values:
+                check_positive("C", value)
+            return values[:1] if variant == "PA" else values
     except ValueError:
-        raise ValueError(f"C must be a number > 0 or a tuple of 1 to 16 of them, got {C!r}"
-                         ) from None
-    return values[:1] if variant == "PA" else values
+        pass
+    raise ValueError(f"C must be a number > 0 or a tuple of 1 to 16 of them, got {C!r}")
 
 
 def _mix64(z: int) -> int:

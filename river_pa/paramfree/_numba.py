@@ -457,10 +457,6 @@ def si_full_commit(S, P, N, h, D, scratch, n, ev_pos, ev_val, m, new, g):
             Pi = P[i]
             ci = c * k[i]  # c * k[i] * k[j] is (c * k[i]) * k[j]: the same bits, hoisted
             hi = h[i]
-            if hi == 0.0:
-                for j in range(n):
-                    Pi[j] -= ci * k[j]
-                continue
             for j in range(n):  # `_add_row` fused into the update: one pass over the row
                 p = Pi[j] - ci * k[j]
                 Pi[j] = p
@@ -504,12 +500,13 @@ def _add_outer_lower(S, idx, val, xd):
 @njit(cache=True)
 def _add_row(Ph, row, hi, n):
     """Ph[:n] += row[:n] hi, the step of P h = sum_i P[i] h_i that follows row i's update (P
-    is symmetric in exact arithmetic; in float64 its rows and columns differ in the last bits,
-    about 1e-11 of its largest entry, so this is P^T h to that rounding): an element-wise loop the compiler vectorises
-    without reordering any sum (a dot product per row cannot be, without fastmath), so every
-    machine computes the same bits, 3.5x the throughput of four interleaved partial sums at
-    d = 100. A zero h_i adds nothing (Ph is never -0.0) and is skipped: new coordinates, and
-    zeros past the last one, never move a bit."""
+    is symmetric in exact arithmetic; in float64 its rows and columns differ in the last
+    bits, about 1e-11 of its largest entry, so this is P^T h to that rounding): an
+    element-wise loop the compiler vectorises without reordering any sum (a dot product per
+    row cannot be, without fastmath), so every machine computes the same bits, 3.5x the
+    throughput of four interleaved partial sums at d = 100. A zero h_i adds nothing (Ph is
+    never -0.0), skipped or not: new coordinates, and zeros past the last one, never move a
+    bit."""
     if hi != 0.0:
         for j in range(n):
             Ph[j] += row[j] * hi
