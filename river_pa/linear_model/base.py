@@ -2,9 +2,12 @@
 
 A `SparseLinear` keeps its weights in a numpy float64 array addressed through a
 `river_pa._core.features.FeatureIndex`, and its intercept as the weight of a constant feature of
-value 1. It turns a feature dict into ``(positions, values)`` arrays, caching the positions of
-the last key tuple (fixed-schema streams repeat it) and the margin of the last event, so that
-``predict_one(x)`` followed by ``learn_one(x, y)`` computes ``w . x`` once.
+value 1. With a vocabulary, a dict of str keys and float or int values goes to the C step
+(`_dictstep.c`, an optional extension: one call reads the dict, the vocabulary and the weights,
+bit for bit the Numba path's result). Anything else turns into ``(positions, values)`` arrays
+for the Numba kernels, caching the positions of the last key tuple (fixed-schema streams repeat
+it) and the margin of the last event, so that ``predict_one(x)`` followed by
+``learn_one(x, y)`` computes ``w . x`` once.
 
 """
 
@@ -27,6 +30,11 @@ from river_pa._core.validation import (
 from river_pa.linear_model import _numba
 from river_pa.mixing import MixSpec
 
+try:  # the optional C step (pyproject.toml's ext-modules; see _dictstep.c): without it, the Numba path below
+    from river_pa.linear_model._dictstep import learn as _c_learn, margin as _c_margin
+except ImportError:  # pragma: no cover - a build without a C compiler
+    _c_learn = _c_margin = None
+
 _SHARED = ("two columns of the batch share one weight (equal keys or a hash collision): learn "
            "them one event at a time")
 
@@ -47,7 +55,7 @@ class SparseLinear(EventCache):
     _task: int
     _INITIAL_CAPACITY = 64
     _PACKED = True
-    _TRANSIENT = (*EventCache._TRANSIENT, "_margin", "_sq")
+    _TRANSIENT = (*EventCache._TRANSIENT, "_margin", "_sq", "_dict_step")
     _MIX = MixSpec({"_w": ("feature",)}, scalars=("intercept",))
 
     def _setup(self, variant, C, epsilon, learn_intercept, n_features):
@@ -65,6 +73,9 @@ class SparseLinear(EventCache):
     def _clear_cache(self):
         super()._clear_cache()
         self._margin = self._sq = 0.0
+        # plain dicts take the C step: a vocabulary, no one-hot encoding, the extension built
+        self._dict_step = (_c_learn is not None and not self.categorical
+                           and self._index.__class__ is Vocabulary)
 
     # -- events ----------------------------------------------------------------------------
 
@@ -79,11 +90,12 @@ class SparseLinear(EventCache):
         """Cache w . x + b and ||x||^2 (intercept excluded); unseen keys sit at the sink, of
         weight 0, so both stay valid when they get positions.
 
-        Numba at every size: a plain-Python loop over a memoryview of the weights (bit for bit
-        the same sums) was measured slower from 2 keys on (issue 18: 0.65 vs 0.52 us at 2 keys,
-        1.1 vs 0.52 us at 9, 1.9 vs 0.53 us at 20), as was the step (0.58 us per Numba
-        `update` call at any size up to 20 keys): a Numba call of three arguments costs about
-        0.35 us, the Python loop 50-100 ns per key plus its glue.
+        The Numba path, for what the C step (`_c_step`) leaves: hashing, one-hot encoding,
+        values other than float and int, keys other than str, errors. In Python this glue (two
+        tuples, packing, cache checks, a Numba call of about 0.35 us) cost more than the
+        arithmetic on events of a few dozen keys (issue 18), and a plain-Python loop over the
+        weights was slower still from 2 keys on (0.65 vs 0.52 us at 2 keys, 1.9 vs 0.53 us at
+        20); the C step reads the dict itself.
 
         """
         dot = _numba.dot_sq_packed if val.__class__ is bytes else _numba.dot_sq
@@ -91,6 +103,10 @@ class SparseLinear(EventCache):
         self._margin = self.intercept + s
 
     def _margin_one(self, x: dict) -> float:
+        if self._dict_step and x.__class__ is dict:
+            m = _c_margin(x, self._index.positions, self._w, self.intercept)
+            if m is not None:
+                return m
         self._event(x)
         return self._margin
 
@@ -99,6 +115,8 @@ class SparseLinear(EventCache):
             w = check_sample_weight(w)
             if w == 0.0:
                 return
+        if self._dict_step and x.__class__ is dict and self._c_step(x, y, w):
+            return
         self._event(x)
         margin = self._margin
         # skip the kernel when the loss is 0 (no step): classification 1 - y m <= 0, i.e.
@@ -122,6 +140,22 @@ class SparseLinear(EventCache):
                 raise _overflow(type(self).__name__, "this event")
             self.intercept = b
             self._version += 1
+
+    def _c_step(self, x: dict, y: float, w: float) -> bool:
+        """`_learn_event` by the C step, bit for bit; False when it left `x` to the Numba path
+        (not a plain dict of str keys and finite float or int values, no room, overflow)."""
+        index = self._index
+        done = _c_learn(x, index.positions, self._w, self.intercept, self._intercept_norm,
+                        self._task, self._variant, self.C * w, self._epsilon, y, index.max_keys)
+        if done is None:
+            return False
+        b, step, n_new = done
+        if n_new:
+            self._keys = None  # the cached key tuple's positions are stale
+        if step != 0.0:
+            self.intercept = b
+            self._version += 1
+        return True
 
     def _check_step(self, y: float, w: float) -> None:
         """Raise before anything changes if the step on the cached event would leave float64."""

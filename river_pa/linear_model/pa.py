@@ -177,8 +177,7 @@ class PAClassifier(SparseLinear, base.MiniBatchClassifier):
         return {False: 1.0 - p, True: p}  # float(): River's sigmoid is the int 0/1 past |m| > 30
 
     def predict_one(self, x: dict) -> bool:
-        self._event(x)  # = self._margin_one(x), one call less on the hot path
-        return self._margin > 0.0
+        return self._margin_one(x) > 0.0
 
     def decision_function_one(self, x: dict) -> float:
         """The margin w . x + b."""

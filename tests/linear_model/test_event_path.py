@@ -3,10 +3,13 @@ and the vocabulary do to go faster."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
 from river_pa import PAClassifier, PARegressor
+from river_pa.linear_model import base as linear_base
 
 
 def python_pa_i(stream, C=1.0):
@@ -106,3 +109,139 @@ def test_learning_writes_only_the_new_keys_into_the_vocabulary(model):
     model.learn_one({"a": 0.0, "new3": 0.0}, 1)  # zero values move no weight: still inserted
     assert model._index.positions.writes == ["new1", "new2", "new3"]
     assert model._index.positions["new3"] == 6
+
+
+# -- the C step (river_pa/linear_model/_dictstep.c) against the Numba path ----------------------
+
+def test_the_c_step_is_built():
+    """README's install builds it (a C compiler is needed); without it every number this
+    project gives for per-event speed is wrong."""
+    assert linear_base._c_learn is not None and PAClassifier()._dict_step
+
+
+class _Weird:
+    """A key that is not a str: such events take the Numba path."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __eq__(self, other):
+        return isinstance(other, _Weird) and other.name == self.name
+
+
+def mixed_stream(n, seed):
+    """Events of str keys with float, int and bool values (the C step), interleaved with
+    events it leaves to the Numba path: numpy values, a huge int, a non-str key, a non-finite
+    or a non-numeric value (an error), an empty dict; sample weights 0, 0.5, 1 and 2."""
+    rng = np.random.default_rng(seed)
+    events = []
+    for i in range(n):
+        keys = rng.choice(60, size=rng.integers(0, 12), replace=False)
+        x = {f"k{k}": float(rng.normal()) * 10.0 ** rng.integers(-3, 3) for k in keys.tolist()}
+        kind = i % 11
+        if kind == 1 and x:
+            x[next(iter(x))] = int(rng.integers(-5, 5))
+        elif kind == 2:
+            x["flag"] = bool(rng.random() < 0.5)
+        elif kind == 3 and x:
+            x[next(iter(x))] = np.float64(1.5)
+        elif kind == 4:
+            x["huge"] = 2**70 if rng.random() < 0.5 else 10**400
+        elif kind == 5:
+            x[_Weird("w")] = 1.0
+            x[7] = 0.5
+        elif kind == 6:
+            x["bad"] = float("nan") if rng.random() < 0.5 else "text"
+        events.append((x, float(rng.normal()), [0.0, 0.5, 1.0, 2.0][i % 4]))
+    return events
+
+
+def _run(model, stream, classify):
+    """Per event: the prediction, then learn_one's outcome (None or the error's text)."""
+    out = []
+    for x, target, w in stream:
+        y = target > 0.0 if classify else target
+        try:
+            out.append(model.decision_function_one(x) if classify else model.predict_one(x))
+        except (TypeError, ValueError) as error:
+            out.append(str(error))
+        try:
+            model.learn_one(x, y, w)
+            out.append(None)
+        except (TypeError, ValueError) as error:
+            out.append(str(error))
+    return out
+
+
+CONFIGS = [
+    (PAClassifier, {"variant": "PA"}),
+    (PAClassifier, {"variant": "PA-I", "C": 0.1}),
+    (PAClassifier, {"variant": "PA-II", "C": 0.5, "learn_intercept": False}),
+    (PARegressor, {"variant": "PA", "epsilon": 0.0}),
+    (PARegressor, {"variant": "PA-I", "C": 0.01, "epsilon": 0.1}),
+    (PARegressor, {"variant": "PA-II", "C": 1.0, "epsilon": 0.5, "learn_intercept": False}),
+]
+
+
+@pytest.mark.parametrize("cls, params", CONFIGS, ids=lambda c: getattr(c, "__name__", str(c)))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_c_step_gives_the_numba_paths_bits(cls, params, seed, monkeypatch):
+    stream = mixed_stream(800, seed)
+    fast = cls(**params)
+    assert fast._dict_step
+    with monkeypatch.context() as patch:
+        patch.setattr(linear_base, "_c_learn", None)
+        slow = cls(**params)
+        assert not slow._dict_step
+        expected = _run(slow, stream, cls is PAClassifier)
+    got = _run(fast, stream, cls is PAClassifier)
+    assert got == expected  # every margin bit for bit, the same errors
+    assert sum(isinstance(o, str) for o in got) > 50  # errors were met, and agreed on
+    assert fast._w.tobytes()[: 8 * fast._index.size] == slow._w.tobytes()[: 8 * slow._index.size]
+    assert fast.intercept == slow.intercept and fast._index.positions == slow._index.positions
+
+
+def test_past_max_keys_or_float64_the_c_step_changes_nothing_and_the_error_is_raised():
+    model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
+    model.learn_one({"a": 1.0, "b": 2.0}, 2.0)
+    model._index.max_keys = 3
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="past max_keys=3"):
+        model.learn_one({"a": 1.0, "c": 1.0, "d": 1.0}, 0.0)
+    # a hard step to 1e300 on values of 1e-150 needs weights of 1e450; "c" is new
+    with pytest.raises(ValueError, match="beyond the float64 range"):
+        model.learn_one({"a": 1e-150, "c": 1e-150}, 1e300)
+    assert pickle.dumps(model) == before
+
+
+def test_a_learned_model_pickles_with_its_c_step():
+    stream = mixed_stream(300, 5)
+    model = PAClassifier()
+    _run(model, stream[:150], True)
+    copy = pickle.loads(pickle.dumps(model))
+    assert copy._dict_step
+    assert _run(copy, stream[150:], True) == _run(model, stream[150:], True)
+    assert copy.weights == model.weights
+
+
+def test_a_key_whose_eq_changes_the_event_during_the_lookup_crashes_nothing():
+    """A stored key of a user's class whose hash meets a str key's runs its __eq__ inside
+    the C step's vocabulary lookup; here that __eq__ empties the event."""
+    x = {"a": 1.0, "b": 2.0, "c": -1.0}
+
+    class Meddler:
+        def __hash__(self):
+            return hash("a")
+
+        def __eq__(self, other):
+            x.clear()
+            return False
+
+    model = PAClassifier(variant="PA")
+    model.learn_one({Meddler(): 1.0}, True)
+    model.learn_one(x, False)
+    assert model.predict_one({"b": 1.0}) in (True, False)
+    assert np.isfinite(model._w).all() and np.isfinite(model.intercept)
