@@ -198,7 +198,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         self._rule = BUDGET_RULES[budget_rule]
         self._index = Vocabulary()
         rows = self._INITIAL_SUPPORT if budget is None else min(self._INITIAL_SUPPORT, budget)
-        self._S = np.zeros((rows, self._INITIAL_CAPACITY))
+        self._St = np.zeros((self._INITIAL_CAPACITY, rows))  # feature x support vector
         self._svsq = np.zeros(rows)
         self._kd = np.zeros(rows)
         self._A = np.zeros((rows, self._INITIAL_LABELS))
@@ -227,6 +227,11 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         super()._clear_cache()
         self._krow = None
 
+    def __setstate__(self, state):
+        if "_S" in state:  # pickled before the support vectors were stored as columns
+            state["_St"] = np.ascontiguousarray(state.pop("_S").T)
+        super().__setstate__(state)
+
     @property
     def n_support(self) -> int:
         """The number of support vectors held."""
@@ -247,17 +252,17 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
         self._ones = np.ones(capacity)
 
     def _grow(self, size: int):
-        cols = self._S.shape[1]
-        if size > cols:
-            self._S = _grown(self._S, (len(self._S), max(size, 2 * cols)))
+        positions, rows = self._St.shape
+        if size > positions:
+            self._St = _grown(self._St, (max(size, 2 * positions), rows))
 
     def _reserve_support(self):
         """Room for one more support vector (none needed once the budget is full)."""
-        rows = len(self._S)
+        rows = self._St.shape[1]
         if self._n_sv < rows or self.budget is not None and rows >= self.budget:
             return
         new = 2 * rows if self.budget is None else min(2 * rows, self.budget)
-        self._S = _grown(self._S, (new, self._S.shape[1]))
+        self._St = _grown(self._St, (self._St.shape[0], new))
         self._svsq = _grown(self._svsq, (new,))
         self._kd = _grown(self._kd, (new,))
         self._A = _grown(self._A, (new, self._A.shape[1]))
@@ -268,7 +273,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
 
     def _kernel_scores(self, pos, val, qx):
         k = np.empty(self._n_sv)
-        _numba.kernel_row(*self._kernel_params, self._S, self._svsq, self._n_sv, pos,
+        _numba.kernel_row(*self._kernel_params, self._St, self._svsq, self._n_sv, pos,
                               val, qx, k)
         s = np.empty(self._n)
         _numba.label_scores(self._A, self._n_sv, self._n, k, s)
@@ -297,7 +302,7 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
     def _step(self, pos, val, qx, k, s, row, w):
         self._reserve_support()
         self._n_sv, tau = _numba.kernel_step(
-            self._variant, self.C * w, *self._kernel_params, self._S, self._svsq, self._kd,
+            self._variant, self.C * w, *self._kernel_params, self._St, self._svsq, self._kd,
             self._A, self._Kinv, self._n_sv, self.budget or 0, self._rule, pos, val, qx, k, s,
             self._n, row, self._ones
         )
@@ -334,5 +339,5 @@ class KernelPAClassifier(ArgmaxPrediction, ScoringClassifier, base.MiniBatchClas
 
     def _scores_many(self, X, columns=None) -> np.ndarray:
         pos, values = frame_arrays(X, self._index, learn=False, columns=columns)
-        return _numba.kernel_scores_dense(*self._kernel_params, self._S, self._svsq,
+        return _numba.kernel_scores_dense(*self._kernel_params, self._St, self._svsq,
                                               self._A, self._n_sv, self._n, pos, values)

@@ -76,7 +76,7 @@ def test_budget_replaces_by_projection():
     assert model.n_support == 1
     coef = model._A[0, :2]
     assert coef == pytest.approx([-0.5 * k + tau, 0.5 * k - tau])
-    assert np.array_equal(model._S[0, :2], [0.0, 1.0])
+    assert np.array_equal(model._St[:2, 0], [0.0, 1.0])
 
 
 def test_projectron_steps_inside_the_span_once_full():
@@ -88,7 +88,7 @@ def test_projectron_steps_inside_the_span_once_full():
     # x = (2, 1): k = 2, d = K^-1 k = 2, ||P Phi(x)||^2 = k . d = 4; scores x -1, y 1: loss 3,
     # tau = 3 / (2 * 4); A[0] += tau d (-tau d) for x (y)
     model.learn_one({"a": 2.0, "b": 1.0}, "x")
-    assert model.n_support == 1 and np.array_equal(model._S[0, 1:3], [1.0, 0.0])
+    assert model.n_support == 1 and np.array_equal(model._St[1:3, 0], [1.0, 0.0])
     assert model._A[0, :2] == pytest.approx([-0.5 + 0.75, 0.5 - 0.75])
     # the PA projection inside the span: the event now sits at margin exactly 1
     s = model.decision_function_one({"a": 2.0, "b": 1.0})
@@ -101,7 +101,7 @@ def test_projectron_keeps_the_inverse_kernel_matrix():
     for x, y in rows:
         model.learn_one(x, y)
     n = model.n_support
-    S, sq = model._S[:n], model._svsq[:n]
+    S, sq = model._St[:, :n].T, model._svsq[:n]
     K = np.exp(-0.1 * np.maximum(sq[:, None] + sq[None, :] - 2 * S @ S.T, 0.0))
     assert n == 40
     assert model._Kinv[:n, :n] @ K == pytest.approx(np.eye(n), abs=1e-6)
@@ -138,7 +138,43 @@ def test_learn_many_is_bit_for_bit_a_learn_one_loop(rule):
         many.learn_many(pd.DataFrame([x for x, _ in chunk]), pd.Series([y for _, y in chunk]),
                         pd.Series(w[lo: lo + 30]))
     assert one.n_support == many.n_support == 20
-    assert np.array_equal(one._A, many._A) and np.array_equal(one._S, many._S)
+    assert np.array_equal(one._A, many._A) and np.array_equal(one._St, many._St)
+
+
+@pytest.mark.parametrize("m", range(10))
+def test_the_kernel_row_sums_each_dot_product_in_feature_order(m):
+    """Four features per pass over the support vectors (and the rest one by one): each
+    v_i . x is still the left-to-right sum from 0.0, bit for bit."""
+    rng = np.random.default_rng(m)
+    St = rng.normal(size=(12, 9)) * 10.0 ** rng.integers(-8, 8, size=(12, 9))
+    idx = rng.choice(12, size=m, replace=False).astype(np.int64)
+    val = rng.normal(size=m) * 10.0 ** rng.integers(-8, 8, size=m)
+    out = np.empty(7)
+    _svkernels.kernel_row(_svkernels.LINEAR, 1, 1.0, 0.0, St, np.zeros(9), 7, idx, val, 0.0,
+                          out)
+    for i in range(7):
+        expected = 0.0
+        for j in range(m):
+            expected += St[idx[j], i] * val[j]
+        assert out[i] == expected
+
+
+def test_a_model_pickled_with_support_vectors_as_rows_loads():
+    """Pickles written before the support vectors were stored as columns (`_S`, vector x
+    feature) load, and predict and learn as the model that wrote them."""
+    rows = list(datasets.ImageSegments().take(120))
+    model = river_pa.KernelPAClassifier(kernel="rbf", gamma=0.1, budget=30)
+    for x, y in rows[:80]:
+        model.learn_one(x, y)
+    state = model.__getstate__()
+    state["_S"] = np.ascontiguousarray(state.pop("_St").T)  # the former layout
+    old = river_pa.KernelPAClassifier.__new__(river_pa.KernelPAClassifier)
+    old.__setstate__(pickle.loads(pickle.dumps(state)))
+    for x, y in rows[80:]:
+        assert old.predict_proba_one(x) == model.predict_proba_one(x)
+        old.learn_one(x, y)
+        model.learn_one(x, y)
+    assert np.array_equal(old._St, model._St) and np.array_equal(old._A, model._A)
 
 
 def test_kernel_values():
