@@ -134,7 +134,10 @@ class ScoringClassifier(EventCache):
         row = self._add_label(y)
         if w == 0.0:
             return None
-        self._event(x, learn=True)
+        if self._version_seen != self._version:  # a new label: the scores get its row
+            self._event(x, learn=True)
+        elif self._n_unseen:  # what `_event(x, learn=True)` does on the event just scored
+            self._insert_unseen(self._keys)
         if self._calibrator is not None:  # the progressive scores, before the step
             self._calibrator.learn_scores(self._scores, row)
         return row, self._epos, self._val, self._sq, self._scores
