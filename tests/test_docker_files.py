@@ -214,4 +214,5 @@ def test_the_dockerfile_warms_the_numba_cache(tmp_path):
     subprocess.run(["bash", "-c", script], check=True, env=env, capture_output=True, timeout=900)
     indexes = {p.stem.rsplit("-", 1)[0] for p in cache.rglob("*.nbi")}  # module.function-line
     assert {"_numba.learn_csr", "libsvm._parse"} <= indexes, sorted(indexes)
-    assert any(name.startswith("_numba.") and name != "_numba.learn_csr" for name in indexes)
+    # the per-event kernels, which the C step of the linear learners leaves some events to
+    assert {"_numba.dot_sq_packed", "_numba.update_packed", "_numba.step_fits"} <= indexes

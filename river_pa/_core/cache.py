@@ -85,6 +85,9 @@ class EventCache(TransientCache):
             self._keys = keys
             self._vals = None
         vals = tuple(x.values())
+        if len(vals) != len(keys):  # a key's __eq__ or __hash__, run by the lookup, changed x
+            raise ValueError(f"the event changed while its {len(keys)} keys were looked up "
+                             f"(it has {len(vals)} now): it is not learned")
         if vals != self._vals or self._version_seen != self._version:
             val = packed_values(x, vals)
             if not self._PACKED and val.__class__ is bytes:

@@ -313,6 +313,9 @@ def open_source(source: str, target: str | None = None, task: str | None = None,
     path, name, target, task = _file(source, target, task)
     ext = _base_extension(path)
     warm = None
+    if target is not None and ext in (".jsonl", ".ndjson"):  # read as CSV, its error misleads
+        raise ValueError(f"{path}: --target names a CSV column; a JSONL file holds one "
+                         '{"x": {...}, "y": ...} object a line, and takes no --target')
     if ext == ".csv" or target is not None:
         chunks = readers.csv_chunks(path, target)
     elif ext in (".jsonl", ".ndjson"):

@@ -51,6 +51,9 @@ def warm_up(model, first, use_compiled: bool, names: list[str]) -> float:
             x, y = next(iter(first.head(1)))
             probe.predict_one(x)
             probe.learn_one(x, y)
+            numba_path = getattr(model, "_warm_numba_path", None)
+            if numba_path is not None:  # the kernels the C step leaves some events to
+                numba_path(x, y)
     except (TypeError, ValueError, KeyError):  # a bad first event: the run reports it
         pass
     return time.perf_counter() - start

@@ -94,7 +94,8 @@ def label_scores(A, n_sv, n, k, out):
 
 @njit(cache=True)
 def _write_support(St, sq, kd, A, slot, idx, val, qx, kxx):
-    St[:, slot] = 0.0
+    """Support vector `slot` <- x; its column of `St` must be zero (a slot never used, or
+    cleared by the caller: a strided pass over every position)."""
     for j in range(idx.shape[0]):
         St[idx[j], slot] += val[j]
     sq[slot] = qx
@@ -188,6 +189,7 @@ def kernel_step(variant, c, kind, degree, gamma, coef0, St, sq, kd, A, Kinv, n_s
     if budget > 0 and n_sv == budget:
         slot = _cheapest_removal(A, kd, n_sv, n, k, kxx)
         kept = A[slot] * (k[slot] / kxx)
+        St[:, slot] = 0.0
         _write_support(St, sq, kd, A, slot, idx, val, qx, kxx)
         A[slot, :] = kept
     else:

@@ -12,7 +12,8 @@
  * They take only the plain case: keys that are exact str, values that are exact float or int
  * (bool included) and finite, a vocabulary with room. Anything else returns None before
  * anything changes, and the caller takes the Numba path, which validates, raises the errors
- * that name the field, grows the weights and inserts the keys.
+ * that name the field, grows the weights and inserts the keys. (A subclass of int or float may
+ * override __float__, which the Numba path's struct.pack calls: not the plain case.)
  *
  * Built as river_pa.linear_model._dictstep (pyproject.toml's ext-modules), optional: without a
  * C compiler the package installs without it and every event takes the Numba path.
@@ -63,9 +64,10 @@ static void scratch_free(Scratch *sc) {
     }
 }
 
-/* The weights: a writable, C-contiguous float64 buffer (the model's numpy array). */
-static int get_weights(PyObject *obj, Py_buffer *view) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+/* The weights: a C-contiguous float64 buffer (the model's numpy array), writable to learn. */
+static int get_weights(PyObject *obj, Py_buffer *view, int writable) {
+    int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
         return -1;
     if (view->itemsize != 8 || view->format == NULL || strcmp(view->format, "d") != 0) {
         PyBuffer_Release(view);
@@ -81,7 +83,7 @@ static int plain_value(PyObject *v, double *out) {
     double d;
     if (PyFloat_CheckExact(v))
         d = PyFloat_AS_DOUBLE(v);
-    else if (PyLong_Check(v)) { /* int and bool: float(v), correctly rounded */
+    else if (PyLong_CheckExact(v) || PyBool_Check(v)) { /* float(v), correctly rounded */
         d = PyLong_AsDouble(v);
         if (d == -1.0 && PyErr_Occurred()) {
             PyErr_Clear();
@@ -122,8 +124,8 @@ static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t si
         Py_XINCREF(p); /* held: such an __eq__ may also change `positions` */
         found[n++] = p;
     }
-    if (ok == 1 && n != PyDict_GET_SIZE(x))
-        ok = 0; /* changed under the scan */
+    if (ok == 1 && (n != sc->cap || n != PyDict_GET_SIZE(x)))
+        ok = 0; /* changed under the scan: its keys and values are not one event's */
     for (j = 0; j < n; j++) {
         PyObject *p = found[j];
         pos[j] = -1;
@@ -199,7 +201,7 @@ static PyObject *margin(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer view;
     if (scratch_init(&sc, PyDict_GET_SIZE(args[0])) < 0)
         return NULL;
-    if (get_weights(args[2], &view) < 0) {
+    if (get_weights(args[2], &view, 0) < 0) {
         scratch_free(&sc);
         return NULL;
     }
@@ -260,9 +262,16 @@ static PyObject *learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     long task = PyLong_AsLong(args[5]), variant = PyLong_AsLong(args[6]);
     double c = PyFloat_AsDouble(args[7]), epsilon = PyFloat_AsDouble(args[8]);
     double y = PyFloat_AsDouble(args[9]);
-    Py_ssize_t max_keys = PyLong_AsSsize_t(args[10]);
     if (PyErr_Occurred())
         return NULL;
+    /* max_keys may be any number (Vocabulary.check_room compares it); other than an int of C
+     * size (-1 here), an event with new keys is left to that check */
+    Py_ssize_t max_keys = PyLong_CheckExact(args[10]) ? PyLong_AsSsize_t(args[10]) : -1;
+    if (max_keys == -1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return NULL;
+        PyErr_Clear();
+    }
     Py_ssize_t n = PyDict_GET_SIZE(x);
     Scratch sc;
     if (scratch_init(&sc, n) < 0)
@@ -271,7 +280,7 @@ static PyObject *learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     double *val = sc.val;
     PyObject *result = NULL;
     Py_buffer view;
-    if (get_weights(args[2], &view) < 0)
+    if (get_weights(args[2], &view, 1) < 0)
         goto done;
     double *w = (double *)view.buf;
     Py_ssize_t size = view.len / 8, unseen, held = PyDict_GET_SIZE(positions);

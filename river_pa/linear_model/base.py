@@ -157,6 +157,17 @@ class SparseLinear(EventCache):
             self._version += 1
         return True
 
+    def _warm_numba_path(self, x: dict, y) -> None:
+        """Compile (or load from Numba's cache) the Numba path's kernels, on a fresh clone
+        and `x`: the C step leaves events to them (the first whose new keys pass the
+        weights' room, numpy values, ...), and the first such event would pay for it (0.9 s
+        of compiling). A fresh model learns `x` with its keys new and, unless its target is
+        within epsilon of 0, a step: each kernel runs."""
+        probe = self.clone()
+        probe._dict_step = False
+        probe.predict_one(x)
+        probe.learn_one(x, y)
+
     def _check_step(self, y: float, w: float) -> None:
         """Raise before anything changes if the step on the cached event would leave float64."""
         if not _numba.step_fits(

@@ -346,6 +346,11 @@ def test_bad_csv_and_jsonl_lines(tmp_path, capsys):
     assert "needs --target COLUMN" in capsys.readouterr().err
     assert main([str(bad_jsonl), "--quiet"]) == 2
     assert f"{bad_jsonl}:2: expected a JSON object" in capsys.readouterr().err
+    flat = tmp_path / "flat.jsonl"  # a target among the features, named as for a CSV file
+    flat.write_text('{"a": 1, "y": true}\n')
+    assert main([str(flat), "--target", "y", "--quiet"]) == 2
+    assert "a JSONL file holds one {\"x\": {...}, \"y\": ...} object a line" in (
+        capsys.readouterr().err)
     empty = tmp_path / "empty.svm"
     empty.write_text("# nothing\n")
     assert main([str(empty), "--quiet"]) == 2

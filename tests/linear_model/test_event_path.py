@@ -3,6 +3,7 @@ and the vocabulary do to go faster."""
 
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
@@ -115,8 +116,11 @@ def test_learning_writes_only_the_new_keys_into_the_vocabulary(model):
 
 def test_the_c_step_is_built():
     """README's install builds it (a C compiler is needed); without it every number this
-    project gives for per-event speed is wrong."""
+    project gives for per-event speed is wrong (the tests of the C step below skip)."""
     assert linear_base._c_learn is not None and PAClassifier()._dict_step
+
+
+needs_c_step = pytest.mark.skipif(linear_base._c_learn is None, reason="the C step is not built")
 
 
 class _Weird:
@@ -186,6 +190,7 @@ CONFIGS = [
 ]
 
 
+@needs_c_step
 @pytest.mark.parametrize("cls, params", CONFIGS, ids=lambda c: getattr(c, "__name__", str(c)))
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_c_step_gives_the_numba_paths_bits(cls, params, seed, monkeypatch):
@@ -204,6 +209,7 @@ def test_the_c_step_gives_the_numba_paths_bits(cls, params, seed, monkeypatch):
     assert fast.intercept == slow.intercept and fast._index.positions == slow._index.positions
 
 
+@needs_c_step
 def test_past_max_keys_or_float64_the_c_step_changes_nothing_and_the_error_is_raised():
     model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
     model.learn_one({"a": 1.0, "b": 2.0}, 2.0)
@@ -217,6 +223,7 @@ def test_past_max_keys_or_float64_the_c_step_changes_nothing_and_the_error_is_ra
     assert pickle.dumps(model) == before
 
 
+@needs_c_step
 def test_a_learned_model_pickles_with_its_c_step():
     stream = mixed_stream(300, 5)
     model = PAClassifier()
@@ -227,21 +234,102 @@ def test_a_learned_model_pickles_with_its_c_step():
     assert copy.weights == model.weights
 
 
-def test_a_key_whose_eq_changes_the_event_during_the_lookup_crashes_nothing():
+@needs_c_step
+@pytest.mark.parametrize("n_keys", [3, 129])  # buffers on the stack, and from the heap
+@pytest.mark.parametrize("change", ["clear", "shrink"])
+def test_a_key_whose_eq_changes_the_event_during_the_lookup_crashes_nothing(n_keys, change):
     """A stored key of a user's class whose hash meets a str key's runs its __eq__ inside
-    the C step's vocabulary lookup; here that __eq__ empties the event."""
-    x = {"a": 1.0, "b": 2.0, "c": -1.0}
+    the vocabulary lookup; here it empties the event, or takes two keys the lookup has not
+    reached. Nothing crashes, and no weight outside the event moves."""
+    keys = [f"k{i}" for i in range(n_keys)]
 
     class Meddler:
         def __hash__(self):
-            return hash("a")
+            return hash(keys[0])
 
         def __eq__(self, other):
-            x.clear()
+            if change == "clear":
+                x.clear()
+            else:
+                x.pop(keys[-1], None)
+                x.pop(keys[-2], None)
             return False
 
-    model = PAClassifier(variant="PA")
-    model.learn_one({Meddler(): 1.0}, True)
-    model.learn_one(x, False)
-    assert model.predict_one({"b": 1.0}) in (True, False)
-    assert np.isfinite(model._w).all() and np.isfinite(model.intercept)
+    model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
+    model.learn_one({Meddler(): 1.0}, 0.0)
+    model.learn_one({"p": 1.0, "r": 1e6}, 1.0)
+    outside = model.weights
+    for t in range(2):
+        x = {k: 1.0 for k in keys}
+        model.learn_one(x, 1.0 + t)
+        assert set(model.weights) - set(outside) <= set(keys)
+        assert {k: model.weights[k] for k in outside} == outside
+
+
+def test_an_event_changed_during_the_lookup_is_refused_on_the_numba_path(monkeypatch):
+    """The Numba path reads the values after the keys' lookup: an event that lost keys in
+    between is refused (before, the kernels read past the end of its values)."""
+    monkeypatch.setattr(linear_base, "_c_learn", None)
+    keys = ["a", "b", "c"]
+
+    class Meddler:
+        def __hash__(self):
+            return hash("b")
+
+        def __eq__(self, other):
+            x.pop("c", None)
+            return False
+
+    model = PARegressor(variant="PA")
+    model.learn_one({Meddler(): 1.0}, 0.0)
+    x = dict.fromkeys(keys, 1.0)
+    with pytest.raises(ValueError, match="the event changed while its 3 keys were looked up"):
+        model.learn_one(x, 2.0)
+
+
+@needs_c_step
+def test_the_c_step_reads_weights_it_cannot_write():
+    """Read-only weights (a protocol-5 pickle's out-of-band buffer) predict; learning on them
+    raises, as on the Numba path."""
+    model = PAClassifier()
+    model.learn_one({"a": 1.0}, True)
+    model._w.setflags(write=False)
+    assert model.predict_one({"a": 1.0}) is True
+    with pytest.raises(ValueError, match="read-only"):
+        model.learn_one({"a": -1.0}, True)
+
+
+@needs_c_step
+@pytest.mark.parametrize("max_keys", [math.inf, np.int64(100), 1e6, 2**64, -1])
+def test_max_keys_of_any_number_learns_as_on_the_numba_path(max_keys, monkeypatch):
+    models = []
+    for c_step in (True, False):
+        with monkeypatch.context() as patch:
+            if not c_step:
+                patch.setattr(linear_base, "_c_learn", None)
+            model = PAClassifier()
+        model._index.max_keys = max_keys
+        try:
+            model.learn_one({"a": 1.0, "b": 2.0}, True)
+            model.learn_one({"a": 1.0}, False)  # no new key: the C step whatever max_keys is
+        except ValueError as error:
+            models.append(str(error))
+        else:
+            models.append(model.weights)
+    assert models[0] == models[1]
+
+
+@needs_c_step
+def test_an_int_subclass_with_its_own_float_takes_the_numba_path():
+    """The Numba path packs float(value), which such a subclass overrides: the C step does
+    not take it (bool, which cannot be subclassed, it takes)."""
+
+    class Scaled(int):
+        def __float__(self):
+            return 42.0
+
+    model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
+    model.learn_one({"a": Scaled(1)}, 42.0 * 42.0)
+    assert model.weights == {"a": 42.0}
+    model.learn_one({"b": True}, 2.0)
+    assert model.weights["b"] == 2.0
