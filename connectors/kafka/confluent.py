@@ -204,8 +204,11 @@ class ConfluentConsumer:
         self._eof.pop(partition, None)
         try:
             self._consumer.seek(_ck(partition, offset))
-        except ck.KafkaException as exc:  # _STATE: its fetch not started yet (just assigned)
-            if exc.args[0].code() != ck.KafkaError._STATE:
+        except ck.KafkaException as exc:
+            # _STATE: its fetch not started yet (just assigned); _OUTDATED: an assignment
+            # newer than the seek's came in between (CI, a learner's first seek after its
+            # lease: exit 1 at start)
+            if exc.args[0].code() not in (ck.KafkaError._STATE, ck.KafkaError._OUTDATED):
                 raise translate(exc) from exc
             self._reassign({partition: offset})
         self._sought[partition] = offset

@@ -14,7 +14,8 @@ from kafka import errors as kafka_errors
 from river_pa import cli
 from river_pa.connectors.config import load_config
 from river_pa.connectors.kafka import adapter, confluent_producer, errors
-from river_pa.connectors.kafka.confluent import _known
+from river_pa.connectors.kafka.confluent import ConfluentConsumer, _known
+from river_pa.connectors.kafka.partitions import TopicPartition
 from river_pa.connectors.kafka.confluent_errors import raising, translate
 from river_pa.connectors.kafka.confluent_settings import LIBRDKAFKA_NAMES, librdkafka_settings
 
@@ -205,3 +206,38 @@ def test_a_transactional_call_librdkafka_never_returns_from_is_a_client_timeout(
 
     with pytest.raises(errors.FENCED):  # an error of the call is the caller's, translated
         confluent_producer._bounded(partial(raising, refused), 10, "commit")
+
+
+@pytest.mark.parametrize("code", [KafkaError._STATE, KafkaError._OUTDATED, KafkaError._FAIL])
+def test_a_seek_librdkafka_refuses_as_too_early_or_outdated_assigns_the_offset_instead(code):
+    """CI (confluent, exactly once): a learner's first seek after it took the lease raised
+    "Failed to seek to offset 0: Local: Outdated" (an assignment newer than the seek's came
+    in between) and it exited 1 at start. Such a seek, like one of a partition whose fetch has
+    not started (_STATE), assigns the partition at the offset instead; other errors raise."""
+    import confluent_kafka as ck
+
+    tp = TopicPartition("t", 0)
+    consumer = ConfluentConsumer.__new__(ConfluentConsumer)
+    consumer._assigned, consumer._sought, consumer._eof, consumer._tps = {tp}, {}, {}, {}
+
+    class Refusing:
+        assigned = None
+
+        def seek(self, partition):
+            raise KafkaException(KafkaError(code, "Failed to seek to offset 7"))
+
+        def position(self, partitions):
+            return [ck.TopicPartition(p.topic, p.partition, ck.OFFSET_INVALID)
+                    for p in partitions]
+
+        def assign(self, partitions):
+            Refusing.assigned = [(p.topic, p.partition, p.offset) for p in partitions]
+
+    consumer._consumer = Refusing()
+    if code == KafkaError._FAIL:
+        with pytest.raises(errors.ClientError):
+            consumer.seek(tp, 7)
+        assert Refusing.assigned is None
+        return
+    consumer.seek(tp, 7)
+    assert Refusing.assigned == [("t", 0, 7)] and consumer.position(tp) == 7
