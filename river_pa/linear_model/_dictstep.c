@@ -26,41 +26,49 @@ enum { CLASSIFY = 0, REGRESS = 1 };
 enum { PA = 0, PA_I = 1, PA_II = 2 };
 #define STACK_KEYS 128
 
-/* Per-call buffers of an event's keys: on the stack up to STACK_KEYS keys. */
+/* Per-call buffers of an event: its keys (held: `n_keys` references), their positions and
+ * values, and the vocabulary's int objects; on the stack up to STACK_KEYS keys. */
 typedef struct {
-    Py_ssize_t cap, *pos;
+    Py_ssize_t cap, n_keys, *pos;
     double *val;
-    PyObject **found;
+    PyObject **found, **keys;
     Py_ssize_t stack_pos[STACK_KEYS];
     double stack_val[STACK_KEYS];
-    PyObject *stack_found[STACK_KEYS];
+    PyObject *stack_found[STACK_KEYS], *stack_keys[STACK_KEYS];
 } Scratch;
 
 static int scratch_init(Scratch *sc, Py_ssize_t n) {
     sc->cap = n;
+    sc->n_keys = 0;
     sc->pos = sc->stack_pos;
     sc->val = sc->stack_val;
     sc->found = sc->stack_found;
+    sc->keys = sc->stack_keys;
     if (n <= STACK_KEYS)
         return 0;
     sc->pos = PyMem_Malloc(n * sizeof(Py_ssize_t));
     sc->val = PyMem_Malloc(n * sizeof(double));
     sc->found = PyMem_Malloc(n * sizeof(PyObject *));
-    if (sc->pos != NULL && sc->val != NULL && sc->found != NULL)
+    sc->keys = PyMem_Malloc(n * sizeof(PyObject *));
+    if (sc->pos != NULL && sc->val != NULL && sc->found != NULL && sc->keys != NULL)
         return 0;
     PyMem_Free(sc->pos);
     PyMem_Free(sc->val);
     PyMem_Free(sc->found);
-    sc->cap = 0;
+    PyMem_Free(sc->keys);
+    sc->pos = sc->stack_pos; /* nothing for scratch_free to free */
     PyErr_NoMemory();
     return -1;
 }
 
 static void scratch_free(Scratch *sc) {
+    for (Py_ssize_t j = 0; j < sc->n_keys; j++)
+        Py_DECREF(sc->keys[j]);
     if (sc->pos != sc->stack_pos) {
         PyMem_Free(sc->pos);
         PyMem_Free(sc->val);
         PyMem_Free(sc->found);
+        PyMem_Free(sc->keys);
     }
 }
 
@@ -114,9 +122,11 @@ static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t si
             ok = 0; /* n == cap: x grew under the scan (a key's __eq__, below) */
             break;
         }
-        Py_INCREF(key); /* a stored key of a user's class may run its __eq__ during the lookup */
+        /* held: a stored key of a user's class may run its __eq__ during the lookup, which
+         * may change x, and learning inserts these very key objects */
+        Py_INCREF(key);
+        sc->keys[sc->n_keys++] = key;
         PyObject *p = PyDict_GetItemWithError(positions, key);
-        Py_DECREF(key);
         if (p == NULL && PyErr_Occurred()) {
             ok = -1;
             break;
@@ -218,24 +228,29 @@ static PyObject *margin(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyFloat_FromDouble(b + dot);
 }
 
-/* Give the unseen keys of `x` the next positions, in the dict's order (Vocabulary.insert),
- * and write them into `pos`. */
-static int insert_unseen(PyObject *x, PyObject *positions, Py_ssize_t *pos, Py_ssize_t n) {
-    Py_ssize_t i = 0, j = 0;
-    PyObject *key, *value;
-    while (j < n && PyDict_Next(x, &i, &key, &value)) { /* j < n: x changed by a key's __eq__ */
-        if (pos[j] >= 0) {
-            j++;
+/* Give the unseen keys of the event the next positions, in its order (Vocabulary.insert), and
+ * write them into `pos`. Positions stay below `size` (the weights' length) even if a key's
+ * __eq__, run by the insertion, made the model learn meanwhile: a key that would pass it, or
+ * that such a learning inserted first, keeps the position the vocabulary holds (or none). */
+static int insert_unseen(PyObject *positions, PyObject *const *keys, Py_ssize_t *pos,
+                         Py_ssize_t n, Py_ssize_t size) {
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (pos[j] >= 0)
             continue;
-        }
         Py_ssize_t next = PyDict_GET_SIZE(positions) + 1;
+        if (next >= size)
+            return 0;
         PyObject *p = PyLong_FromSsize_t(next);
-        if (p == NULL || PyDict_SetItem(positions, key, p) < 0) {
-            Py_XDECREF(p);
+        if (p == NULL)
             return -1;
-        }
+        PyObject *got = PyDict_SetDefault(positions, keys[j], p); /* borrowed */
+        Py_ssize_t at = got == p ? next : got != NULL && PyLong_CheckExact(got)
+                                              ? PyLong_AsSsize_t(got) : -1;
         Py_DECREF(p);
-        pos[j++] = next;
+        if (got == NULL)
+            return -1;
+        PyErr_Clear(); /* AsSsize_t's overflow: no position */
+        pos[j] = at > 0 && at < size ? at : -1;
     }
     return 0;
 }
@@ -286,6 +301,8 @@ static PyObject *learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     Py_ssize_t size = view.len / 8, unseen, held = PyDict_GET_SIZE(positions);
     double dot, sq;
     int ok = scan(x, positions, w, size, &sc, &dot, &sq, &unseen);
+    if (ok > 0 && PyDict_GET_SIZE(positions) != held)
+        ok = 0; /* a key's __eq__ made the model learn during the scan */
     if (ok <= 0 || (unseen && (held + unseen > max_keys || held + 1 + unseen > size))) {
         if (ok >= 0)
             result = Py_NewRef(Py_None);
@@ -302,11 +319,11 @@ static PyObject *learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
             goto release;
         }
     }
-    if (unseen && insert_unseen(x, positions, pos, n) < 0)
+    if (unseen && insert_unseen(positions, sc.keys, pos, n, size) < 0)
         goto release; /* MemoryError: the keys inserted so far hold weight 0, as unseen */
     if (step != 0.0) {
         for (Py_ssize_t j = 0; j < n; j++)
-            if (pos[j] >= 0 && pos[j] < size) /* always, unless a key's __eq__ changed x */
+            if (pos[j] >= 0) /* always, unless a key's __eq__ made the model learn */
                 w[pos[j]] += step * val[j];
         b = b_new;
     }

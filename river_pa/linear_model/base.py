@@ -161,12 +161,12 @@ class SparseLinear(EventCache):
         """Compile (or load from Numba's cache) the Numba path's kernels, on a fresh clone
         and `x`: the C step leaves events to them (the first whose new keys pass the
         weights' room, numpy values, ...), and the first such event would pay for it (0.9 s
-        of compiling). A fresh model learns `x` with its keys new and, unless its target is
-        within epsilon of 0, a step: each kernel runs."""
+        of compiling). A fresh model learns `x` with its keys new and a step (a regressor's
+        target put beyond epsilon): each kernel runs."""
         probe = self.clone()
         probe._dict_step = False
         probe.predict_one(x)
-        probe.learn_one(x, y)
+        probe.learn_one(x, y if self._task == _numba.CLASSIFY else self._epsilon + 1.0)
 
     def _check_step(self, y: float, w: float) -> None:
         """Raise before anything changes if the step on the cached event would leave float64."""

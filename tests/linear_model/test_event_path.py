@@ -333,3 +333,64 @@ def test_an_int_subclass_with_its_own_float_takes_the_numba_path():
     assert model.weights == {"a": 42.0}
     model.learn_one({"b": True}, 2.0)
     assert model.weights["b"] == 2.0
+
+
+def _vocabulary_is_sound(model) -> bool:
+    """Positions 1..n, once each, all inside the weights."""
+    held = sorted(model._index.positions.values())
+    return held == list(range(1, len(held) + 1)) and len(held) < len(model._w)
+
+
+@needs_c_step
+def test_a_key_whose_eq_makes_the_model_learn_during_the_lookup_keeps_the_vocabulary_sound():
+    """That learning inserts 50 keys while the C step scans an event of 20 new ones: the
+    C step leaves the event to the Numba path, which gives every key a position inside the
+    weights (before, 20 positions past their end: a later event read and wrote there)."""
+
+    class Meddler:
+        armed = False
+
+        def __hash__(self):
+            return hash("k0")
+
+        def __eq__(self, other):
+            if Meddler.armed:
+                Meddler.armed = False
+                model.learn_one({f"z{i}": 1.0 for i in range(50)}, 1.0)
+            return False
+
+    model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
+    model.learn_one({Meddler(): 1.0}, 0.0)
+    Meddler.armed = True
+    model.learn_one({f"k{i}": 1.0 for i in range(20)}, 1.0)
+    assert _vocabulary_is_sound(model) and len(model._index.positions) == 71
+
+
+@needs_c_step
+def test_an_event_changed_to_the_same_size_during_the_lookup_keeps_the_vocabulary_sound():
+    """A key the scan passed goes and another comes (the dict resizes): the keys inserted
+    are the ones scanned, each at a position of its own (before, an existing key was moved
+    onto a position another key held)."""
+    x = {}
+
+    class Meddler:
+        armed = False
+
+        def __hash__(self):
+            return hash("k1")
+
+        def __eq__(self, other):
+            if Meddler.armed:
+                Meddler.armed = False
+                del x["k0"]
+                x["new"] = 1.0
+            return False
+
+    model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
+    model.learn_one({Meddler(): 1.0}, 0.0)
+    model.learn_one({"k1": 1.0, "k3": 1.0, "k4": 1.0, "new": 1.0}, 1.0)
+    x.update(dict.fromkeys(["k0", "k1", "k2", "k3", "k4"], 1.0))
+    Meddler.armed = True
+    model.learn_one(x, 5.0)
+    assert _vocabulary_is_sound(model)
+    assert {"k1": 2, "k3": 3, "k4": 4, "new": 5}.items() <= model._index.positions.items()
