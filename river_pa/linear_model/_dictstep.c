@@ -244,12 +244,15 @@ static int insert_unseen(PyObject *positions, PyObject *const *keys, Py_ssize_t 
         if (p == NULL)
             return -1;
         PyObject *got = PyDict_SetDefault(positions, keys[j], p); /* borrowed */
-        Py_ssize_t at = got == p ? next : got != NULL && PyLong_CheckExact(got)
-                                              ? PyLong_AsSsize_t(got) : -1;
         Py_DECREF(p);
         if (got == NULL)
             return -1;
-        PyErr_Clear(); /* AsSsize_t's overflow: no position */
+        Py_ssize_t at = next;
+        if (got != p) { /* inserted meanwhile */
+            at = PyLong_CheckExact(got) ? PyLong_AsSsize_t(got) : -1;
+            if (at == -1)
+                PyErr_Clear(); /* an overflow: no position */
+        }
         pos[j] = at > 0 && at < size ? at : -1;
     }
     return 0;

@@ -234,6 +234,24 @@ def test_a_learned_model_pickles_with_its_c_step():
     assert copy.weights == model.weights
 
 
+class Meddler:
+    """A vocabulary key of a user's class that hashes like the str `like`, so that looking
+    `like` up runs its __eq__: that calls `act()` and answers False, every time, or with
+    `once` only the first time after `armed` is set."""
+
+    def __init__(self, like: str, act, once: bool = False):
+        self.like, self.act, self.once, self.armed = like, act, once, not once
+
+    def __hash__(self):
+        return hash(self.like)
+
+    def __eq__(self, other):
+        if self.armed:
+            self.armed = not self.once
+            self.act()
+        return False
+
+
 @needs_c_step
 @pytest.mark.parametrize("n_keys", [3, 129])  # buffers on the stack, and from the heap
 @pytest.mark.parametrize("change", ["clear", "shrink"])
@@ -243,20 +261,15 @@ def test_a_key_whose_eq_changes_the_event_during_the_lookup_crashes_nothing(n_ke
     reached. Nothing crashes, and no weight outside the event moves."""
     keys = [f"k{i}" for i in range(n_keys)]
 
-    class Meddler:
-        def __hash__(self):
-            return hash(keys[0])
-
-        def __eq__(self, other):
-            if change == "clear":
-                x.clear()
-            else:
-                x.pop(keys[-1], None)
-                x.pop(keys[-2], None)
-            return False
+    def act():
+        if change == "clear":
+            x.clear()
+        else:
+            x.pop(keys[-1], None)
+            x.pop(keys[-2], None)
 
     model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
-    model.learn_one({Meddler(): 1.0}, 0.0)
+    model.learn_one({Meddler(keys[0], act): 1.0}, 0.0)
     model.learn_one({"p": 1.0, "r": 1e6}, 1.0)
     outside = model.weights
     for t in range(2):
@@ -271,17 +284,8 @@ def test_an_event_changed_during_the_lookup_is_refused_on_the_numba_path(monkeyp
     between is refused (before, the kernels read past the end of its values)."""
     monkeypatch.setattr(linear_base, "_c_learn", None)
     keys = ["a", "b", "c"]
-
-    class Meddler:
-        def __hash__(self):
-            return hash("b")
-
-        def __eq__(self, other):
-            x.pop("c", None)
-            return False
-
     model = PARegressor(variant="PA")
-    model.learn_one({Meddler(): 1.0}, 0.0)
+    model.learn_one({Meddler("b", lambda: x.pop("c", None)): 1.0}, 0.0)
     x = dict.fromkeys(keys, 1.0)
     with pytest.raises(ValueError, match="the event changed while its 3 keys were looked up"):
         model.learn_one(x, 2.0)
@@ -346,22 +350,11 @@ def test_a_key_whose_eq_makes_the_model_learn_during_the_lookup_keeps_the_vocabu
     """That learning inserts 50 keys while the C step scans an event of 20 new ones: the
     C step leaves the event to the Numba path, which gives every key a position inside the
     weights (before, 20 positions past their end: a later event read and wrote there)."""
-
-    class Meddler:
-        armed = False
-
-        def __hash__(self):
-            return hash("k0")
-
-        def __eq__(self, other):
-            if Meddler.armed:
-                Meddler.armed = False
-                model.learn_one({f"z{i}": 1.0 for i in range(50)}, 1.0)
-            return False
-
+    meddler = Meddler("k0", lambda: model.learn_one({f"z{i}": 1.0 for i in range(50)}, 1.0),
+                      once=True)
     model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
-    model.learn_one({Meddler(): 1.0}, 0.0)
-    Meddler.armed = True
+    model.learn_one({meddler: 1.0}, 0.0)
+    meddler.armed = True
     model.learn_one({f"k{i}": 1.0 for i in range(20)}, 1.0)
     assert _vocabulary_is_sound(model) and len(model._index.positions) == 71
 
@@ -373,24 +366,16 @@ def test_an_event_changed_to_the_same_size_during_the_lookup_keeps_the_vocabular
     onto a position another key held)."""
     x = {}
 
-    class Meddler:
-        armed = False
+    def act():
+        del x["k0"]
+        x["new"] = 1.0
 
-        def __hash__(self):
-            return hash("k1")
-
-        def __eq__(self, other):
-            if Meddler.armed:
-                Meddler.armed = False
-                del x["k0"]
-                x["new"] = 1.0
-            return False
-
+    meddler = Meddler("k1", act, once=True)
     model = PARegressor(variant="PA", epsilon=0.0, learn_intercept=False)
-    model.learn_one({Meddler(): 1.0}, 0.0)
+    model.learn_one({meddler: 1.0}, 0.0)
     model.learn_one({"k1": 1.0, "k3": 1.0, "k4": 1.0, "new": 1.0}, 1.0)
     x.update(dict.fromkeys(["k0", "k1", "k2", "k3", "k4"], 1.0))
-    Meddler.armed = True
+    meddler.armed = True
     model.learn_one(x, 5.0)
     assert _vocabulary_is_sound(model)
     assert {"k1": 2, "k3": 3, "k4": 4, "new": 5}.items() <= model._index.positions.items()
