@@ -9,6 +9,9 @@
  * `river_pa.linear_model._numba.update` (build with -ffp-contract=off: no fused multiply-adds,
  * so the bits are those of the Numba kernels and of plain Python).
  *
+ * `margin` keeps its scan (the positions of the event's keys) in a `Scan` the model owns, and
+ * `learn` on the same event takes it instead of looking the keys up again.
+ *
  * They take only the plain case: keys that are exact str, values that are exact float or int
  * (bool included) and finite, a vocabulary with room. Anything else returns None before
  * anything changes, and the caller takes the Numba path, which validates, raises the errors
@@ -72,6 +75,96 @@ static void scratch_free(Scratch *sc) {
     }
 }
 
+/* The scan `margin` made of its last plain event, so that `learn` on the same event skips the
+ * vocabulary lookups (predict_one(x) then learn_one(x, y): 10% of the time on a text stream).
+ * It holds the event, the vocabulary and the keys, so equal pointers are the same objects;
+ * `learn` takes it only if the event holds the very same keys in the same order and the
+ * vocabulary is the same dict at the same size (it only grows: a key keeps its position). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *x, *positions;
+    Py_ssize_t n, held;
+    PyObject *keys[STACK_KEYS];
+    Py_ssize_t pos[STACK_KEYS];
+} ScanObject;
+
+/* Put the scan of `n` keys (references taken over) in `memo`, or nothing with n = -1; then
+ * release what it held before: the vocabulary's release may run Python code (a key of a
+ * user's class), which then finds the memo whole. */
+static void memo_put(ScanObject *memo, PyObject *x, PyObject *positions, Py_ssize_t held,
+                     PyObject **keys, const Py_ssize_t *pos, Py_ssize_t n) {
+    PyObject *old_x = memo->x, *old_positions = memo->positions, *old_keys[STACK_KEYS];
+    Py_ssize_t old_n = memo->n;
+    memcpy(old_keys, memo->keys, old_n * sizeof(PyObject *));
+    memo->n = 0;
+    memo->x = memo->positions = NULL;
+    if (n >= 0) {
+        memcpy(memo->keys, keys, n * sizeof(PyObject *));
+        memcpy(memo->pos, pos, n * sizeof(Py_ssize_t));
+        memo->x = Py_NewRef(x);
+        memo->positions = Py_NewRef(positions);
+        memo->held = held;
+        memo->n = n;
+    }
+    for (Py_ssize_t j = 0; j < old_n; j++)
+        Py_DECREF(old_keys[j]);
+    Py_XDECREF(old_x);
+    Py_XDECREF(old_positions);
+}
+
+static void memo_clear(ScanObject *memo) { memo_put(memo, NULL, NULL, 0, NULL, NULL, -1); }
+
+/* Tracked by the garbage collector: a vocabulary's key of a user's class may refer back to the
+ * model that holds the memo. */
+static int scan_traverse(ScanObject *memo, visitproc visit, void *arg) {
+    Py_VISIT(memo->x);
+    Py_VISIT(memo->positions);
+    for (Py_ssize_t j = 0; j < memo->n; j++)
+        Py_VISIT(memo->keys[j]);
+    return 0;
+}
+
+static int scan_clear(ScanObject *memo) {
+    memo_clear(memo);
+    return 0;
+}
+
+static void scan_dealloc(ScanObject *memo) {
+    PyObject_GC_UnTrack(memo);
+    memo_clear(memo);
+    Py_TYPE(memo)->tp_free((PyObject *)memo);
+}
+
+/* Copies and pickles of a model get an empty memo: it is a cache of the last event. */
+static PyObject *scan_reduce(PyObject *self, PyObject *unused) {
+    return Py_BuildValue("(O())", (PyObject *)Py_TYPE(self));
+}
+
+static PyObject *scan_copy(PyObject *self, PyObject *unused) {
+    return PyObject_CallNoArgs((PyObject *)Py_TYPE(self));
+}
+
+static PyMethodDef scan_methods[] = {
+    {"__reduce__", scan_reduce, METH_NOARGS, NULL},
+    {"__copy__", scan_copy, METH_NOARGS, NULL},
+    {"__deepcopy__", scan_copy, METH_O, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ScanType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "river_pa.linear_model._dictstep.Scan",
+    .tp_doc = PyDoc_STR("Scan(): the last plain event `margin` scanned, for `learn` (a cache; "
+                        "copies and pickles are empty)."),
+    .tp_basicsize = sizeof(ScanObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)scan_dealloc,
+    .tp_traverse = (traverseproc)scan_traverse,
+    .tp_clear = (inquiry)scan_clear,
+    .tp_methods = scan_methods,
+};
+
 /* The weights: a C-contiguous float64 buffer (the model's numpy array), writable to learn. */
 static int get_weights(PyObject *obj, Py_buffer *view, int writable) {
     int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
@@ -105,40 +198,44 @@ static int plain_value(PyObject *v, double *out) {
     return 1;
 }
 
-/* The event's positions and values, then w . x (unseen keys at the sink, position 0, of weight
- * 0) and ||x||^2: `pos` gets each key's position (-1 for an unseen key), `val` its value.
- * In phases (look every key up, then read the positions, then the weights) so that the cache
- * misses of a large vocabulary overlap instead of running one after the other.
- * Returns 1, 0 for "not the plain case" or -1 with an exception set. */
-static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t size,
-                Scratch *sc, double *dot, double *sq, Py_ssize_t *n_unseen) {
-    Py_ssize_t i = 0, n = 0, unseen = 0, j, *pos = sc->pos;
-    double *val = sc->val;
-    PyObject **found = sc->found;
+/* An event's keys (held) and values into `sc`. No Python code runs here: the keys and values
+ * are one event's. Returns 1, or 0 for "not the plain case". */
+static int read_event(PyObject *x, Scratch *sc) {
+    Py_ssize_t i = 0, n = 0;
     PyObject *key, *value;
-    int ok = 1;
     while (PyDict_Next(x, &i, &key, &value)) {
-        if (n == sc->cap || !PyUnicode_CheckExact(key) || !plain_value(value, &val[n])) {
-            ok = 0; /* n == cap: x grew under the scan (a key's __eq__, below) */
-            break;
-        }
+        if (n == sc->cap || !PyUnicode_CheckExact(key) || !plain_value(value, &sc->val[n]))
+            return 0;
+        __builtin_prefetch(key); /* its hash, which the lookup reads */
         /* held: a stored key of a user's class may run its __eq__ during the lookup, which
          * may change x, and learning inserts these very key objects */
-        Py_INCREF(key);
-        sc->keys[sc->n_keys++] = key;
-        PyObject *p = PyDict_GetItemWithError(positions, key);
-        if (p == NULL && PyErr_Occurred()) {
+        sc->keys[n++] = Py_NewRef(key);
+        sc->n_keys = n;
+    }
+    return n == sc->cap; /* else x changed since its size was read */
+}
+
+/* The positions of the event's keys in `sc->pos` (-1 for an unseen key) and their count in
+ * `n_unseen`: every key looked up, then the positions read, so that the cache misses of a
+ * large vocabulary overlap instead of running one after the other. Returns 1, 0 for "not the
+ * plain case" or -1 with an exception set. */
+static int look_up(PyObject *positions, Py_ssize_t size, const double *w, Scratch *sc,
+                   Py_ssize_t *n_unseen) {
+    Py_ssize_t n = sc->n_keys, unseen = 0, j;
+    PyObject **found = sc->found;
+    int ok = 1;
+    for (j = 0; j < n; j++) {
+        found[j] = PyDict_GetItemWithError(positions, sc->keys[j]);
+        if (found[j] == NULL && PyErr_Occurred()) {
             ok = -1;
+            n = j; /* found[j:] unset */
             break;
         }
-        Py_XINCREF(p); /* held: such an __eq__ may also change `positions` */
-        found[n++] = p;
+        Py_XINCREF(found[j]); /* held: such an __eq__ may also change `positions` */
     }
-    if (ok == 1 && (n != sc->cap || n != PyDict_GET_SIZE(x)))
-        ok = 0; /* changed under the scan: its keys and values are not one event's */
     for (j = 0; j < n; j++) {
         PyObject *p = found[j];
-        pos[j] = -1;
+        sc->pos[j] = -1;
         if (p == NULL)
             unseen++;
         else {
@@ -148,25 +245,89 @@ static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t si
                     PyErr_Clear();
                     ok = 0;
                 } else {
-                    pos[j] = at;
+                    sc->pos[j] = at;
                     __builtin_prefetch(&w[at]);
                 }
             }
             Py_DECREF(p);
         }
     }
-    if (ok < 1)
-        return ok;
-    double s = 0.0, q = 0.0;
+    *n_unseen = unseen;
+    return ok;
+}
+
+/* The scan of `memo` (see ScanObject) for `x`, taken over into `sc`, when it is this event's:
+ * 1, else 0 with `sc` as it was (values aside). `memo` is emptied either way. */
+static int from_memo(ScanObject *memo, PyObject *x, PyObject *positions, Py_ssize_t size,
+                     const double *w, Scratch *sc, Py_ssize_t *n_unseen) {
+    Py_ssize_t i = 0, j = 0, n = memo->n, unseen = 0;
+    PyObject *key, *value;
+    int same = memo->x == x && memo->positions == positions && n == sc->cap
+               && memo->held == PyDict_GET_SIZE(positions);
+    while (same && PyDict_Next(x, &i, &key, &value)) {
+        same = j < n && key == memo->keys[j] && memo->pos[j] < size
+               && plain_value(value, &sc->val[j]);
+        j++;
+    }
+    if (!same || j != n) {
+        memo_clear(memo);
+        return 0;
+    }
     for (j = 0; j < n; j++) {
-        double v = val[j];
-        s += w[pos[j] >= 0 ? pos[j] : 0] * v;
+        sc->keys[j] = memo->keys[j]; /* the references too */
+        sc->pos[j] = memo->pos[j];
+        if (sc->pos[j] >= 0)
+            __builtin_prefetch(&w[sc->pos[j]]);
+        else
+            unseen++;
+    }
+    sc->n_keys = n;
+    memo->n = 0;
+    memo_clear(memo); /* x and positions: the caller holds them */
+    *n_unseen = unseen;
+    return 1;
+}
+
+/* w . x (unseen keys at the sink, position 0, of weight 0) and ||x||^2, summed in the
+ * event's order. */
+static void dot_sq(const double *w, const Scratch *sc, double *dot, double *sq) {
+    double s = 0.0, q = 0.0;
+    for (Py_ssize_t j = 0; j < sc->n_keys; j++) {
+        double v = sc->val[j];
+        s += w[sc->pos[j] >= 0 ? sc->pos[j] : 0] * v;
         q += v * v;
     }
     *dot = s;
     *sq = q;
-    *n_unseen = unseen;
+}
+
+/* The scan of an event: its keys, values and positions in `sc`, from `memo` when it holds
+ * this event's, then w . x and ||x||^2. Returns 1, 0 for "not the plain case" or -1 with an
+ * exception set. */
+static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t size,
+                ScanObject *memo, Scratch *sc, double *dot, double *sq, Py_ssize_t *n_unseen) {
+    if (memo == NULL || !from_memo(memo, x, positions, size, w, sc, n_unseen)) {
+        if (!read_event(x, sc))
+            return 0;
+        int ok = look_up(positions, size, w, sc, n_unseen);
+        if (ok < 1)
+            return ok;
+    }
+    dot_sq(w, sc, dot, sq);
     return 1;
+}
+
+/* The `memo` argument: a Scan, or None (NULL). Returns 0, or -1 with an exception set. */
+static int get_memo(PyObject *arg, ScanObject **memo) {
+    *memo = NULL;
+    if (arg == Py_None)
+        return 0;
+    if (!PyObject_TypeCheck(arg, &ScanType)) {
+        PyErr_SetString(PyExc_TypeError, "memo must be a Scan or None");
+        return -1;
+    }
+    *memo = (ScanObject *)arg;
+    return 0;
 }
 
 /* tau of PA, PA-I or PA-II: river_pa._core._numba.step_size. */
@@ -192,16 +353,19 @@ static double signed_step(int task, int variant, double margin, double y, double
 }
 
 PyDoc_STRVAR(margin_doc,
-"margin(x, positions, w, b) -> float | None\n\n"
+"margin(x, positions, w, b, memo) -> float | None\n\n"
 "w . x + b of the feature dict `x` (keys looked up in the dict `positions`; unseen keys add\n"
 "nothing), or None when `x` or `positions` is not the plain case (exact dicts; see the\n"
-"module).");
+"module). The scan goes into `memo` (a Scan, or None) for `learn` on the same event.");
 
 static PyObject *margin(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "margin(x, positions, w, b)");
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "margin(x, positions, w, b, memo)");
         return NULL;
     }
+    ScanObject *memo;
+    if (get_memo(args[4], &memo) < 0)
+        return NULL;
     if (!PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1]))
         Py_RETURN_NONE;
     double b = PyFloat_AsDouble(args[3]);
@@ -216,10 +380,15 @@ static PyObject *margin(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     double dot, sq;
-    Py_ssize_t unseen;
-    int ok = scan(args[0], args[1], (const double *)view.buf, view.len / 8, &sc, &dot, &sq,
-                  &unseen);
+    Py_ssize_t unseen, held = PyDict_GET_SIZE(args[1]);
+    int ok = scan(args[0], args[1], (const double *)view.buf, view.len / 8, memo, &sc, &dot,
+                  &sq, &unseen);
     PyBuffer_Release(&view);
+    /* kept unless a key's __eq__ made the model learn during the scan */
+    if (ok == 1 && memo != NULL && sc.n_keys <= STACK_KEYS && PyDict_GET_SIZE(args[1]) == held) {
+        memo_put(memo, args[0], args[1], held, sc.keys, sc.pos, sc.n_keys);
+        sc.n_keys = 0; /* the references went to the memo */
+    }
     scratch_free(&sc);
     if (ok < 0)
         return NULL;
@@ -259,20 +428,24 @@ static int insert_unseen(PyObject *positions, PyObject *const *keys, Py_ssize_t 
 }
 
 PyDoc_STRVAR(learn_doc,
-"learn(x, positions, w, b, intercept, task, variant, c, epsilon, y, max_keys)\n"
+"learn(x, positions, w, b, intercept, task, variant, c, epsilon, y, max_keys, memo)\n"
 "    -> (b, step, n_new) | None\n\n"
 "One PA step on the feature dict `x`, in place on `w` and `positions`: the unseen keys get\n"
 "positions (len(positions) + 1, ...), then w[p] += step * value. Returns the new intercept,\n"
 "the signed step and the number of keys inserted, or None with nothing changed when `x` is not\n"
 "the plain case, the keys would pass `max_keys` or `w`'s length, or the step would leave\n"
-"float64 (river_pa.linear_model._numba.update).");
+"float64 (river_pa.linear_model._numba.update). It takes the scan of `margin` from `memo` (a\n"
+"Scan, or None) when that was this event's, and leaves `memo` empty.");
 
 static PyObject *learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 11) {
+    if (nargs != 12) {
         PyErr_SetString(PyExc_TypeError, "learn(x, positions, w, b, intercept, task, variant, c, "
-                        "epsilon, y, max_keys)");
+                        "epsilon, y, max_keys, memo)");
         return NULL;
     }
+    ScanObject *memo;
+    if (get_memo(args[11], &memo) < 0)
+        return NULL;
     if (!PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[1]))
         Py_RETURN_NONE;
     PyObject *x = args[0], *positions = args[1];
@@ -303,7 +476,7 @@ static PyObject *learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     double *w = (double *)view.buf;
     Py_ssize_t size = view.len / 8, unseen, held = PyDict_GET_SIZE(positions);
     double dot, sq;
-    int ok = scan(x, positions, w, size, &sc, &dot, &sq, &unseen);
+    int ok = scan(x, positions, w, size, memo, &sc, &dot, &sq, &unseen);
     if (ok > 0 && PyDict_GET_SIZE(positions) != held)
         ok = 0; /* a key's __eq__ made the model learn during the scan */
     if (ok <= 0 || (unseen && (held + unseen > max_keys || held + 1 + unseen > size))) {
@@ -350,4 +523,11 @@ static struct PyModuleDef module = {
     -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__dictstep(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__dictstep(void) {
+    if (PyType_Ready(&ScanType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddObjectRef(m, "Scan", (PyObject *)&ScanType) < 0)
+        Py_CLEAR(m);
+    return m;
+}

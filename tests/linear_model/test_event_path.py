@@ -3,6 +3,7 @@ and the vocabulary do to go faster."""
 
 from __future__ import annotations
 
+import copy
 import math
 import pickle
 
@@ -66,6 +67,7 @@ def test_progressive_margins_and_weights_equal_the_plain_python_pa_i():
     lambda x: x.update(z=2.0),                    # a new key
     lambda x: x.pop("b"),                         # a key goes
     lambda x: x.update(b=x.pop("a")),             # same keys and values, another order
+    lambda x: x.update(d=x.pop("a")),             # a key goes, another comes: same size
 ])
 def test_a_dict_mutated_between_predict_and_learn_is_learned_as_it_is_then(mutate):
     history = [({"a": 1.0, "b": -2.0}, True), ({"a": 0.5, "c": 1.0}, False)]
@@ -78,6 +80,25 @@ def test_a_dict_mutated_between_predict_and_learn_is_learned_as_it_is_then(mutat
     mutate(x)
     predicted.learn_one(x, False)
     fresh.learn_one(dict(x), False)  # a copy: never seen by predict_one
+    assert predicted.weights == fresh.weights and predicted.intercept == fresh.intercept
+    assert predicted._index.positions == fresh._index.positions
+
+
+@pytest.mark.parametrize("between", [
+    {"a": 2.0, "e": 1.0},  # the vocabulary grows: "e" is new, as in x
+    {"a": 2.0, "b": 1.0},  # no new key: the weights of x's keys move
+])
+def test_an_event_learned_between_predict_and_learn_counts(between):
+    """predict_one(x), learn_one(other), learn_one(x) learns x as the model then is."""
+    x = {"a": 0.25, "e": 3.0, "b": -1.0}
+    predicted, fresh = PAClassifier(variant="PA"), PAClassifier(variant="PA")
+    for model in (predicted, fresh):
+        model.learn_one({"a": 1.0, "b": -2.0}, True)
+    predicted.predict_one(x)
+    for model in (predicted, fresh):
+        model.learn_one(dict(between), False)
+    predicted.learn_one(x, True)
+    fresh.learn_one(dict(x), True)
     assert predicted.weights == fresh.weights and predicted.intercept == fresh.intercept
     assert predicted._index.positions == fresh._index.positions
 
@@ -250,6 +271,56 @@ class Meddler:
             self.armed = not self.once
             self.act()
         return False
+
+
+@needs_c_step
+def test_learn_one_after_predict_one_looks_the_keys_up_once():
+    """The vocabulary holds a key that hashes like "a": every lookup of "a" runs its __eq__
+    (as many times as the probe meets it: `per_lookup`, which depends on the hash seed).
+    learn_one(x) after predict_one(x) takes the scan predict_one made, while `x` holds the
+    same key objects in the same order; a copy of `x` is looked up again."""
+    calls = []
+    model = PAClassifier(variant="PA")
+    model.learn_one({Meddler("a", lambda: calls.append(1)): 1.0}, True)
+    model.learn_one({"a": 1.0, "b": 1.0}, False)
+    calls.clear()
+    model._index.positions.get("a")
+    per_lookup = len(calls)
+    assert per_lookup >= 1
+    calls.clear()
+    x = {"a": 0.5, "b": 2.0}
+    model.predict_one(x)
+    assert len(calls) == per_lookup
+    model.learn_one(x, True)
+    assert len(calls) == per_lookup
+    model.predict_one(x)
+    x["a"] = -1.0  # a value changes: read again, the positions kept
+    model.learn_one(x, True)
+    assert len(calls) == 2 * per_lookup
+    model.predict_one(x)
+    model.learn_one(dict(x), False)  # another dict: scanned again
+    assert len(calls) == 4 * per_lookup
+    model.learn_one(x, False)  # the scan was spent by learning
+    assert len(calls) == 5 * per_lookup
+
+
+@needs_c_step
+@pytest.mark.parametrize("copy_model", [
+    copy.deepcopy, lambda m: pickle.loads(pickle.dumps(m)),
+    lambda m: m.clone(include_attributes=True),
+], ids=["deepcopy", "pickle", "clone"])
+def test_a_model_copied_between_predict_and_learn_learns_alike(copy_model):
+    """The scan kept for learn_one is a cache: copies get an empty one and learn the event
+    as the model does."""
+    model = PAClassifier(variant="PA")
+    model.learn_one({"a": 1.0, "b": -2.0}, True)
+    x = {"a": 0.25, "b": 3.0, "c": -1.0}
+    model.predict_one(x)
+    twin = copy_model(model)
+    assert twin._dict_step is not None
+    twin.learn_one(x, False)
+    model.learn_one(x, False)
+    assert twin.weights == model.weights and twin.intercept == model.intercept
 
 
 @needs_c_step
