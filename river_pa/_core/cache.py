@@ -79,7 +79,11 @@ class EventCache(TransientCache):
         if self.categorical:
             x = self._one_hot(x)
         keys = tuple(x)
-        if keys != self._keys:
+        try:
+            same = keys == self._keys
+        except (TypeError, ValueError):  # a numpy key against a tuple key: an array, no bool
+            same = False
+        if not same:
             self._pos, self._dups = self._index.lookup_unique(keys)
             self._n_unseen = self._index.n_unseen(self._pos)
             self._keys = keys

@@ -203,6 +203,16 @@ def test_labels_without_a_truth_value_get_the_binary_label_message(y):
                                   pd.Series([True, pd.NA], dtype="boolean"))
 
 
+def test_a_numpy_key_then_a_tuple_key_are_two_features():
+    # np.int64(1) == (1, 2) is an array: comparing the events' key tuples raised "truth value
+    # of an array ... is ambiguous" (the Numba path's key cache)
+    model = PAClassifier(variant="PA")
+    model.learn_one({np.int64(1): 1.0}, True)  # w = b = 1/2
+    model.learn_one({(1, 2): 1.0}, False)  # margin 1/2 (the tuple is unseen): tau = 3/4
+    assert model.weights == {1: 0.5, (1, 2): -0.75}
+    assert model.intercept == -0.25
+
+
 def test_empty_dict_predicts_from_the_intercept():
     model = PAClassifier(variant="PA")
     assert model.predict_proba_one({}) == {False: 0.5, True: 0.5}
