@@ -60,21 +60,29 @@ def kernel_row(kind, degree, gamma, coef0, St, sq, n_sv, idx, val, qx, out):
     feature order from 0.0, the bits of a dot product per vector, and the loop over the
     support vectors is element-wise on contiguous rows, so it is vectorised. A dot product per
     vector, a reduction over a gather, is not: issue 18 measured 0.2x a numpy matrix-vector
-    product per event.
+    product per event. Features of value 0 are skipped: a sum begun at +0.0 is never -0.0,
+    and adding a finite weight times +-0.0 to it changes no bit (81% of MNIST's pixels).
 
     """
     for i in range(n_sv):
         out[i] = 0.0
-    m = idx.shape[0]
+    nz_idx = np.empty(idx.shape[0], np.int64)
+    nz_val = np.empty(idx.shape[0])
+    m = 0
+    for j in range(idx.shape[0]):
+        if val[j] != 0.0:
+            nz_idx[m] = idx[j]
+            nz_val[m] = val[j]
+            m += 1
     j = 0
     while j + 4 <= m:
-        r0, r1, r2, r3 = St[idx[j]], St[idx[j + 1]], St[idx[j + 2]], St[idx[j + 3]]
-        v0, v1, v2, v3 = val[j], val[j + 1], val[j + 2], val[j + 3]
+        r0, r1, r2, r3 = St[nz_idx[j]], St[nz_idx[j + 1]], St[nz_idx[j + 2]], St[nz_idx[j + 3]]
+        v0, v1, v2, v3 = nz_val[j], nz_val[j + 1], nz_val[j + 2], nz_val[j + 3]
         for i in range(n_sv):
             out[i] = (((out[i] + r0[i] * v0) + r1[i] * v1) + r2[i] * v2) + r3[i] * v3
         j += 4
     for j in range(j, m):
-        row, v = St[idx[j]], val[j]
+        row, v = St[nz_idx[j]], nz_val[j]
         for i in range(n_sv):
             out[i] += row[i] * v
     for i in range(n_sv):
@@ -95,9 +103,10 @@ def label_scores(A, n_sv, n, k, out):
 @njit(cache=True)
 def _write_support(St, sq, kd, A, slot, idx, val, qx, kxx):
     """Support vector `slot` <- x; its column of `St` must be zero (a slot never used, or
-    cleared by the caller: a strided pass over every position)."""
+    cleared by the caller: a strided pass over every position). Values 0 leave it so."""
     for j in range(idx.shape[0]):
-        St[idx[j], slot] += val[j]
+        if val[j] != 0.0:
+            St[idx[j], slot] += val[j]
     sq[slot] = qx
     kd[slot] = kxx
     A[slot, :] = 0.0

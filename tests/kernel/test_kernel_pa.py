@@ -141,14 +141,20 @@ def test_learn_many_is_bit_for_bit_a_learn_one_loop(rule):
     assert np.array_equal(one._A, many._A) and np.array_equal(one._St, many._St)
 
 
+@pytest.mark.parametrize("zeros", [False, True], ids=["dense", "zeros"])
 @pytest.mark.parametrize("m", range(10))
-def test_the_kernel_row_sums_each_dot_product_in_feature_order(m):
+def test_the_kernel_row_sums_each_dot_product_in_feature_order(m, zeros):
     """Four features per pass over the support vectors (and the rest one by one): each
-    v_i . x is still the left-to-right sum from 0.0, bit for bit."""
+    v_i . x is still the left-to-right sum from 0.0, bit for bit, also where the features of
+    value 0 (or -0.0) are skipped, and where a sum cancels to 0."""
     rng = np.random.default_rng(m)
     St = rng.normal(size=(12, 9)) * 10.0 ** rng.integers(-8, 8, size=(12, 9))
     idx = rng.choice(12, size=m, replace=False).astype(np.int64)
     val = rng.normal(size=m) * 10.0 ** rng.integers(-8, 8, size=m)
+    if zeros:
+        val[::3], val[1::4] = 0.0, -0.0
+        St[idx[2:4], 0] = 1.0  # v_0 . x cancels to 0.0 at the fourth feature, if nonzero
+        val[2:4] = [2.0, -2.0][: len(val[2:4])]
     out = np.empty(7)
     _svkernels.kernel_row(_svkernels.LINEAR, 1, 1.0, 0.0, St, np.zeros(9), 7, idx, val, 0.0,
                           out)
@@ -156,7 +162,7 @@ def test_the_kernel_row_sums_each_dot_product_in_feature_order(m):
         expected = 0.0
         for j in range(m):
             expected += St[idx[j], i] * val[j]
-        assert out[i] == expected
+        assert out[i].tobytes() == np.float64(expected).tobytes()
 
 
 def test_a_model_pickled_with_support_vectors_as_rows_loads():
