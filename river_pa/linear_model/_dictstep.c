@@ -77,12 +77,15 @@ static void scratch_free(Scratch *sc) {
 
 /* The scan `margin` made of its last plain event, so that `learn` on the same event skips the
  * vocabulary lookups (predict_one(x) then learn_one(x, y): 10% of the time on a text stream).
- * It holds the event, the vocabulary and the keys, so equal pointers are the same objects;
- * `learn` takes it only if the event holds the very same keys in the same order and the
- * vocabulary is the same dict at the same size (it only grows: a key keeps its position). */
+ * It holds the vocabulary and the keys, so equal pointers are the same objects; `learn` takes
+ * it only if the event holds the very same keys in the same order and the vocabulary is the
+ * same dict at the same size (it only grows: a key keeps its position). The event's address
+ * is only a quick test, not held: the user's dict is not kept alive, and any dict with those
+ * keys in that order has those positions (its values are read again). */
 typedef struct {
     PyObject_HEAD
-    PyObject *x, *positions;
+    const void *x;
+    PyObject *positions;
     Py_ssize_t n, held;
     PyObject *keys[STACK_KEYS];
     Py_ssize_t pos[STACK_KEYS];
@@ -91,24 +94,24 @@ typedef struct {
 /* Put the scan of `n` keys (references taken over) in `memo`, or nothing with n = -1; then
  * release what it held before: the vocabulary's release may run Python code (a key of a
  * user's class), which then finds the memo whole. */
-static void memo_put(ScanObject *memo, PyObject *x, PyObject *positions, Py_ssize_t held,
+static void memo_put(ScanObject *memo, const void *x, PyObject *positions, Py_ssize_t held,
                      PyObject **keys, const Py_ssize_t *pos, Py_ssize_t n) {
-    PyObject *old_x = memo->x, *old_positions = memo->positions, *old_keys[STACK_KEYS];
+    PyObject *old_positions = memo->positions, *old_keys[STACK_KEYS];
     Py_ssize_t old_n = memo->n;
     memcpy(old_keys, memo->keys, old_n * sizeof(PyObject *));
     memo->n = 0;
-    memo->x = memo->positions = NULL;
+    memo->x = NULL;
+    memo->positions = NULL;
     if (n >= 0) {
         memcpy(memo->keys, keys, n * sizeof(PyObject *));
         memcpy(memo->pos, pos, n * sizeof(Py_ssize_t));
-        memo->x = Py_NewRef(x);
+        memo->x = x;
         memo->positions = Py_NewRef(positions);
         memo->held = held;
         memo->n = n;
     }
     for (Py_ssize_t j = 0; j < old_n; j++)
         Py_DECREF(old_keys[j]);
-    Py_XDECREF(old_x);
     Py_XDECREF(old_positions);
 }
 
@@ -117,7 +120,6 @@ static void memo_clear(ScanObject *memo) { memo_put(memo, NULL, NULL, 0, NULL, N
 /* Tracked by the garbage collector: a vocabulary's key of a user's class may refer back to the
  * model that holds the memo. */
 static int scan_traverse(ScanObject *memo, visitproc visit, void *arg) {
-    Py_VISIT(memo->x);
     Py_VISIT(memo->positions);
     for (Py_ssize_t j = 0; j < memo->n; j++)
         Py_VISIT(memo->keys[j]);
@@ -215,6 +217,24 @@ static int read_event(PyObject *x, Scratch *sc) {
     return n == sc->cap; /* else x changed since its size was read */
 }
 
+/* Whether `x` still holds the keys and the values (to the bit) `read_event` read: a stored
+ * key's __eq__, run by the lookups, may have changed it, and the Numba path then reads it as
+ * it is now. No Python code runs here. */
+static int unchanged(PyObject *x, const Scratch *sc) {
+    Py_ssize_t i = 0, j = 0, n = sc->n_keys;
+    PyObject *key, *value;
+    double d;
+    if (PyDict_GET_SIZE(x) != n)
+        return 0;
+    while (PyDict_Next(x, &i, &key, &value)) {
+        if (j >= n || key != sc->keys[j] || !plain_value(value, &d)
+            || memcmp(&d, &sc->val[j], sizeof d) != 0)
+            return 0;
+        j++;
+    }
+    return j == n;
+}
+
 /* The positions of the event's keys in `sc->pos` (-1 for an unseen key) and their count in
  * `n_unseen`: every key looked up, then the positions read, so that the cache misses of a
  * large vocabulary overlap instead of running one after the other. Returns 1, 0 for "not the
@@ -283,7 +303,7 @@ static int from_memo(ScanObject *memo, PyObject *x, PyObject *positions, Py_ssiz
     }
     sc->n_keys = n;
     memo->n = 0;
-    memo_clear(memo); /* x and positions: the caller holds them */
+    memo_clear(memo); /* positions: the caller holds it */
     *n_unseen = unseen;
     return 1;
 }
@@ -302,8 +322,8 @@ static void dot_sq(const double *w, const Scratch *sc, double *dot, double *sq) 
 }
 
 /* The scan of an event: its keys, values and positions in `sc`, from `memo` when it holds
- * this event's, then w . x and ||x||^2. Returns 1, 0 for "not the plain case" or -1 with an
- * exception set. */
+ * this event's, then w . x and ||x||^2. Returns 1, 0 for "not the plain case" (an event
+ * changed by the lookups included) or -1 with an exception set. */
 static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t size,
                 ScanObject *memo, Scratch *sc, double *dot, double *sq, Py_ssize_t *n_unseen) {
     if (memo == NULL || !from_memo(memo, x, positions, size, w, sc, n_unseen)) {
@@ -312,6 +332,8 @@ static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t si
         int ok = look_up(positions, size, w, sc, n_unseen);
         if (ok < 1)
             return ok;
+        if (!unchanged(x, sc))
+            return 0;
     }
     dot_sq(w, sc, dot, sq);
     return 1;

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import math
 import pickle
+import weakref
 
 import numpy as np
 import pytest
@@ -302,6 +303,52 @@ def test_learn_one_after_predict_one_looks_the_keys_up_once():
     assert len(calls) == 4 * per_lookup
     model.learn_one(x, False)  # the scan was spent by learning
     assert len(calls) == 5 * per_lookup
+
+
+@needs_c_step
+def test_the_scan_kept_for_learn_one_does_not_keep_the_event_alive():
+    """The event's address is a quick test, not a reference: a dict the user drops after
+    predict_one goes (with what it holds) at once, not at the model's next call."""
+
+    class Probe:
+        pass
+
+    model = PAClassifier(variant="PA")
+    model.learn_one({"a": 1.0}, True)
+    x = {"a": 2.0}
+    model.predict_one(x)
+    x["p"] = probe = Probe()
+    gone = weakref.ref(probe)
+    del x, probe
+    assert gone() is None
+
+
+@needs_c_step
+@pytest.mark.parametrize("change", ["value", "shrink"])
+def test_an_event_changed_by_a_lookup_is_read_as_it_is_after_it(change):
+    """A stored key's __eq__ changes the event once, during the C step's lookups: the C step
+    sees it and leaves the event to the Numba path, which reads it as it is then (before,
+    the C step learned the event as it was before the lookups)."""
+    x = {"b": 2.0, "a": 0.5}
+
+    def act():
+        if change == "value":
+            x["b"] = -4.0
+        else:
+            del x["b"]
+
+    models = [PARegressor(variant="PA", epsilon=0.0) for _ in range(2)]
+    meddler = Meddler("a", act, once=True)
+    for model in models:
+        model.learn_one({meddler: 1.0, "a": 1.0, "b": 1.0}, 1.0)
+    meddler.armed = True
+    margin = models[0].predict_one(x)
+    assert not meddler.armed  # it ran, during the lookup
+    assert margin == models[1].predict_one(dict(x))  # the event as it is now
+    models[0].learn_one(x, 3.0)
+    models[1].learn_one(dict(x), 3.0)
+    assert models[0].weights == models[1].weights
+    assert models[0].intercept == models[1].intercept
 
 
 @needs_c_step
