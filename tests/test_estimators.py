@@ -12,13 +12,16 @@ check). Every other data set is River's own. Checks are skipped only through a l
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 
+import numpy as np
 import pytest
 from river import base, checks, datasets, linear_model
 
 import river_pa
+from river_pa._core.cache import TransientCache
 
 
 class _Local:
@@ -97,3 +100,17 @@ def test_repr_shows_the_parameters_only(model):
     assert "array(" not in text and " object at " not in text
     for name in model._get_params():
         assert name in text
+
+
+@pytest.mark.parametrize("model", [p for p in _models()
+                                   if isinstance(p.values[0], TransientCache)])
+def test_a_shallow_copy_owns_its_state(model):
+    """copy.copy(model) copies deeply: a shallow copy shared the feature index and the
+    arrays sized by it, so once one copy grew them the other's kernels read and wrote past
+    its own arrays (a segfault on PAClassifier's Numba path and on PASequenceTagger)."""
+    twin = copy.copy(model)
+    assert type(twin) is type(model)
+    for name, value in vars(model).items():
+        if isinstance(value, (np.ndarray, dict, list, set)) or (hasattr(value, "__dict__")
+                                                                and not callable(value)):
+            assert getattr(twin, name) is not value, name

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from river_pa._core.categorical import one_hot, one_hot_plain
@@ -10,7 +12,8 @@ from river_pa._core.validation import check_x
 
 
 class TransientCache:
-    """Mixin: the attributes named in `_TRANSIENT` are caches of the last event.
+    """Mixin of every learner's state: the attributes named in `_TRANSIENT` are caches of the
+    last event, and `copy.copy` copies deeply.
 
     They are left out of pickles (so a pickle holds the model, not what it last saw, and
     River's byte-comparing checks see predictions as pure) and rebuilt empty by `_clear_cache`
@@ -33,6 +36,12 @@ class TransientCache:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._clear_cache()
+
+    def __copy__(self):
+        """A deep copy: a shallow one would share the feature index and the arrays sized by
+        it, and once one copy grew them the other's kernels would index past its own arrays
+        (a crash). River's `clone()` gives a fresh model of the same parameters."""
+        return copy.deepcopy(self)
 
 
 class EventCache(TransientCache):
