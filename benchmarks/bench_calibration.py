@@ -16,10 +16,22 @@ uncalibrated LogLoss, the runs where calibration is worse by more than 1%, the r
 ends at most 0.03 among those where the uncalibrated ECE is above, the median ECE and LogLoss
 beside the anchors, the events where P(True) > 1/2 disagrees with `predict_one` (0: no
 label changes), and the median ECE a perfectly calibrated forecaster would show with the same
-probabilities on as many events (labels drawn from them: the sampling noise of the set's size). Held-out sets: ``--sets phishing-full,bananas,a9a-test``.
+probabilities on as many events (labels drawn from them: the sampling noise of the set's
+size). Held-out sets: ``--sets phishing-full,bananas,a9a-test``.
 
-Run: ``python benchmarks/bench_calibration.py [--rounds 5]`` or
-``python benchmarks/bench_calibration.py --quality [--shuffles 10] [--sets a9a,elec2]``
+Multiclass (``--multiclass``): the same grid for `PAMultiClassifier` on River's
+ImageSegments (StandardScaler fitted on the whole set in front), scikit-learn's digits, USPS
+and mnist-5k (its first 2,000 events): progressive cross-entropy (the true label's
+probability clipped at 1e-15, as River's CrossEntropy) and 10-bin top-label ECE of the softmax
+link and of `calibration="temperature"` (the same scores: calibration changes no prediction),
+beside in-sample batch anchors on the same progressive scores (one-vs-rest Platt sigmoids and
+isotonic maps normalised over the labels seen, as scikit-learn's `CalibratedClassifierCV`
+does, and one temperature fitted to the whole pass) and River's `SoftmaxRegression()` on
+the same stream.
+
+Run: ``python benchmarks/bench_calibration.py [--rounds 5]``,
+``python benchmarks/bench_calibration.py --quality [--shuffles 10] [--sets a9a,elec2]`` or
+``python benchmarks/bench_calibration.py --multiclass [--shuffles 10]``
 (the full table replays 9.6 million margins through the calibrator: minutes of CPU; `--sets`
 splits it, e.g. into parallel runs). Timings on a shared machine are noisy:
 read the ratios.
@@ -186,15 +198,188 @@ def summary(rows: list[dict]) -> None:
               f"  {med(lambda r: r['floor']):.4f}")
 
 
+MULTICLASS_SETS = ["ImageSegments", "digits", "usps", "mnist-5k"]
+
+
+def multiclass_set(name: str) -> list:
+    """The events of a multiclass set in file order: (feature dict, label)."""
+    if name == "ImageSegments":
+        from river import preprocessing
+
+        events = list(datasets.ImageSegments())
+        scaler = preprocessing.StandardScaler()
+        for x, _ in events:
+            scaler.learn_one(x)
+        return [(scaler.transform_one(x), y) for x, y in events]
+    if name == "digits":
+        from sklearn.datasets import load_digits
+
+        X, y = load_digits(return_X_y=True)
+        X = X / 16.0
+    else:
+        import sys
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+        from kernel_budget import load_mnist, load_usps
+
+        X, y = load_usps() if name == "usps" else load_mnist(2000)
+    return [(dict(enumerate(row)), int(label)) for row, label in zip(X.tolist(), y.tolist())]
+
+
+def top_label_ece(P: np.ndarray, y: np.ndarray, bins: int = 10) -> float:
+    """ECE of the top label's probability (its confidence) against its accuracy."""
+    return ece(P.max(axis=1), (P.argmax(axis=1) == y).astype(float), bins)
+
+
+def top_label_noise_floor(P: np.ndarray, seed: int, draws: int = 20) -> float:
+    """`noise_floor` of the top-label ECE: labels drawn from the rows of P."""
+    rng, cum = np.random.default_rng(seed), np.cumsum(P, axis=1)
+    draw = lambda: (cum < rng.random((len(P), 1)) * cum[:, -1:]).sum(axis=1)  # noqa: E731
+    return float(np.median([top_label_ece(P, np.minimum(draw(), P.shape[1] - 1))
+                            for _ in range(draws)]))
+
+
+def cross_entropy(P: np.ndarray, y: np.ndarray) -> float:
+    return float(-np.mean(np.log(np.clip(P[np.arange(len(y)), y], 1e-15, 1.0))))
+
+
+def multiclass_pass(events, C, variant):
+    """Progressive scores (labels in order of first appearance; -inf for a label not seen
+    yet), the calibrated probabilities and the label rows of one pass."""
+    labels = list(dict.fromkeys(y for _, y in events))
+    row = {label: r for r, label in enumerate(labels)}
+    model = river_pa.PAMultiClassifier(C=C, variant=variant, calibration="temperature")
+    S = np.full((len(events), len(labels)), -np.inf)
+    P = np.zeros((len(events), len(labels)))
+    for i, (x, y) in enumerate(events):
+        for label, score in model.decision_function_one(x).items():
+            S[i, row[label]] = score
+        for label, p in model.predict_proba_one(x).items():
+            P[i, row[label]] = p
+        model.learn_one(x, y)
+    return S, P, np.array([row[y] for _, y in events])
+
+
+def disagreements(P: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """Events whose probabilities put `predict_one`'s label (the argmax of the scores, the
+    first of a tie) strictly below another's; a tie of probabilities (scores 1 ulp apart can
+    round to one) is no disagreement."""
+    chosen = P[np.arange(len(P)), S.argmax(axis=1)]
+    return chosen < P.max(axis=1)
+
+
+def softmax_rows(S: np.ndarray, a: float = 1.0) -> np.ndarray:
+    """softmax(a s) over the labels seen (finite scores); uniform over none: the first event."""
+    Z = np.where(np.isfinite(S), a * S, -np.inf)
+    top = Z.max(axis=1, keepdims=True)
+    E = np.exp(Z - np.where(np.isfinite(top), top, 0.0))
+    total = E.sum(axis=1, keepdims=True)
+    return np.where(total > 0, E / np.where(total > 0, total, 1.0), 0.0)
+
+
+def multiclass_anchors(S: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """In-sample cross-entropy of one-vs-rest Platt sigmoids and isotonic maps normalised
+    over the labels seen (CalibratedClassifierCV's multiclass rule), and of the best single
+    temperature."""
+    from scipy.optimize import minimize_scalar
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+
+    seen = np.isfinite(S)
+    maps = []
+    for k in range(S.shape[1]):
+        rows, target = seen[:, k], (y == k).astype(float)
+        s = S[rows, k]
+        platt, iso = np.zeros(len(y)), np.zeros(len(y))
+        if 0 < target[rows].sum() < rows.sum():
+            platt[rows] = LogisticRegression(C=1e6).fit(s[:, None], target[rows]).predict_proba(
+                s[:, None])[:, 1]
+            iso[rows] = IsotonicRegression(out_of_bounds="clip").fit(s, target[rows]).predict(s)
+        maps.append((platt, iso))
+    out = []
+    for which in (0, 1):
+        Q = np.column_stack([m[which] for m in maps])
+        total = Q.sum(axis=1, keepdims=True)
+        n_seen = np.maximum(seen.sum(axis=1, keepdims=True), 1)
+        Q = np.where(total > 0, Q / np.where(total > 0, total, 1.0), seen / n_seen)
+        out.append(cross_entropy(Q, y))
+    best = minimize_scalar(lambda t: cross_entropy(softmax_rows(S, np.exp(t)), y),
+                           bounds=(-12.0, 6.0), method="bounded")
+    return out[0], out[1], float(best.fun)
+
+
+def river_softmax_cross_entropy(events) -> float:
+    model, loss = linear_model.SoftmaxRegression(), metrics.CrossEntropy()
+    for x, y in events:
+        loss.update(y, model.predict_proba_one(x))
+        model.learn_one(x, y)
+    return loss.get()
+
+
+def multiclass_quality(shuffles: int, names: list[str]) -> list[dict]:
+    rows = []
+    for name in names:
+        base = multiclass_set(name)
+        for order in range(shuffles + 1):
+            events = list(base)
+            if order:
+                random.Random(order).shuffle(events)
+            river = river_softmax_cross_entropy(events)
+            for C in (0.01, 0.1, 1.0):
+                for variant in ("PA", "PA-I", "PA-II"):
+                    S, P_cal, y = multiclass_pass(events, C, variant)
+                    P_raw = softmax_rows(S)
+                    raw = cross_entropy(P_raw, y), top_label_ece(P_raw, y)
+                    cal = cross_entropy(P_cal, y), top_label_ece(P_cal, y)
+                    platt, iso, temperature = multiclass_anchors(S, y)
+                    flips = int(disagreements(P_cal, S).sum())
+                    rows.append({"set": name, "order": order, "C": C, "variant": variant,
+                                 "raw": raw, "cal": cal, "platt": platt, "iso": iso,
+                                 "temperature": temperature, "river": river, "flips": flips,
+                                 "floor": top_label_noise_floor(P_cal, order)})
+                    print(f"{name:13} order {order:2} C={C:<5} {variant:6} cross-entropy "
+                          f"{raw[0]:.4f} -> {cal[0]:.4f} (Platt {platt:.4f}, isotonic "
+                          f"{iso:.4f}, one temperature {temperature:.4f})  ECE {raw[1]:.4f} -> "
+                          f"{cal[1]:.4f}", flush=True)
+    multiclass_summary(rows)
+    return rows
+
+
+def multiclass_summary(rows: list[dict]) -> None:
+    print(f"\n{'set':14}{'runs':>5}  cross-entropy ratio min / median / max  >1% worse  "
+          f"ECE<=0.03 met/eligible  median ECE raw -> cal  median cross-entropy raw -> cal "
+          f"(Platt, isotonic, one temperature, River SoftmaxRegression)  P argmax != predict_one  "
+          f"ECE of a perfect forecaster")
+    for name in list(dict.fromkeys(r["set"] for r in rows)) + ["all"]:
+        mine = [r for r in rows if name in ("all", r["set"])]
+        ratios = [r["cal"][0] / r["raw"][0] for r in mine]
+        q = np.quantile(ratios, [0, 0.5, 1])
+        eligible = [r for r in mine if r["raw"][1] > 0.03]
+        met = sum(r["cal"][1] <= 0.03 for r in eligible)
+        med = lambda f: statistics.median(f(r) for r in mine)  # noqa: E731
+        print(f"{name:14}{len(mine):>5}  {q[0]:.3f} / {q[1]:.3f} / {q[2]:.5f}"
+              f"{sum(x > 1.01 for x in ratios):>16}  {met:>10} / {len(eligible):<10}"
+              f"  {med(lambda r: r['raw'][1]):.4f} -> {med(lambda r: r['cal'][1]):.4f}"
+              f"       {med(lambda r: r['raw'][0]):.4f} -> {med(lambda r: r['cal'][0]):.4f} "
+              f"({med(lambda r: r['platt']):.4f}, {med(lambda r: r['iso']):.4f}, "
+              f"{med(lambda r: r['temperature']):.4f}, {med(lambda r: r['river']):.4f})"
+              f"{sum(r['flips'] for r in mine):>14}  {med(lambda r: r['floor']):.4f}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quality", action="store_true")
     parser.add_argument("--shuffles", type=int, default=10)
-    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--sets", default=None, help="default: the binary or multiclass sets")
+    parser.add_argument("--multiclass", action="store_true")
     args = parser.parse_args(argv)
+    if args.multiclass:
+        sets = args.sets or ",".join(MULTICLASS_SETS)
+        return multiclass_quality(args.shuffles, sets.split(","))
     if args.quality:
-        return quality(args.shuffles, args.sets.split(","))
+        return quality(args.shuffles, (args.sets or ",".join(SETS)).split(","))
     return speed(args.rounds)
 
 
