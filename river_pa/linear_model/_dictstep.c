@@ -217,24 +217,6 @@ static int read_event(PyObject *x, Scratch *sc) {
     return n == sc->cap; /* else x changed since its size was read */
 }
 
-/* Whether `x` still holds the keys and the values (to the bit) `read_event` read: a stored
- * key's __eq__, run by the lookups, may have changed it, and the Numba path then reads it as
- * it is now. No Python code runs here. */
-static int unchanged(PyObject *x, const Scratch *sc) {
-    Py_ssize_t i = 0, j = 0, n = sc->n_keys;
-    PyObject *key, *value;
-    double d;
-    if (PyDict_GET_SIZE(x) != n)
-        return 0;
-    while (PyDict_Next(x, &i, &key, &value)) {
-        if (j >= n || key != sc->keys[j] || !plain_value(value, &d)
-            || memcmp(&d, &sc->val[j], sizeof d) != 0)
-            return 0;
-        j++;
-    }
-    return j == n;
-}
-
 /* The positions of the event's keys in `sc->pos` (-1 for an unseen key) and their count in
  * `n_unseen`: every key looked up, then the positions read, so that the cache misses of a
  * large vocabulary overlap instead of running one after the other. Returns 1, 0 for "not the
@@ -323,7 +305,7 @@ static void dot_sq(const double *w, const Scratch *sc, double *dot, double *sq) 
 
 /* The scan of an event: its keys, values and positions in `sc`, from `memo` when it holds
  * this event's, then w . x and ||x||^2. Returns 1, 0 for "not the plain case" (an event
- * changed by the lookups included) or -1 with an exception set. */
+ * the lookups resized included) or -1 with an exception set. */
 static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t size,
                 ScanObject *memo, Scratch *sc, double *dot, double *sq, Py_ssize_t *n_unseen) {
     if (memo == NULL || !from_memo(memo, x, positions, size, w, sc, n_unseen)) {
@@ -332,8 +314,10 @@ static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t si
         int ok = look_up(positions, size, w, sc, n_unseen);
         if (ok < 1)
             return ok;
-        if (!unchanged(x, sc))
-            return 0;
+        if (PyDict_GET_SIZE(x) != sc->n_keys)
+            return 0; /* a stored key's __eq__, run by a lookup, added or removed keys: the
+                       * Numba path reads the event as it is now (a value changed in place
+                       * is not seen: the event is learned as it was when the call began) */
     }
     dot_sq(w, sc, dot, sq);
     return 1;
