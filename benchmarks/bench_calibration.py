@@ -96,9 +96,11 @@ def noise_floor(p: np.ndarray, seed: int, draws: int = 20) -> float:
                             for _ in range(draws)]))
 
 
-def river_log_loss(events) -> float:
-    """Progressive LogLoss of River's `LogisticRegression()` (the anchor of issue 19)."""
-    model, loss = linear_model.LogisticRegression(), metrics.LogLoss()
+def river_log_loss(events, model=None, loss=None) -> float:
+    """Progressive LogLoss of River's `LogisticRegression()` (the anchor of issue 19), or the
+    progressive `loss` of `model`."""
+    model = model or linear_model.LogisticRegression()
+    loss = loss or metrics.LogLoss()
     for x, y in events:
         loss.update(y, model.predict_proba_one(x))
         model.learn_one(x, y)
@@ -175,13 +177,16 @@ def quality(shuffles: int, names: list[str]) -> list[dict]:
     return rows
 
 
-def summary(rows: list[dict]) -> None:
-    """Issue 19's table: per set, calibrated / uncalibrated LogLoss (min / median / max), the
+def summary(rows: list[dict], loss: str = "LogLoss", anchors: dict | None = None,
+            flips: str = "P>1/2 != predict_one") -> None:
+    """Issue 19's table: per set, calibrated / uncalibrated `loss` (min / median / max), the
     runs worse by more than 1%, the runs with ECE <= 0.03 among those whose uncalibrated ECE
-    is above, median ECE and LogLoss beside the anchors (medians over the runs)."""
-    print(f"\n{'set':14}{'runs':>5}  LogLoss ratio min / median / max  >1% worse  "
-          f"ECE<=0.03 met/eligible  median ECE raw -> cal  median LogLoss raw -> cal "
-          f"(Platt, isotonic, River LR)  P>1/2 != predict_one  ECE of a perfect forecaster")
+    is above, median ECE and loss beside the `anchors` (row key: name; medians over the
+    runs), the events counted in `flips`, and the ECE a perfect forecaster shows."""
+    anchors = anchors or {"platt": "Platt", "iso": "isotonic", "river": "River LR"}
+    print(f"\n{'set':14}{'runs':>5}  {loss} ratio min / median / max  >1% worse  "
+          f"ECE<=0.03 met/eligible  median ECE raw -> cal  median {loss} raw -> cal "
+          f"({', '.join(anchors.values())})  {flips}  ECE of a perfect forecaster")
     for name in list(dict.fromkeys(r["set"] for r in rows)) + ["all"]:
         mine = [r for r in rows if name in ("all", r["set"])]
         ratios = [r["cal"][0] / r["raw"][0] for r in mine]
@@ -189,12 +194,12 @@ def summary(rows: list[dict]) -> None:
         eligible = [r for r in mine if r["raw"][1] > 0.03]
         met = sum(r["cal"][1] <= 0.03 for r in eligible)
         med = lambda f: statistics.median(f(r) for r in mine)  # noqa: E731
+        anchored = ", ".join(f"{med(lambda r, k=k: r[k]):.4f}" for k in anchors)
         print(f"{name:14}{len(mine):>5}  {q[0]:.3f} / {q[1]:.3f} / {q[2]:.5f}"
               f"{sum(x > 1.01 for x in ratios):>12}  {met:>10} / {len(eligible):<10}"
               f"  {med(lambda r: r['raw'][1]):.4f} -> {med(lambda r: r['cal'][1]):.4f}"
               f"       {med(lambda r: r['raw'][0]):.4f} -> {med(lambda r: r['cal'][0]):.4f} "
-              f"({med(lambda r: r['platt']):.4f}, {med(lambda r: r['iso']):.4f}, "
-              f"{med(lambda r: r['river']):.4f}){sum(r['flips'] for r in mine):>10}"
+              f"({anchored}){sum(r['flips'] for r in mine):>10}"
               f"  {med(lambda r: r['floor']):.4f}")
 
 
@@ -309,14 +314,6 @@ def multiclass_anchors(S: np.ndarray, y: np.ndarray) -> tuple[float, float, floa
     return out[0], out[1], float(best.fun)
 
 
-def river_softmax_cross_entropy(events) -> float:
-    model, loss = linear_model.SoftmaxRegression(), metrics.CrossEntropy()
-    for x, y in events:
-        loss.update(y, model.predict_proba_one(x))
-        model.learn_one(x, y)
-    return loss.get()
-
-
 def multiclass_quality(shuffles: int, names: list[str]) -> list[dict]:
     rows = []
     for name in names:
@@ -325,7 +322,8 @@ def multiclass_quality(shuffles: int, names: list[str]) -> list[dict]:
             events = list(base)
             if order:
                 random.Random(order).shuffle(events)
-            river = river_softmax_cross_entropy(events)
+            river = river_log_loss(events, linear_model.SoftmaxRegression(),
+                                   metrics.CrossEntropy())
             for C in (0.01, 0.1, 1.0):
                 for variant in ("PA", "PA-I", "PA-II"):
                     S, P_cal, y = multiclass_pass(events, C, variant)
@@ -342,29 +340,11 @@ def multiclass_quality(shuffles: int, names: list[str]) -> list[dict]:
                           f"{raw[0]:.4f} -> {cal[0]:.4f} (Platt {platt:.4f}, isotonic "
                           f"{iso:.4f}, one temperature {temperature:.4f})  ECE {raw[1]:.4f} -> "
                           f"{cal[1]:.4f}", flush=True)
-    multiclass_summary(rows)
+    summary(rows, "cross-entropy", {"platt": "Platt", "iso": "isotonic",
+                                     "temperature": "one temperature",
+                                     "river": "River SoftmaxRegression"},
+            "P argmax != predict_one")
     return rows
-
-
-def multiclass_summary(rows: list[dict]) -> None:
-    print(f"\n{'set':14}{'runs':>5}  cross-entropy ratio min / median / max  >1% worse  "
-          f"ECE<=0.03 met/eligible  median ECE raw -> cal  median cross-entropy raw -> cal "
-          f"(Platt, isotonic, one temperature, River SoftmaxRegression)  P argmax != predict_one  "
-          f"ECE of a perfect forecaster")
-    for name in list(dict.fromkeys(r["set"] for r in rows)) + ["all"]:
-        mine = [r for r in rows if name in ("all", r["set"])]
-        ratios = [r["cal"][0] / r["raw"][0] for r in mine]
-        q = np.quantile(ratios, [0, 0.5, 1])
-        eligible = [r for r in mine if r["raw"][1] > 0.03]
-        met = sum(r["cal"][1] <= 0.03 for r in eligible)
-        med = lambda f: statistics.median(f(r) for r in mine)  # noqa: E731
-        print(f"{name:14}{len(mine):>5}  {q[0]:.3f} / {q[1]:.3f} / {q[2]:.5f}"
-              f"{sum(x > 1.01 for x in ratios):>16}  {met:>10} / {len(eligible):<10}"
-              f"  {med(lambda r: r['raw'][1]):.4f} -> {med(lambda r: r['cal'][1]):.4f}"
-              f"       {med(lambda r: r['raw'][0]):.4f} -> {med(lambda r: r['cal'][0]):.4f} "
-              f"({med(lambda r: r['platt']):.4f}, {med(lambda r: r['iso']):.4f}, "
-              f"{med(lambda r: r['temperature']):.4f}, {med(lambda r: r['river']):.4f})"
-              f"{sum(r['flips'] for r in mine):>14}  {med(lambda r: r['floor']):.4f}")
 
 
 def main(argv=None):
