@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import pickle
 
 import numpy as np
 import pytest
@@ -114,3 +115,14 @@ def test_a_shallow_copy_owns_its_state(model):
         if isinstance(value, (np.ndarray, dict, list, set)) or (hasattr(value, "__dict__")
                                                                 and not callable(value)):
             assert getattr(twin, name) is not value, name
+
+
+def test_a_label_named_like_an_attribute_pickles_to_the_same_bytes_again():
+    """After loading, the attribute names are interned as pickle's own restore does; before,
+    the attribute C and a label "C" came back as one str object, which the next pickle wrote
+    as a back-reference (River's checks compare the bytes)."""
+    model = river_pa.PAMultiClassifier()
+    for i, label in enumerate("ABC" * 4):
+        model.learn_one({"x": float(i), "y": 1.0}, label)
+    loaded = pickle.loads(pickle.dumps(model))
+    assert pickle.dumps(loaded) == pickle.dumps(model)

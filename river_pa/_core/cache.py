@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 
 import numpy as np
 
@@ -34,7 +35,12 @@ class TransientCache:
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        # attribute names interned, as pickle's own restore does: else a name equal to a str
+        # of the state (a label "C" beside the attribute C) could be the same object after
+        # loading, and a second pickle of the model would differ in its bytes (River's checks
+        # compare them)
+        self.__dict__.update({sys.intern(k) if type(k) is str else k: v
+                              for k, v in state.items()})
         self._clear_cache()
 
     def __copy__(self):
