@@ -184,23 +184,26 @@ def summary(rows: list[dict], loss: str = "LogLoss", anchors: dict | None = None
     is above, median ECE and loss beside the `anchors` (row key: name; medians over the
     runs), the events counted in `flips`, and the ECE a perfect forecaster shows."""
     anchors = anchors or {"platt": "Platt", "iso": "isotonic", "river": "River LR"}
-    print(f"\n{'set':14}{'runs':>5}  {loss} ratio min / median / max  >1% worse  "
-          f"ECE<=0.03 met/eligible  median ECE raw -> cal  median {loss} raw -> cal "
-          f"({', '.join(anchors.values())})  {flips}  ECE of a perfect forecaster")
+    head = [f"{'set':13}", "runs", f"{loss} ratio min / median / max", ">1% worse",
+            "ECE<=0.03 met/eligible", "median ECE raw -> cal",
+            f"median {loss} raw -> cal ({', '.join(anchors.values())})", flips,
+            "ECE of a perfect forecaster"]
+    print("\n" + "  ".join(head))
     for name in list(dict.fromkeys(r["set"] for r in rows)) + ["all"]:
         mine = [r for r in rows if name in ("all", r["set"])]
         ratios = [r["cal"][0] / r["raw"][0] for r in mine]
         q = np.quantile(ratios, [0, 0.5, 1])
         eligible = [r for r in mine if r["raw"][1] > 0.03]
-        met = sum(r["cal"][1] <= 0.03 for r in eligible)
         med = lambda f: statistics.median(f(r) for r in mine)  # noqa: E731
         anchored = ", ".join(f"{med(lambda r, k=k: r[k]):.4f}" for k in anchors)
-        print(f"{name:14}{len(mine):>5}  {q[0]:.3f} / {q[1]:.3f} / {q[2]:.5f}"
-              f"{sum(x > 1.01 for x in ratios):>12}  {met:>10} / {len(eligible):<10}"
-              f"  {med(lambda r: r['raw'][1]):.4f} -> {med(lambda r: r['cal'][1]):.4f}"
-              f"       {med(lambda r: r['raw'][0]):.4f} -> {med(lambda r: r['cal'][0]):.4f} "
-              f"({anchored}){sum(r['flips'] for r in mine):>10}"
-              f"  {med(lambda r: r['floor']):.4f}")
+        cells = [name, len(mine), f"{q[0]:.4f} / {q[1]:.4f} / {q[2]:.4f}",
+                 sum(x > 1.01 for x in ratios),
+                 f"{sum(r['cal'][1] <= 0.03 for r in eligible)} / {len(eligible)}",
+                 f"{med(lambda r: r['raw'][1]):.4f} -> {med(lambda r: r['cal'][1]):.4f}",
+                 f"{med(lambda r: r['raw'][0]):.4f} -> {med(lambda r: r['cal'][0]):.4f} "
+                 f"({anchored})", sum(r["flips"] for r in mine),
+                 f"{med(lambda r: r['floor']):.4f}"]
+        print("  ".join(f"{cell!s:<{len(h)}}" for cell, h in zip(cells, head)).rstrip())
 
 
 MULTICLASS_SETS = ["ImageSegments", "digits", "usps", "mnist-5k"]
