@@ -96,9 +96,9 @@ def noise_floor(p: np.ndarray, seed: int, draws: int = 20) -> float:
                             for _ in range(draws)]))
 
 
-def river_log_loss(events, model=None, loss=None) -> float:
-    """Progressive LogLoss of River's `LogisticRegression()` (the anchor of issue 19), or the
-    progressive `loss` of `model`."""
+def river_loss(events, model=None, loss=None) -> float:
+    """Progressive `loss` of the River `model`: by default the LogLoss of River's
+    `LogisticRegression()`, the anchor of issue 19."""
     model = model or linear_model.LogisticRegression()
     loss = loss or metrics.LogLoss()
     for x, y in events:
@@ -157,7 +157,7 @@ def quality(shuffles: int, names: list[str]) -> list[dict]:
             Xo, y = X[perm], (np.asarray(csr.y)[perm] > 0).astype(float)
             stream = [({keys[j]: v for j, v in zip(Xo.indices[lo:hi], Xo.data[lo:hi])},
                        label > 0) for lo, hi, label in zip(Xo.indptr[:-1], Xo.indptr[1:], y)]
-            river = river_log_loss(stream)
+            river = river_loss(stream)
             for C in (0.01, 0.1, 1.0):
                 for variant in ("PA", "PA-I", "PA-II"):
                     m = river_pa.PAClassifier(C=C, variant=variant).progressive_csr(
@@ -325,8 +325,8 @@ def multiclass_quality(shuffles: int, names: list[str]) -> list[dict]:
             events = list(base)
             if order:
                 random.Random(order).shuffle(events)
-            river = river_log_loss(events, linear_model.SoftmaxRegression(),
-                                   metrics.CrossEntropy())
+            river = river_loss(events, linear_model.SoftmaxRegression(),
+                               metrics.CrossEntropy())
             for C in (0.01, 0.1, 1.0):
                 for variant in ("PA", "PA-I", "PA-II"):
                     S, P_cal, y = multiclass_pass(events, C, variant)

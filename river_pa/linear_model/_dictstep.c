@@ -304,20 +304,23 @@ static void dot_sq(const double *w, const Scratch *sc, double *dot, double *sq) 
 }
 
 /* The scan of an event: its keys, values and positions in `sc`, from `memo` when it holds
- * this event's, then w . x and ||x||^2. Returns 1, 0 for "not the plain case" (an event
- * the lookups resized included) or -1 with an exception set. */
+ * this event's, then w . x and ||x||^2. Returns 1, 0 for "not the plain case" (an event or a
+ * vocabulary the lookups resized included) or -1 with an exception set. */
 static int scan(PyObject *x, PyObject *positions, const double *w, Py_ssize_t size,
                 ScanObject *memo, Scratch *sc, double *dot, double *sq, Py_ssize_t *n_unseen) {
+    Py_ssize_t held = PyDict_GET_SIZE(positions);
     if (memo == NULL || !from_memo(memo, x, positions, size, w, sc, n_unseen)) {
         if (!read_event(x, sc))
             return 0;
         int ok = look_up(positions, size, w, sc, n_unseen);
         if (ok < 1)
             return ok;
-        if (PyDict_GET_SIZE(x) != sc->n_keys)
-            return 0; /* a stored key's __eq__, run by a lookup, added or removed keys: the
-                       * Numba path reads the event as it is now (a value changed in place
-                       * is not seen: the event is learned as it was when the call began) */
+        /* a stored key's __eq__, run by a lookup, added or removed keys of the event, or made
+         * the model learn (the positions found may be stale): the Numba path reads both as
+         * they are now (a value changed in place is not seen: the event is learned as it was
+         * when the call began) */
+        if (PyDict_GET_SIZE(x) != sc->n_keys || PyDict_GET_SIZE(positions) != held)
+            return 0;
     }
     dot_sq(w, sc, dot, sq);
     return 1;
@@ -386,13 +389,12 @@ static PyObject *margin(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     double dot, sq;
-    Py_ssize_t unseen, held = PyDict_GET_SIZE(args[1]);
+    Py_ssize_t unseen;
     int ok = scan(args[0], args[1], (const double *)view.buf, view.len / 8, memo, &sc, &dot,
                   &sq, &unseen);
     PyBuffer_Release(&view);
-    /* kept unless a key's __eq__ made the model learn during the scan */
-    if (ok == 1 && memo != NULL && sc.n_keys <= STACK_KEYS && PyDict_GET_SIZE(args[1]) == held) {
-        memo_put(memo, args[0], args[1], held, sc.keys, sc.pos, sc.n_keys);
+    if (ok == 1 && memo != NULL && sc.n_keys <= STACK_KEYS) {
+        memo_put(memo, args[0], args[1], PyDict_GET_SIZE(args[1]), sc.keys, sc.pos, sc.n_keys);
         sc.n_keys = 0; /* the references went to the memo */
     }
     scratch_free(&sc);
@@ -483,8 +485,6 @@ static PyObject *learn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     Py_ssize_t size = view.len / 8, unseen, held = PyDict_GET_SIZE(positions);
     double dot, sq;
     int ok = scan(x, positions, w, size, memo, &sc, &dot, &sq, &unseen);
-    if (ok > 0 && PyDict_GET_SIZE(positions) != held)
-        ok = 0; /* a key's __eq__ made the model learn during the scan */
     if (ok <= 0 || (unseen && (held + unseen > max_keys || held + 1 + unseen > size))) {
         if (ok >= 0)
             result = Py_NewRef(Py_None);
