@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import sys
 
 import numpy as np
 
@@ -12,9 +11,18 @@ from river_pa._core.features import as_array, merge_duplicates, packed_values
 from river_pa._core.validation import check_x
 
 
-class TransientCache:
-    """Mixin of every learner's state: the attributes named in `_TRANSIENT` are caches of the
-    last event, and `copy.copy` copies deeply.
+class DeepCopy:
+    """Mixin of every learner: `copy.copy` copies deeply. A shallow copy would share the
+    feature index and the arrays sized by it, and once one copy grew them the other's kernels
+    would index past its own arrays (a crash). River's `clone()` gives a fresh model of the
+    same parameters."""
+
+    def __copy__(self):
+        return copy.deepcopy(self)
+
+
+class TransientCache(DeepCopy):
+    """Mixin: the attributes named in `_TRANSIENT` are caches of the last event.
 
     They are left out of pickles (so a pickle holds the model, not what it last saw, and
     River's byte-comparing checks see predictions as pure) and rebuilt empty by `_clear_cache`
@@ -35,19 +43,8 @@ class TransientCache:
         return state
 
     def __setstate__(self, state):
-        # attribute names interned, as pickle's own restore does: else a name equal to a str
-        # of the state (a label "C" beside the attribute C) could be the same object after
-        # loading, and a second pickle of the model would differ in its bytes (River's checks
-        # compare them)
-        self.__dict__.update({sys.intern(k) if type(k) is str else k: v
-                              for k, v in state.items()})
+        self.__dict__.update(state)
         self._clear_cache()
-
-    def __copy__(self):
-        """A deep copy: a shallow one would share the feature index and the arrays sized by
-        it, and once one copy grew them the other's kernels would index past its own arrays
-        (a crash). River's `clone()` gives a fresh model of the same parameters."""
-        return copy.deepcopy(self)
 
 
 class EventCache(TransientCache):

@@ -16,7 +16,7 @@ from river import base
 
 from river_pa.mixing import MixSpec
 from river_pa.structured import _numba
-from river_pa._core.cache import TransientCache
+from river_pa._core.cache import DeepCopy
 from river_pa._core.features import Vocabulary, to_values
 from river_pa._core.validation import (
     MAX_CLASSES,
@@ -46,7 +46,7 @@ def _values(xs: list) -> np.ndarray:
     raise ValueError("feature values sum to a non-finite number")
 
 
-class PASequenceTagger(TransientCache, base.Estimator):
+class PASequenceTagger(DeepCopy, base.Estimator):
     """Passive-Aggressive sequence tagger over first-order Markov features, Viterbi decoding.
 
     A sentence is a list of per-token feature dicts ``xs`` and a list of tags ``ys`` (any
